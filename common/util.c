@@ -1,0 +1,108 @@
+/* See util.h. */
+#include "common/util.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t evd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t evd_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void evd_new_id(const char *prefix, char *out, size_t outsz)
+{
+    unsigned char r[16];
+    if (RAND_bytes(r, sizeof(r)) != 1) {
+        /* The OpenSSL RNG does not fail on a working system; fall back to time+rand. */
+        int64_t t = evd_mono_ms() ^ evd_now_ms();
+        for (size_t i = 0; i < sizeof(r); i++)
+            r[i] = (unsigned char)((t >> (i % 8)) ^ rand());
+    }
+    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* version 4 */
+    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80); /* variant 10 */
+    size_t n = (size_t)snprintf(out, outsz, "%s", prefix);
+    for (size_t i = 0; i < sizeof(r) && n + 2 < outsz; i++, n += 2)
+        snprintf(out + n, outsz - n, "%02x", r[i]);
+}
+
+void evd_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+    for (unsigned int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    out[64] = '\0';
+}
+
+bool evd_consttime_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen)
+        return false;
+    return CRYPTO_memcmp(a, b, alen) == 0;
+}
+
+int evd_buf_append(struct evd_buf *b, const void *data, size_t len)
+{
+    if (b->limit != 0 && b->len + len > b->limit)
+        return -1;
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + len + 1)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (p == NULL)
+            return -1;
+        b->data = p;
+        b->cap = cap;
+    }
+    if (len > 0)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int evd_buf_printf(struct evd_buf *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < sizeof(small))
+        return evd_buf_append(b, small, (size_t)n);
+    char *big = malloc((size_t)n + 1);
+    if (big == NULL)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = evd_buf_append(b, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+void evd_buf_free(struct evd_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

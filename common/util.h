@@ -1,0 +1,38 @@
+/*
+ * Small pure helpers shared by every layer: clocks, ids, hex SHA-256, bounded
+ * string buffers. Thread-safe; no global state except the OpenSSL RNG.
+ */
+#ifndef EVD_COMMON_UTIL_H
+#define EVD_COMMON_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wall clock, Unix epoch milliseconds. */
+int64_t evd_now_ms(void);
+/* Monotonic clock in milliseconds, for durations and deadlines. */
+int64_t evd_mono_ms(void);
+
+/* Writes "<prefix>" + 32 lowercase hex (a UUIDv4 without hyphens) into out (>= strlen(prefix)+33). */
+void evd_new_id(const char *prefix, char *out, size_t outsz);
+
+/* Lowercase hex SHA-256 of data into out[65]. */
+void evd_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* Constant-time comparison of two byte strings (length leaks, content does not). */
+bool evd_consttime_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+/* Growable byte buffer; `data` is always NUL-terminated. Zero-initialise before use. */
+struct evd_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t limit; /* 0 = unlimited; appending past it fails */
+};
+/* Returns 0, or -1 on allocation failure or when `limit` would be exceeded. */
+int evd_buf_append(struct evd_buf *b, const void *data, size_t len);
+int evd_buf_printf(struct evd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void evd_buf_free(struct evd_buf *b);
+
+#endif

@@ -1,0 +1,80 @@
+/* Unit tests for common/: error records, ids, hashing, buffers. */
+#include <check.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "tests/support/testutil.h"
+
+START_TEST(err_set_formats_and_returns_code)
+{
+    struct evd_err err;
+    enum evd_code c = evd_err_set(&err, EVD_EINVAL, "runs must be between 1 and %u", 100u);
+    ck_assert_int_eq(c, EVD_EINVAL);
+    ck_assert_int_eq(err.code, EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "runs must be between 1 and 100");
+    ck_assert_int_eq(evd_err_set(NULL, EVD_ENOTFOUND, "x"), EVD_ENOTFOUND);
+    ck_assert_str_eq(evd_code_name(EVD_ETOOLARGE), "payload_too_large");
+}
+END_TEST
+
+START_TEST(ids_are_uuid4_hex)
+{
+    char a[64], b[64];
+    evd_new_id("eval_", a, sizeof(a));
+    evd_new_id("eval_", b, sizeof(b));
+    ck_assert_uint_eq(strlen(a), 37);
+    ck_assert_str_ne(a, b);
+    ck_assert(strncmp(a, "eval_", 5) == 0);
+    ck_assert_uint_eq(strspn(a + 5, "0123456789abcdef"), 32);
+    ck_assert_int_eq(a[5 + 12], '4');
+    ck_assert(strchr("89ab", a[5 + 16]) != NULL);
+}
+END_TEST
+
+START_TEST(sha256_known_vectors)
+{
+    char hex[65];
+    evd_sha256_hex("", 0, hex);
+    ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    evd_sha256_hex("abc", 3, hex);
+    ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+END_TEST
+
+START_TEST(consttime_eq)
+{
+    ck_assert(evd_consttime_eq("secret", 6, "secret", 6));
+    ck_assert(!evd_consttime_eq("secret", 6, "secreT", 6));
+    ck_assert(!evd_consttime_eq("secret", 6, "secret1", 7));
+}
+END_TEST
+
+START_TEST(buf_grows_and_respects_limit)
+{
+    struct evd_buf b = {0};
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_eq(evd_buf_printf(&b, "%d,", i % 10), 0);
+    ck_assert_uint_eq(b.len, 2000);
+    ck_assert_uint_eq(strlen(b.data), 2000);
+    evd_buf_free(&b);
+    struct evd_buf l = {.limit = 4};
+    ck_assert_int_eq(evd_buf_append(&l, "abcd", 4), 0);
+    ck_assert_int_eq(evd_buf_append(&l, "e", 1), -1);
+    ck_assert_str_eq(l.data, "abcd");
+    evd_buf_free(&l);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, err_set_formats_and_returns_code);
+    tcase_add_test(tc, ids_are_uuid4_hex);
+    tcase_add_test(tc, sha256_known_vectors);
+    tcase_add_test(tc, consttime_eq);
+    tcase_add_test(tc, buf_grows_and_respects_limit);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
