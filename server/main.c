@@ -1,8 +1,128 @@
-/* evald entry point (placeholder until the server layer lands). */
+/*
+ * evald entry point: parse configuration, initialise libraries before any
+ * thread, apply migrations, wire the modules, serve, and shut down gracefully on
+ * SIGTERM/SIGINT (stop accepting, finish in-flight requests, exit 0).
+ * Exit status: 0 clean stop, 1 runtime failure, 2 invalid configuration.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-int main(void)
+#include "common/log.h"
+#include "common/util.h"
+#include "handlers/api.h"
+#include "server/config.h"
+#include "server/http.h"
+#include "server/routes.h"
+#include "store/db.h"
+
+/* The database may still be starting (e.g. docker-compose): retry this long. */
+#define MIGRATE_PATIENCE_MS 30000
+
+static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
 {
-    puts("evald " EVALD_VERSION);
-    return 0;
+    int64_t deadline = evd_mono_ms() + MIGRATE_PATIENCE_MS;
+    for (;;) {
+        enum evd_code rc = evd_db_migrate(url, err);
+        if (rc != EVD_EDB || evd_mono_ms() > deadline)
+            return rc;
+        evd_log(EVD_LOG_WARN, "database not reachable yet, retrying", "error", err->msg, NULL);
+        usleep(500 * 1000);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int status = 1;
+    struct evd_config cfg;
+    struct evd_err err = {0};
+    struct evd_db *db = NULL;
+    struct evd_http *http = NULL;
+
+    if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
+        fprintf(stderr, "evald: %s\n", err.msg);
+        return 2;
+    }
+    if (cfg.help) {
+        evd_config_usage(stdout);
+        evd_config_free(&cfg);
+        return 0;
+    }
+    if (cfg.version) {
+        puts("evald " EVALD_VERSION);
+        evd_config_free(&cfg);
+        return 0;
+    }
+    if (cfg.database_url == NULL) {
+        fprintf(stderr, "evald: EVALD_DATABASE_URL must be set (make run starts a private "
+                        "PostgreSQL and sets it)\n");
+        evd_config_free(&cfg);
+        return 2;
+    }
+    evd_log_set_level((enum evd_log_level)evd_log_level_parse(cfg.log_level));
+
+    /* Library initialisation, before any thread exists. */
+    json_object_seed(0);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL); /* inherited by every thread */
+
+    if (migrate_with_retry(cfg.database_url, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "could not apply migrations", "error", err.msg, NULL);
+        goto out;
+    }
+    db = evd_db_open(cfg.database_url, (int)cfg.db_pool_size, &err);
+    if (db == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not open the database pool", "error", err.msg, NULL);
+        goto out;
+    }
+    struct evd_ctx ctx = {
+        .db = db,
+        .max_runs = cfg.max_runs,
+        .version = EVALD_VERSION,
+        .started_at_ms = evd_now_ms(),
+    };
+    struct evd_http_options hopts = {
+        .host = cfg.listen_host,
+        .port = cfg.listen_port,
+        .routes = evd_routes,
+        .nroutes = evd_nroutes,
+        .ctx = &ctx,
+        .api_token = cfg.api_token,
+    };
+    http = evd_http_start(&hopts, &err);
+    if (http == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not start the HTTP server", "error", err.msg, NULL);
+        goto out;
+    }
+    char addr[300], port[8];
+    snprintf(port, sizeof(port), "%u", evd_http_port(http));
+    snprintf(addr, sizeof(addr), strchr(cfg.listen_host, ':') ? "[%s]:%s" : "%s:%s",
+             cfg.listen_host, port);
+    evd_log(EVD_LOG_INFO, "listening", "listen", addr, "auth", cfg.api_token ? "bearer" : "none",
+            NULL);
+    printf("{\"listen\":\"%s\"}\n", addr);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    evd_log(EVD_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+    evd_http_quiesce(http);
+    status = 0;
+out:
+    evd_http_stop(http);
+    evd_db_close(db);
+    evd_config_free(&cfg);
+    curl_global_cleanup();
+    if (status == 0)
+        evd_log(EVD_LOG_INFO, "stopped", NULL);
+    return status;
 }

@@ -1,0 +1,176 @@
+/* Response helpers and the evd_code → HTTP status map. Thread-safe (no state). */
+#include "handlers/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *evd_req_param(const struct evd_req *req, const char *name)
+{
+    for (size_t i = 0; i < req->nparams; i++)
+        if (strcmp(req->names[i], name) == 0)
+            return req->values[i];
+    return NULL;
+}
+
+const char *evd_req_query(const struct evd_req *req, const char *key)
+{
+    return req->query_fn ? req->query_fn(req->conn, key) : NULL;
+}
+
+const char *evd_req_header(const struct evd_req *req, const char *name)
+{
+    return req->header_fn ? req->header_fn(req->conn, name) : NULL;
+}
+
+int evd_http_status(enum evd_code code)
+{
+    switch (code) {
+    case EVD_OK:
+        return 200;
+    case EVD_EINVAL:
+        return 400;
+    case EVD_EUNAUTH:
+        return 401;
+    case EVD_ENOTFOUND:
+        return 404;
+    case EVD_ECONFLICT:
+        return 409;
+    case EVD_ETOOLARGE:
+        return 413;
+    case EVD_EMEDIA:
+        return 415;
+    case EVD_EDB:
+    case EVD_EUNAVAIL:
+        return 503;
+    case EVD_ENOMEM:
+    case EVD_EUPSTREAM:
+    case EVD_ETIMEOUT:
+    case EVD_ECANCELLED:
+    case EVD_EINTERNAL:
+        return 500;
+    }
+    return 500;
+}
+
+static const char *problem_code(enum evd_code code)
+{
+    switch (evd_http_status(code)) {
+    case 400:
+        return "invalid_request";
+    case 401:
+        return "unauthorized";
+    case 404:
+        return "not_found";
+    case 409:
+        return "conflict";
+    case 413:
+        return "payload_too_large";
+    case 415:
+        return "unsupported_media_type";
+    case 503:
+        return "unavailable";
+    default:
+        return "internal";
+    }
+}
+
+static const char *status_title(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Internal Server Error";
+    }
+}
+
+char *evd_json_dump(const json_t *value, size_t *len)
+{
+    char *s = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    if (s != NULL && len != NULL)
+        *len = strlen(s);
+    return s;
+}
+
+static void set_body(struct evd_resp *resp, int status, const char *ctype, char *body, size_t len)
+{
+    free(resp->body);
+    resp->status = status;
+    resp->content_type = ctype;
+    resp->body = body;
+    resp->len = len;
+}
+
+void evd_resp_json(struct evd_resp *resp, int status, json_t *body)
+{
+    size_t len = 0;
+    char *text = evd_json_dump(body ? body : json_null(), &len);
+    json_decref(body);
+    if (text == NULL) {
+        evd_resp_problem(resp, EVD_ENOMEM, "could not serialize the response");
+        return;
+    }
+    set_body(resp, status, "application/json; charset=utf-8", text, len);
+}
+
+void evd_resp_problem(struct evd_resp *resp, enum evd_code code, const char *detail)
+{
+    int status = evd_http_status(code);
+    const char *pcode = problem_code(code);
+    json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", "about:blank", "title",
+                          status_title(status), "status", status, "detail",
+                          detail ? detail : "", "code", pcode);
+    size_t len = 0;
+    char *text = p ? evd_json_dump(p, &len) : NULL;
+    json_decref(p);
+    if (text == NULL) {
+        static const char fallback[] = "{\"type\":\"about:blank\",\"title\":\"Internal Server "
+                                       "Error\",\"status\":500,\"code\":\"internal\"}";
+        text = strdup(fallback);
+        len = text ? strlen(text) : 0;
+        status = 500;
+    }
+    set_body(resp, status, "application/problem+json", text, len);
+    resp->code = pcode;
+}
+
+void evd_resp_error(struct evd_resp *resp, const struct evd_err *err)
+{
+    evd_resp_problem(resp, err->code == EVD_OK ? EVD_EINTERNAL : err->code, err->msg);
+}
+
+void evd_resp_raw(struct evd_resp *resp, int status, const char *content_type, const void *data,
+                  size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (copy == NULL) {
+        evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+        return;
+    }
+    memcpy(copy, data, len);
+    copy[len] = '\0';
+    set_body(resp, status, content_type, copy, len);
+}
+
+void evd_resp_header(struct evd_resp *resp, const char *name, const char *value)
+{
+    if (resp->nheaders >= EVD_RESP_MAX_HEADERS)
+        return;
+    snprintf(resp->header_names[resp->nheaders], sizeof(resp->header_names[0]), "%s", name);
+    snprintf(resp->header_values[resp->nheaders], sizeof(resp->header_values[0]), "%s", value);
+    resp->nheaders++;
+}

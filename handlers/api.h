@@ -1,0 +1,108 @@
+/*
+ * The contract between the HTTP server and the handlers: a decoded request, a
+ * response under construction, and the single place where an evd_code becomes an
+ * HTTP status and an RFC 9457 problem. Handlers never see libmicrohttpd.
+ *
+ * Lifetimes: everything in struct evd_req is borrowed for the duration of the
+ * handler call. A handler fills *resp through the evd_resp_* helpers, which take
+ * ownership of what they are given. Handlers run on libmicrohttpd's connection
+ * threads, concurrently: they must only touch thread-safe state (the db pool,
+ * the engine's public functions, immutable configuration).
+ */
+#ifndef EVD_HANDLERS_API_H
+#define EVD_HANDLERS_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct evd_db;
+struct evd_app;
+
+/* What handlers may use; built once by main, immutable afterwards except through
+ * the thread-safe objects it points to. */
+struct evd_ctx {
+    struct evd_db *db;       /* handler connection pool */
+    long max_runs;           /* EVALD_MAX_RUNS */
+    const char *version;     /* evald version string */
+    int64_t started_at_ms;   /* process start, for /healthz */
+    struct evd_app *app;     /* engine-side services (workers, hub, providers); may be NULL */
+};
+
+#define EVD_MAX_PARAMS 4
+
+struct evd_req {
+    struct evd_ctx *ctx;
+    const char *method;
+    const char *path;
+    const char *route;       /* the matched route pattern, e.g. "/v1/evaluations/{id}" */
+    char names[EVD_MAX_PARAMS][32];
+    char values[EVD_MAX_PARAMS][256];
+    size_t nparams;
+    json_t *body;            /* parsed JSON body; NULL when the body was empty */
+    const char *request_id;
+    /* Query-string and header lookups through the server; values are borrowed. */
+    const char *(*query_fn)(void *conn, const char *key);
+    const char *(*header_fn)(void *conn, const char *name);
+    void *conn;
+};
+
+/* Value of path parameter `name`, or NULL. */
+const char *evd_req_param(const struct evd_req *req, const char *name);
+/* Query-string argument, or NULL. */
+const char *evd_req_query(const struct evd_req *req, const char *key);
+/* Request header (case-insensitive), or NULL. */
+const char *evd_req_header(const struct evd_req *req, const char *name);
+
+/*
+ * Streaming body: called repeatedly from the connection's thread; returns bytes
+ * written into buf (> 0), 0 to be called again later is NOT allowed (block
+ * instead, with a bounded wait), or -1 to end the stream.
+ */
+typedef ssize_t (*evd_stream_fn)(void *cls, char *buf, size_t max);
+
+#define EVD_RESP_MAX_HEADERS 6
+
+struct evd_resp {
+    int status;
+    char *body;              /* owned; freed by the server */
+    size_t len;
+    const char *content_type;
+    const char *code;        /* problem code for logs, NULL on success */
+    char header_names[EVD_RESP_MAX_HEADERS][64];
+    char header_values[EVD_RESP_MAX_HEADERS][512];
+    size_t nheaders;
+    evd_stream_fn stream;    /* when set, body is ignored and the response streams */
+    void *stream_cls;
+    void (*stream_free)(void *cls);
+};
+
+/* HTTP status for a code: the one map used everywhere. */
+int evd_http_status(enum evd_code code);
+
+/* Serializes `body` (steals the reference) as application/json with `status`.
+ * A NULL body sends JSON null. */
+void evd_resp_json(struct evd_resp *resp, int status, json_t *body);
+
+/* RFC 9457 problem details for `code`, with `detail` as the message. */
+void evd_resp_problem(struct evd_resp *resp, enum evd_code code, const char *detail);
+
+/* Problem details from an error record. */
+void evd_resp_error(struct evd_resp *resp, const struct evd_err *err);
+
+/* A raw body; `data` is copied. */
+void evd_resp_raw(struct evd_resp *resp, int status, const char *content_type, const void *data,
+                  size_t len);
+
+/* Adds a response header (silently ignored past EVD_RESP_MAX_HEADERS). */
+void evd_resp_header(struct evd_resp *resp, const char *name, const char *value);
+
+/* Serializes a JSON value for responses: compact, UTF-8, reals in shortest form.
+ * Returns malloc'd text or NULL. */
+char *evd_json_dump(const json_t *value, size_t *len);
+
+#endif

@@ -1,0 +1,104 @@
+/* Operational endpoints; see system.h. Stateless; thread-safe. */
+#include "handlers/system.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/assets.h"
+#include "common/metrics.h"
+#include "common/util.h"
+#include "store/db.h"
+
+void evd_h_healthz(struct evd_req *req, struct evd_resp *resp)
+{
+    json_t *body = json_pack("{s:s, s:s, s:I}", "status", "ok", "version", req->ctx->version,
+                             "uptime_ms", (json_int_t)(evd_now_ms() - req->ctx->started_at_ms));
+    evd_resp_json(resp, 200, body);
+}
+
+void evd_h_readyz(struct evd_req *req, struct evd_resp *resp)
+{
+    struct evd_err err = {0};
+    enum evd_code rc = evd_db_ready(req->ctx->db, &err);
+    json_t *body = json_pack("{s:s, s:s, s:i}", "status", rc == EVD_OK ? "ready" : "unavailable",
+                             "database", rc == EVD_OK ? "ok" : err.msg, "migrations",
+                             evd_db_migration_count());
+    evd_resp_json(resp, rc == EVD_OK ? 200 : 503, body);
+}
+
+void evd_h_metrics(struct evd_req *req, struct evd_resp *resp)
+{
+    int size = 0, in_use = 0, open = 0;
+    evd_db_stats(req->ctx->db, &size, &in_use, &open);
+    evd_metrics_gauge("evald_db_pool_size", size);
+    evd_metrics_gauge("evald_db_pool_in_use", in_use);
+    evd_metrics_gauge("evald_db_pool_open", open);
+    struct evd_buf out = {0};
+    if (evd_metrics_render(&out) != 0) {
+        evd_buf_free(&out);
+        evd_resp_problem(resp, EVD_ENOMEM, "could not render metrics");
+        return;
+    }
+    resp->status = 200;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->body = out.data;
+    resp->len = out.len;
+}
+
+static void send_asset(struct evd_req *req, struct evd_resp *resp, const struct evd_asset *a,
+                       const char *cache)
+{
+    char etag[24];
+    char hex[65];
+    evd_sha256_hex(a->data, a->len, hex);
+    snprintf(etag, sizeof(etag), "\"%.16s\"", hex);
+    const char *inm = evd_req_header(req, "If-None-Match");
+    evd_resp_header(resp, "ETag", etag);
+    evd_resp_header(resp, "Cache-Control", cache);
+    if (inm != NULL && strcmp(inm, etag) == 0) {
+        evd_resp_raw(resp, 304, NULL, "", 0);
+        return;
+    }
+    evd_resp_raw(resp, 200, a->content_type, a->data, a->len);
+}
+
+void evd_h_openapi(struct evd_req *req, struct evd_resp *resp)
+{
+    const struct evd_asset *a = evd_asset_find(evd_openapi, "openapi.json");
+    if (a == NULL) {
+        evd_resp_problem(resp, EVD_ENOTFOUND, "this build has no OpenAPI document");
+        return;
+    }
+    send_asset(req, resp, a, "no-cache");
+}
+
+void evd_h_console_index(struct evd_req *req, struct evd_resp *resp)
+{
+    const struct evd_asset *a = evd_asset_find(evd_assets, "index.html");
+    if (a == NULL) {
+        evd_resp_problem(resp, EVD_ENOTFOUND, "this build has no console");
+        return;
+    }
+    send_asset(req, resp, a, "no-cache");
+}
+
+void evd_h_console_asset(struct evd_req *req, struct evd_resp *resp)
+{
+    const char *path = evd_req_param(req, "path");
+    const struct evd_asset *a = path ? evd_asset_find(evd_assets, path) : NULL;
+    if (a == NULL) {
+        evd_resp_problem(resp, EVD_ENOTFOUND, "no such console asset");
+        return;
+    }
+    /* Assets are revalidated cheaply by ETag; a new build changes the tag. */
+    send_asset(req, resp, a, "public, max-age=300, must-revalidate");
+}
+
+json_t *evd_ui_content(const char *path)
+{
+    const struct evd_asset *a = evd_asset_find(evd_assets, path && *path ? path : "index.html");
+    if (a == NULL)
+        return NULL;
+    return json_pack("{s:s%, s:s}", "content", (const char *)a->data, a->len, "content_type",
+                     a->content_type);
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages evald needs to build, test and run, when missing.
+# Used by `make run`, `make test` and CI. Quiet when everything is present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git curl ca-certificates
+  libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
+  libpcre2-dev libunistring-dev check libsubunit-dev
+  postgresql
+)
+# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint).
+if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
+  packages+=(nodejs npm chromium)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    # nodejs may come from another repository under the same name; npm may be bundled.
+    if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
+    if [ "$p" = nodejs ] && command -v node >/dev/null 2>&1; then continue; fi
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "deps: missing packages (${missing[*]}) and not root; install them and retry" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

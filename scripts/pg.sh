@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A private PostgreSQL cluster for development and tests, under a folder of ours.
+#   pg.sh start DIR PORT   initdb on first use, start on 127.0.0.1:PORT, create
+#                          database "evald", print its URL on stdout
+#   pg.sh stop DIR         fast shutdown
+#   pg.sh url DIR PORT     print the URL
+# PostgreSQL refuses to run as root, so as root the cluster belongs to the
+# 'postgres' system user (created by the Debian package). Trust authentication is
+# used, and the server listens on loopback only.
+set -euo pipefail
+
+cmd=${1:?usage: pg.sh start|stop|url DIR [PORT]}
+dir=$(realpath -m "${2:?DIR}")
+port=${3:-54329}
+
+bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$bindir/initdb" ] || { echo "pg.sh: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 1; }
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+url() { echo "postgresql://evald@127.0.0.1:$port/evald"; }
+
+case "$cmd" in
+start)
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    as_owner "$bindir/initdb" -D "$dir/data" -U evald --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+      { cat "$dir/initdb.log" >&2; exit 1; }
+  fi
+  mkdir -p "$dir/run"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir/run"; fi
+  if ! as_owner "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/run -c max_connections=300 -c fsync=${EVALD_PG_FSYNC:-on}" start >/dev/null ||
+      { tail -n 20 "$dir/server.log" >&2; exit 1; }
+  fi
+  if ! as_owner "$bindir/psql" -h 127.0.0.1 -p "$port" -U evald -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='evald'" | grep -q 1; then
+    as_owner "$bindir/createdb" -h 127.0.0.1 -p "$port" -U evald evald
+  fi
+  url
+  ;;
+stop)
+  if [ -f "$dir/data/PG_VERSION" ]; then
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  ;;
+url) url ;;
+*) echo "usage: pg.sh start|stop|url DIR [PORT]" >&2; exit 2 ;;
+esac

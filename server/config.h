@@ -1,0 +1,56 @@
+/*
+ * evald configuration: one table (server/config.c) of every setting with its
+ * environment variable, flag, type, default and help. Precedence: defaults <
+ * environment < flags. Validated once at start-up; the struct is read-only after.
+ * Secrets (API token, database URL password) are held here and must never be logged:
+ * evd_config_describe() prints them redacted.
+ */
+#ifndef EVD_SERVER_CONFIG_H
+#define EVD_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/err.h"
+
+struct evd_config {
+    char *database_url;      /* EVALD_DATABASE_URL; required to serve */
+    char *listen;            /* EVALD_LISTEN, "host:port" or "[v6]:port" */
+    char listen_host[256];   /* parsed from listen */
+    unsigned listen_port;    /* parsed from listen; 0 = pick a free port */
+    bool listen_loopback;    /* listen_host is a loopback address */
+    long workers;            /* EVALD_WORKERS */
+    long sweep_interval_ms;  /* EVALD_SWEEP_INTERVAL_MS */
+    long lease_ms;           /* EVALD_LEASE_MS */
+    char *api_token;         /* EVALD_API_TOKEN; NULL = no auth */
+    long max_runs;           /* EVALD_MAX_RUNS */
+    char *providers_file;    /* EVALD_PROVIDERS_FILE */
+    long db_pool_size;       /* EVALD_DB_POOL_SIZE */
+    char *log_level;         /* EVALD_LOG_LEVEL */
+    char *iii_url;           /* III_URL */
+    char *webhook_allow_hosts; /* EVALD_WEBHOOK_ALLOW_HOSTS */
+    char *openai_base_url;   /* OPENAI_BASE_URL */
+    char *anthropic_base_url; /* ANTHROPIC_BASE_URL */
+    bool help;               /* --help given */
+    bool version;            /* --version given */
+};
+
+/*
+ * Fills *cfg from defaults, then `envp`-style lookup through getenv, then argv.
+ * Returns EVD_OK or EVD_EINVAL with a message naming the setting (e.g.
+ * "EVALD_WORKERS must be an integer between 1 and 256"). On error *cfg is freed.
+ * `getenv_fn` lets tests supply an environment; pass NULL for getenv(3).
+ */
+enum evd_code evd_config_load(struct evd_config *cfg, int argc, char **argv,
+                              const char *(*getenv_fn)(const char *name), struct evd_err *err);
+
+/* Releases the strings owned by *cfg. */
+void evd_config_free(struct evd_config *cfg);
+
+/* Writes the --help text: every setting with its variable, flag, default and meaning. */
+void evd_config_usage(FILE *out);
+
+/* True when `host` is a loopback name or address (127.0.0.0/8, ::1, localhost). */
+bool evd_config_host_is_loopback(const char *host);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * The HTTP server: libmicrohttpd with one thread per connection, request bodies
+ * bounded to 1 MiB (413), JSON decoding (415/400), bearer-token auth, a request id
+ * on every response, one JSON log line and one metrics sample per request, and
+ * graceful shutdown (stop accepting, finish in-flight requests).
+ * Thread-safety: start/quiesce/stop from the main thread only.
+ */
+#ifndef EVD_SERVER_HTTP_H
+#define EVD_SERVER_HTTP_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+#include "server/router.h"
+
+#define EVD_HTTP_BODY_LIMIT (1024 * 1024)
+
+struct evd_http_options {
+    const char *host;           /* numeric address or name to bind */
+    unsigned port;              /* 0 = pick a free port */
+    const struct evd_route *routes;
+    size_t nroutes;
+    struct evd_ctx *ctx;        /* handed to every handler */
+    const char *api_token;      /* NULL = no auth; borrowed for the server's lifetime */
+};
+
+struct evd_http;
+
+struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_err *err);
+/* The bound port (useful with port 0). */
+unsigned evd_http_port(const struct evd_http *h);
+/* Stops accepting new connections; in-flight requests continue. */
+void evd_http_quiesce(struct evd_http *h);
+/* Waits for in-flight requests to finish, then frees the server. */
+void evd_http_stop(struct evd_http *h);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * Connection pool and query helpers; see db.h. Lock order: pool->mu is a leaf
+ * lock, never held across a query or a connect.
+ */
+#include "store/db.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+struct slot {
+    PGconn *conn;
+    bool busy;
+};
+
+struct evd_db {
+    char *conninfo;
+    int size;
+    struct slot *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+struct evd_db *evd_db_open(const char *conninfo, int size, struct evd_err *err)
+{
+    if (conninfo == NULL || *conninfo == '\0' || size < 1) {
+        evd_err_set(err, EVD_EINVAL, "EVALD_DATABASE_URL must be set");
+        return NULL;
+    }
+    struct evd_db *db = calloc(1, sizeof(*db));
+    if (db == NULL)
+        goto nomem;
+    db->conninfo = strdup(conninfo);
+    db->slots = calloc((size_t)size, sizeof(*db->slots));
+    if (db->conninfo == NULL || db->slots == NULL)
+        goto nomem;
+    db->size = size;
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_cond_init(&db->cv, NULL);
+    return db;
+nomem:
+    if (db) {
+        free(db->conninfo);
+        free(db->slots);
+        free(db);
+    }
+    evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return NULL;
+}
+
+void evd_db_close(struct evd_db *db)
+{
+    if (db == NULL)
+        return;
+    for (int i = 0; i < db->size; i++)
+        if (db->slots[i].conn)
+            PQfinish(db->slots[i].conn);
+    pthread_mutex_destroy(&db->mu);
+    pthread_cond_destroy(&db->cv);
+    free(db->slots);
+    free(db->conninfo);
+    free(db);
+}
+
+const char *evd_db_conninfo(const struct evd_db *db)
+{
+    return db->conninfo;
+}
+
+PGconn *evd_db_connect(const char *conninfo, struct evd_err *err)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+        /* libpq's message may echo the host but never the password. */
+        const char *m = c ? PQerrorMessage(c) : "out of memory";
+        char first[200];
+        snprintf(first, sizeof(first), "%s", m);
+        char *nl = strchr(first, '\n');
+        if (nl)
+            *nl = '\0';
+        evd_err_set(err, EVD_EDB, "could not connect to the database: %s", first);
+        PQfinish(c);
+        return NULL;
+    }
+    /* Quiet NOTICEs (e.g. "relation already exists, skipping"). */
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    return c;
+}
+
+bool evd_db_ensure(PGconn *conn)
+{
+    if (PQstatus(conn) == CONNECTION_OK)
+        return true;
+    PQreset(conn);
+    return PQstatus(conn) == CONNECTION_OK;
+}
+
+PGconn *evd_db_acquire(struct evd_db *db, struct evd_err *err)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    int idx = -1;
+    pthread_mutex_lock(&db->mu);
+    for (;;) {
+        /* Prefer a free slot that already has a connection. */
+        for (int i = 0; i < db->size && idx < 0; i++)
+            if (!db->slots[i].busy && db->slots[i].conn != NULL)
+                idx = i;
+        for (int i = 0; i < db->size && idx < 0; i++)
+            if (!db->slots[i].busy)
+                idx = i;
+        if (idx >= 0)
+            break;
+        if (pthread_cond_timedwait(&db->cv, &db->mu, &deadline) != 0) {
+            pthread_mutex_unlock(&db->mu);
+            evd_err_set(err, EVD_EUNAVAIL, "no database connection became free within 5 s");
+            return NULL;
+        }
+    }
+    db->slots[idx].busy = true;
+    PGconn *c = db->slots[idx].conn;
+    pthread_mutex_unlock(&db->mu);
+
+    if (c != NULL && !evd_db_ensure(c)) {
+        PQfinish(c);
+        c = NULL;
+    }
+    if (c == NULL)
+        c = evd_db_connect(db->conninfo, err);
+    pthread_mutex_lock(&db->mu);
+    db->slots[idx].conn = c;
+    if (c == NULL) {
+        db->slots[idx].busy = false;
+        pthread_cond_signal(&db->cv);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return c;
+}
+
+void evd_db_release(struct evd_db *db, PGconn *conn)
+{
+    if (conn == NULL)
+        return;
+    if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        evd_db_rollback(conn);
+    pthread_mutex_lock(&db->mu);
+    for (int i = 0; i < db->size; i++)
+        if (db->slots[i].conn == conn) {
+            db->slots[i].busy = false;
+            break;
+        }
+    pthread_cond_signal(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+}
+
+void evd_db_stats(struct evd_db *db, int *size, int *in_use, int *open)
+{
+    pthread_mutex_lock(&db->mu);
+    *size = db->size;
+    *in_use = *open = 0;
+    for (int i = 0; i < db->size; i++) {
+        *in_use += db->slots[i].busy;
+        *open += db->slots[i].conn != NULL;
+    }
+    pthread_mutex_unlock(&db->mu);
+}
+
+PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                       struct evd_err *err)
+{
+    PGresult *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return r;
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (PQstatus(conn) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P", 3) == 0)
+        evd_err_set(err, EVD_EDB, "could not reach the database");
+    else if (strcmp(state, "23505") == 0)
+        evd_err_set(err, EVD_ECONFLICT, "already exists");
+    else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+        evd_err_set(err, EVD_EDB, "could not complete the transaction (%s), try again", state);
+    else
+        evd_err_set(err, EVD_EDB, "database error: %s", msg ? msg : "unknown");
+    PQclear(r);
+    return NULL;
+}
+
+enum evd_code evd_db_exec(PGconn *conn, const char *sql, int nparams,
+                          const char *const *params, struct evd_err *err)
+{
+    PGresult *r = evd_db_query(conn, sql, nparams, params, err);
+    if (r == NULL)
+        return err ? err->code : EVD_EDB;
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_db_begin(PGconn *conn, struct evd_err *err)
+{
+    return evd_db_exec(conn, "BEGIN", 0, NULL, err);
+}
+
+enum evd_code evd_db_commit(PGconn *conn, struct evd_err *err)
+{
+    return evd_db_exec(conn, "COMMIT", 0, NULL, err);
+}
+
+void evd_db_rollback(PGconn *conn)
+{
+    if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) == PQTRANS_IDLE)
+        return;
+    PGresult *r = PQexec(conn, "ROLLBACK");
+    PQclear(r);
+}

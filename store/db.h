@@ -1,0 +1,66 @@
+/*
+ * PostgreSQL access: a small connection pool for HTTP handlers, dedicated
+ * connections for worker threads, parameterized queries, transactions and the
+ * one place where a SQLSTATE becomes an evd_code.
+ *
+ * Thread-safety: the pool is safe to share; a PGconn is used by one thread at a
+ * time (the one that acquired or opened it). Connections whose server went away
+ * are reset on the next acquire, so the service recovers from a database restart
+ * without restarting itself. The connection string may hold a password: it is
+ * never logged.
+ */
+#ifndef EVD_STORE_DB_H
+#define EVD_STORE_DB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+#include "common/err.h"
+
+struct evd_db;
+
+/* Creates a pool of `size` connections opened lazily. NULL + err on bad arguments. */
+struct evd_db *evd_db_open(const char *conninfo, int size, struct evd_err *err);
+/* Closes every connection; no connection may still be acquired. */
+void evd_db_close(struct evd_db *db);
+/* The connection string (borrowed). */
+const char *evd_db_conninfo(const struct evd_db *db);
+
+/* Borrows a healthy connection, waiting up to 5 s for one to be free. NULL + err
+ * (EVD_EDB "could not connect to the database") when none can be had. */
+PGconn *evd_db_acquire(struct evd_db *db, struct evd_err *err);
+/* Returns a connection; an open transaction is rolled back first. */
+void evd_db_release(struct evd_db *db, PGconn *conn);
+/* Pool figures for /metrics. */
+void evd_db_stats(struct evd_db *db, int *size, int *in_use, int *open);
+
+/* Opens a dedicated connection (worker threads); NULL + err on failure. */
+PGconn *evd_db_connect(const char *conninfo, struct evd_err *err);
+/* Resets `*conn` when its server went away; returns true when it is usable. */
+bool evd_db_ensure(PGconn *conn);
+
+/*
+ * Runs a parameterized statement (text parameters; NULL = SQL NULL). Returns the
+ * result when it succeeded (the caller PQclear()s it), or NULL + err with the
+ * SQLSTATE mapped: 23505 → EVD_ECONFLICT, connection failures → EVD_EDB,
+ * others → EVD_EDB with "database error: <message>".
+ */
+PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                       struct evd_err *err);
+/* Runs a statement and discards its result. */
+enum evd_code evd_db_exec(PGconn *conn, const char *sql, int nparams,
+                          const char *const *params, struct evd_err *err);
+
+enum evd_code evd_db_begin(PGconn *conn, struct evd_err *err);
+enum evd_code evd_db_commit(PGconn *conn, struct evd_err *err);
+/* Rolls back when a transaction is open; never fails loudly. */
+void evd_db_rollback(PGconn *conn);
+
+/* Applies the embedded migrations under an advisory lock; see migrate.c. */
+enum evd_code evd_db_migrate(const char *conninfo, struct evd_err *err);
+/* True when the database answers and every embedded migration is applied. */
+enum evd_code evd_db_ready(struct evd_db *db, struct evd_err *err);
+/* Number of migrations embedded in this binary. */
+int evd_db_migration_count(void);
+
+#endif

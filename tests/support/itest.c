@@ -1,0 +1,369 @@
+/* See itest.h. Children get their own process group so a kill reaches them all. */
+#include "tests/support/itest.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+static void die(const char *what, const char *detail)
+{
+    fprintf(stderr, "itest: %s%s\n", what, detail);
+    exit(1);
+}
+
+const char *evd_t_source_dir(void)
+{
+    const char *s = getenv("EVALD_SOURCE_DIR");
+    return s ? s : EVALD_SOURCE_DIR;
+}
+
+const char *evd_t_evald_bin(void)
+{
+    const char *bin = getenv("EVALD_BIN");
+    if (bin == NULL || *bin == '\0')
+        die("", "EVALD_BIN is not set (run the tests through ctest or make test)");
+    return bin;
+}
+
+const char *evd_t_pg_admin_url(void)
+{
+    const char *u = getenv("EVALD_TEST_DATABASE_URL");
+    if (u == NULL || *u == '\0')
+        u = getenv("EVALD_DATABASE_URL");
+    if (u == NULL || *u == '\0')
+        die("", "set EVALD_TEST_DATABASE_URL or EVALD_DATABASE_URL to a PostgreSQL server "
+                  "where databases may be created (`make test` starts one)");
+    return u;
+}
+
+/* Rebuilds a keyword conninfo from a live connection with another dbname. */
+static void conninfo_with_db(PGconn *c, const char *db, char *out, size_t n)
+{
+    PQconninfoOption *opts = PQconninfo(c);
+    size_t o = 0;
+    out[0] = '\0';
+    for (PQconninfoOption *p = opts; p && p->keyword; p++) {
+        if (p->val == NULL || *p->val == '\0' || strcmp(p->keyword, "dbname") == 0)
+            continue;
+        if (strcmp(p->keyword, "host") && strcmp(p->keyword, "hostaddr") &&
+            strcmp(p->keyword, "port") && strcmp(p->keyword, "user") &&
+            strcmp(p->keyword, "password") && strcmp(p->keyword, "sslmode"))
+            continue;
+        o += (size_t)snprintf(out + o, n - o, "%s='%s' ", p->keyword, p->val);
+    }
+    snprintf(out + o, n - o, "dbname='%s'", db);
+    PQconninfoFree(opts);
+}
+
+static PGconn *admin(void)
+{
+    PGconn *c = PQconnectdb(evd_t_pg_admin_url());
+    if (PQstatus(c) != CONNECTION_OK)
+        die("cannot connect to the test database server: ", PQerrorMessage(c));
+    return c;
+}
+
+void evd_t_db_create(char *url, size_t n, char *name)
+{
+    char id[48];
+    evd_new_id("evald_t_", id, sizeof(id));
+    id[8 + 16] = '\0';
+    snprintf(name, 64, "%s", id);
+    PGconn *c = admin();
+    char sql[128];
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        die("CREATE DATABASE failed: ", PQerrorMessage(c));
+    PQclear(r);
+    conninfo_with_db(c, name, url, n);
+    PQfinish(c);
+}
+
+void evd_t_db_drop(const char *name)
+{
+    PGconn *c = admin();
+    char sql[160];
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    PQclear(PQexec(c, sql));
+    PQfinish(c);
+}
+
+char *evd_t_sql(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    char *out = NULL;
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *r = PQexec(c, sql);
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_TUPLES_OK)
+            out = strdup(PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+        else if (st == PGRES_COMMAND_OK)
+            out = strdup("");
+        else
+            fprintf(stderr, "itest: SQL failed: %s: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+    }
+    PQfinish(c);
+    return out;
+}
+
+int evd_t_spawn(struct evd_t_proc *p, char *const argv[], char *const env[], bool want_ready,
+                int timeout_ms)
+{
+    memset(p, 0, sizeof(*p));
+    int out[2];
+    if (pipe(out) != 0)
+        return -1;
+    char tmpl[] = "/tmp/evald-itest-XXXXXX";
+    int logfd = mkstemp(tmpl);
+    snprintf(p->log_path, sizeof(p->log_path), "%s", tmpl);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(out[1], STDOUT_FILENO);
+        if (logfd >= 0)
+            dup2(logfd, STDERR_FILENO);
+        close(out[0]);
+        for (size_t i = 0; env && env[i]; i++)
+            putenv(env[i]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(out[1]);
+    if (logfd >= 0)
+        close(logfd);
+    p->pid = pid;
+    if (!want_ready) {
+        close(out[0]);
+        return 0;
+    }
+    char buf[512];
+    size_t len = 0;
+    int64_t deadline = evd_mono_ms() + timeout_ms;
+    while (evd_mono_ms() < deadline && len < sizeof(buf) - 1) {
+        struct pollfd pfd = {.fd = out[0], .events = POLLIN};
+        if (poll(&pfd, 1, 100) <= 0)
+            continue;
+        ssize_t n = read(out[0], buf + len, sizeof(buf) - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (strchr(buf, '\n') != NULL) {
+            json_t *j = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+            const char *l = json_string_value(json_object_get(j, "listen"));
+            if (l != NULL) {
+                snprintf(p->listen, sizeof(p->listen), "%s", l);
+                snprintf(p->base, sizeof(p->base), "http://%s", l);
+            }
+            json_decref(j);
+            break;
+        }
+    }
+    close(out[0]);
+    if (p->listen[0] == '\0') {
+        evd_t_dump_log(p);
+        evd_t_stop(p, SIGKILL, 2000);
+        return -1;
+    }
+    return 0;
+}
+
+int evd_t_evald_start(struct evd_t_proc *p, const char *db_url, char *const extra_env[])
+{
+    static char dburl[1024];
+    snprintf(dburl, sizeof(dburl), "EVALD_DATABASE_URL=%s", db_url);
+    char *env[32];
+    size_t n = 0;
+    env[n++] = dburl;
+    env[n++] = "EVALD_LISTEN=127.0.0.1:0";
+    for (size_t i = 0; extra_env && extra_env[i] && n < 30; i++)
+        env[n++] = extra_env[i];
+    env[n] = NULL;
+    char *argv[] = {(char *)evd_t_evald_bin(), NULL};
+    return evd_t_spawn(p, argv, env, true, 30000);
+}
+
+int evd_t_wait(struct evd_t_proc *p, int timeout_ms)
+{
+    int64_t deadline = evd_mono_ms() + timeout_ms;
+    while (evd_mono_ms() < deadline) {
+        int st;
+        pid_t r = waitpid(p->pid, &st, WNOHANG);
+        if (r == p->pid) {
+            p->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(10000);
+    }
+    return -1;
+}
+
+int evd_t_stop(struct evd_t_proc *p, int sig, int timeout_ms)
+{
+    if (p->pid <= 0)
+        return -1;
+    kill(p->pid, sig);
+    int rc = evd_t_wait(p, timeout_ms);
+    if (rc < 0 && p->pid > 0) {
+        kill(-p->pid, SIGKILL);
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        p->pid = 0;
+    }
+    return rc;
+}
+
+void evd_t_dump_log(const struct evd_t_proc *p)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (f == NULL)
+        return;
+    fprintf(stderr, "---- %s ----\n", p->log_path);
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof(line), f) && n++ < 200)
+        fputs(line, stderr);
+    fclose(f);
+}
+
+struct sink {
+    struct evd_buf body;
+    struct evd_buf headers;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct sink *s = ud;
+    return evd_buf_append(&s->body, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct sink *s = ud;
+    return evd_buf_append(&s->headers, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+static void header_value(const char *headers, const char *name, char *out, size_t n)
+{
+    out[0] = '\0';
+    size_t nl = strlen(name);
+    for (const char *l = headers; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncasecmp(l, name, nl) == 0 && l[nl] == ':') {
+            const char *v = l + nl + 1;
+            while (*v == ' ')
+                v++;
+            size_t vl = strcspn(v, "\r\n");
+            snprintf(out, n, "%.*s", (int)vl, v);
+        }
+    }
+}
+
+int evd_t_http(const char *method, const char *url, const char *const *headers,
+               const char *body, size_t body_len, struct evd_t_resp *out)
+{
+    memset(out, 0, sizeof(*out));
+    CURL *c = curl_easy_init();
+    if (c == NULL)
+        return -1;
+    struct sink s = {{0}, {0}};
+    struct curl_slist *hl = NULL;
+    bool has_ct = false;
+    for (size_t i = 0; headers && headers[i]; i++) {
+        hl = curl_slist_append(hl, headers[i]);
+        has_ct |= strncasecmp(headers[i], "Content-Type:", 13) == 0;
+    }
+    if (body != NULL && !has_ct)
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+    hl = curl_slist_append(hl, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (body != NULL) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    if (s.body.data == NULL)
+        evd_buf_append(&s.body, "", 0);
+    out->body = s.body.data;
+    out->len = s.body.len;
+    snprintf(out->headers, sizeof(out->headers), "%s", s.headers.data ? s.headers.data : "");
+    header_value(out->headers, "Content-Type", out->content_type, sizeof(out->content_type));
+    header_value(out->headers, "X-Request-Id", out->request_id, sizeof(out->request_id));
+    header_value(out->headers, "Location", out->location, sizeof(out->location));
+    evd_buf_free(&s.headers);
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+json_t *evd_t_http_json(const char *method, const char *url, const char *body, long *status)
+{
+    struct evd_t_resp r;
+    json_t *j = NULL;
+    if (evd_t_http(method, url, NULL, body, body ? strlen(body) : 0, &r) == 0)
+        j = json_loads(r.body, JSON_DECODE_ANY, NULL);
+    if (status)
+        *status = r.status;
+    evd_t_resp_free(&r);
+    return j;
+}
+
+void evd_t_resp_free(struct evd_t_resp *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+bool evd_t_wait_status(const char *url, long want_status, int timeout_ms)
+{
+    int64_t deadline = evd_mono_ms() + timeout_ms;
+    while (evd_mono_ms() < deadline) {
+        struct evd_t_resp r;
+        evd_t_http("GET", url, NULL, NULL, 0, &r);
+        evd_t_resp_free(&r);
+        if (r.status == want_status)
+            return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+unsigned evd_t_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bind(s, (struct sockaddr *)&a, sizeof(a));
+    socklen_t l = sizeof(a);
+    getsockname(s, (struct sockaddr *)&a, &l);
+    close(s);
+    return ntohs(a.sin_port);
+}
