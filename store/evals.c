@@ -1,0 +1,586 @@
+/* SQL of evaluations, runs, jobs and completion events; see evals.h. */
+#include "store/evals.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "store/db.h"
+
+#define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
+
+void evd_store_eval_clear(struct evd_store_eval *e)
+{
+    json_decref(e->request);
+    json_decref(e->report);
+    free(e->error);
+    memset(e, 0, sizeof(*e));
+}
+
+static json_t *col_json(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    return json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+}
+
+static int64_t col_i64(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static enum evd_code rc_of(struct evd_err *err)
+{
+    return err && err->code != EVD_OK ? err->code : EVD_EDB;
+}
+
+static const char SQL_EVAL_INSERT[] =
+    "WITH e AS ("
+    " INSERT INTO evaluations (id, status, request, concurrency, source_evaluation_id,"
+    "  total_runs, created_at, updated_at)"
+    " VALUES ($1, 'queued', $2::jsonb, $3::int, NULLIF($4, ''), jsonb_array_length($5::jsonb),"
+    "  $6::bigint, $6::bigint) RETURNING id)"
+    " INSERT INTO runs (evaluation_id, position, run_id, role, iteration, pair_position,"
+    "  session_id)"
+    " SELECT e.id, x.execution_position, x.run_id, x.role, x.iteration, x.pair_position,"
+    "  x.session_id"
+    " FROM e, jsonb_to_recordset($5::jsonb) AS x(execution_position int, run_id text,"
+    "  role text, iteration int, pair_position int, session_id text)";
+
+enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
+                                    int concurrency, const json_t *runs, const char *source_id,
+                                    int64_t now, struct evd_err *err)
+{
+    char *req = json_dumps(request, JSON_COMPACT);
+    char *rs = json_dumps(runs, JSON_COMPACT);
+    char conc[16], ts[32];
+    I64(conc, concurrency);
+    I64(ts, now);
+    enum evd_code rc = EVD_ENOMEM;
+    if (req && rs) {
+        const char *p[] = {id, req, conc, source_id ? source_id : "", rs, ts};
+        rc = evd_db_exec(c, SQL_EVAL_INSERT, 6, p, err);
+    } else {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    free(req);
+    free(rs);
+    return rc;
+}
+
+static const char SQL_EVAL_GET[] =
+    "SELECT id, status, request, report, step, concurrency, total_runs, terminal_runs,"
+    " passed_runs, failed_runs, eligible, error, coalesce(source_evaluation_id, ''),"
+    " created_at, updated_at, completed_at FROM evaluations WHERE id = $1";
+
+enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
+                                 struct evd_store_eval *out, struct evd_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    char sql[sizeof(SQL_EVAL_GET) + 16];
+    snprintf(sql, sizeof(sql), "%s%s", SQL_EVAL_GET, lock ? " FOR UPDATE" : "");
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c, sql, 1, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
+    }
+    snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
+    snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 1));
+    out->request = col_json(r, 0, 2);
+    out->report = col_json(r, 0, 3);
+    out->step = col_i64(r, 0, 4);
+    out->concurrency = (int)col_i64(r, 0, 5);
+    out->total_runs = (int)col_i64(r, 0, 6);
+    out->terminal_runs = (int)col_i64(r, 0, 7);
+    out->passed_runs = (int)col_i64(r, 0, 8);
+    out->failed_runs = (int)col_i64(r, 0, 9);
+    out->eligible = PQgetisnull(r, 0, 10) ? -1 : PQgetvalue(r, 0, 10)[0] == 't';
+    out->error = PQgetisnull(r, 0, 11) ? NULL : strdup(PQgetvalue(r, 0, 11));
+    snprintf(out->source_id, sizeof(out->source_id), "%s", PQgetvalue(r, 0, 12));
+    out->created_at = col_i64(r, 0, 13);
+    out->updated_at = col_i64(r, 0, 14);
+    out->completed_at = col_i64(r, 0, 15);
+    PQclear(r);
+    if (out->request == NULL) {
+        evd_store_eval_clear(out);
+        return evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
+    }
+    return EVD_OK;
+}
+
+static const char SQL_RUNS[] =
+    "SELECT position, run_id, role, iteration, pair_position, session_id, status, attempt,"
+    " passed, turn_id, output, evaluation, benchmark, metrics, failures, started_at,"
+    " completed_at, CASE WHEN $2 THEN transcript END"
+    " FROM runs WHERE evaluation_id = $1 ORDER BY position";
+
+json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *err)
+{
+    const char *p[] = {id, extras ? "true" : "false"};
+    PGresult *r = evd_db_query(c, SQL_RUNS, 2, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *runs = json_array();
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *run = json_pack(
+            "{s:s, s:s, s:I, s:s, s:I, s:I, s:s, s:I}", "run_id", PQgetvalue(r, i, 1), "role",
+            PQgetvalue(r, i, 2), "iteration", (json_int_t)col_i64(r, i, 3), "session_id",
+            PQgetvalue(r, i, 5), "execution_position", (json_int_t)col_i64(r, i, 0),
+            "pair_position", (json_int_t)col_i64(r, i, 4), "status", PQgetvalue(r, i, 6),
+            "started_at", (json_int_t)col_i64(r, i, 15));
+        if (run == NULL)
+            continue;
+        if (!PQgetisnull(r, i, 8))
+            json_object_set_new(run, "passed", json_boolean(PQgetvalue(r, i, 8)[0] == 't'));
+        if (!PQgetisnull(r, i, 9))
+            json_object_set_new(run, "turn_id", json_string(PQgetvalue(r, i, 9)));
+        static const struct {
+            int col;
+            const char *key;
+        } js[] = {{10, "output"}, {11, "evaluation"}, {12, "benchmark"}, {13, "metrics"}};
+        for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++) {
+            json_t *v = col_json(r, i, js[k].col);
+            if (v != NULL)
+                json_object_set_new(run, js[k].key, v);
+        }
+        json_t *failures = col_json(r, i, 14);
+        json_object_set_new(run, "failures", failures ? failures : json_array());
+        if (!PQgetisnull(r, i, 16))
+            json_object_set_new(run, "completed_at", json_integer(col_i64(r, i, 16)));
+        if (extras) {
+            json_object_set_new(run, "attempt", json_integer(col_i64(r, i, 7)));
+            json_t *t = col_json(r, i, 17);
+            if (t != NULL) {
+                json_t *g = json_object_get(t, "generations");
+                json_t *f = json_object_get(t, "function_calls");
+                if (g)
+                    json_object_set(run, "generations", g);
+                if (f)
+                    json_object_set(run, "function_calls", f);
+                json_decref(t);
+            }
+        }
+        json_array_append_new(runs, run);
+    }
+    PQclear(r);
+    return runs;
+}
+
+enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
+                                  struct evd_store_run_state *out, struct evd_err *err)
+{
+    char pos[16];
+    I64(pos, position);
+    const char *p[] = {id, pos};
+    PGresult *r = evd_db_query(
+        c, "SELECT status, attempt, started_at FROM runs WHERE evaluation_id = $1 AND position = $2",
+        2, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return evd_err_set(err, EVD_ENOTFOUND, "run %d of %s not found", position, id);
+    }
+    snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 0));
+    out->attempt = (int)col_i64(r, 0, 1);
+    out->started_at = col_i64(r, 0, 2);
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int attempt,
+                                  int64_t now, struct evd_err *err)
+{
+    char pos[16], att[16], ts[32];
+    I64(pos, position);
+    I64(att, attempt);
+    I64(ts, now);
+    const char *p[] = {id, pos, att, ts};
+    return evd_db_exec(c,
+                       "UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4,"
+                       " completed_at = NULL WHERE evaluation_id = $1 AND position = $2::int",
+                       4, p, err);
+}
+
+static char *dump_or_null(const json_t *v)
+{
+    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
+                                   const json_t *run, const json_t *transcript, bool *written,
+                                   struct evd_err *err)
+{
+    *written = false;
+    char pos[16], att[16], ts[32];
+    I64(pos, position);
+    I64(att, attempt);
+    I64(ts, json_integer_value(json_object_get(run, "completed_at")));
+    json_t *passed = json_object_get(run, "passed");
+    char *output = dump_or_null(json_object_get(run, "output"));
+    char *evaluation = dump_or_null(json_object_get(run, "evaluation"));
+    char *benchmark = dump_or_null(json_object_get(run, "benchmark"));
+    char *metrics = dump_or_null(json_object_get(run, "metrics"));
+    char *failures = dump_or_null(json_object_get(run, "failures"));
+    char *trans = dump_or_null(transcript);
+    const char *turn = json_string_value(json_object_get(run, "turn_id"));
+    char started[32];
+    I64(started, json_integer_value(json_object_get(run, "started_at")));
+    const char *p[] = {id,
+                       pos,
+                       att,
+                       json_string_value(json_object_get(run, "status")),
+                       json_is_boolean(passed) ? (json_is_true(passed) ? "true" : "false") : NULL,
+                       output,
+                       evaluation,
+                       benchmark,
+                       metrics,
+                       failures ? failures : "[]",
+                       trans,
+                       ts,
+                       turn,
+                       started};
+    PGresult *r = evd_db_query(
+        c,
+        "UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
+        " evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
+        " failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
+        " turn_id = $13, started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
+        " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
+        " AND attempt = $3::int",
+        14, p, err);
+    free(output);
+    free(evaluation);
+    free(benchmark);
+    free(metrics);
+    free(failures);
+    free(trans);
+    if (r == NULL)
+        return rc_of(err);
+    *written = atoi(PQcmdTuples(r)) == 1;
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t *failure,
+                                         int64_t now, struct evd_err *err)
+{
+    char *f = json_dumps(failure, JSON_COMPACT);
+    char ts[32];
+    I64(ts, now);
+    const char *p[] = {id, f, ts};
+    enum evd_code rc = evd_db_exec(
+        c,
+        "UPDATE runs SET status = 'cancelled', passed = NULL, completed_at = $3::bigint,"
+        " failures = failures || jsonb_build_array($2::jsonb)"
+        " WHERE evaluation_id = $1 AND status IN ('pending', 'running')",
+        3, p, err);
+    free(f);
+    return rc;
+}
+
+enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
+                                   struct evd_err *err)
+{
+    char ts[32];
+    I64(ts, now);
+    const char *p[] = {id, advance_step ? "1" : "0", ts};
+    return evd_db_exec(
+        c,
+        "UPDATE evaluations e SET step = step + $2::int, updated_at = $3::bigint,"
+        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
+        " FROM (SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled'))"
+        "  AS terminal, count(*) FILTER (WHERE passed) AS passed,"
+        "  count(*) FILTER (WHERE passed = false AND status IN ('completed', 'failed',"
+        "  'cancelled')) AS failed FROM runs WHERE evaluation_id = $1) s"
+        " WHERE e.id = $1",
+        3, p, err);
+}
+
+enum evd_code evd_store_eval_set_status(PGconn *c, const char *id, const char *status,
+                                        int64_t now, struct evd_err *err)
+{
+    char ts[32];
+    I64(ts, now);
+    const char *p[] = {id, status, ts};
+    return evd_db_exec(c, "UPDATE evaluations SET status = $2, updated_at = $3::bigint WHERE id = $1",
+                       3, p, err);
+}
+
+enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
+                                    const json_t *report, int eligible, int eligible_event,
+                                    int64_t now, struct evd_err *err)
+{
+    char ts[32];
+    I64(ts, now);
+    char *rep = dump_or_null(report);
+    json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", id, "status", status,
+                                "timestamp", (json_int_t)now);
+    if (eligible_event >= 0)
+        json_object_set_new(payload, "eligible", json_boolean(eligible_event));
+    char *pl = dump_or_null(payload);
+    json_decref(payload);
+    char event_id[48];
+    evd_new_id("evt_", event_id, sizeof(event_id));
+    const char *el = eligible < 0 ? NULL : (eligible ? "true" : "false");
+    const char *p[] = {id, status, rep, el, ts, event_id, pl};
+    enum evd_code rc = evd_db_exec(
+        c,
+        "WITH u AS (UPDATE evaluations SET status = $2, report = $3::jsonb,"
+        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint"
+        " WHERE id = $1 RETURNING id)"
+        " INSERT INTO completion_events (event_id, evaluation_id, payload, created_at)"
+        " SELECT $6, u.id, $7::jsonb, $5::bigint FROM u",
+        7, p, err);
+    free(rep);
+    free(pl);
+    return rc;
+}
+
+enum evd_code evd_store_eval_delete(PGconn *c, const char *id, bool *deleted,
+                                    struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c, "DELETE FROM evaluations WHERE id = $1", 1, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    *deleted = atoi(PQcmdTuples(r)) == 1;
+    PQclear(r);
+    return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
+}
+
+static const char SQL_STATUS[] =
+    "SELECT jsonb_strip_nulls(jsonb_build_object("
+    " 'evaluation_id', e.id, 'status', e.status, 'total_runs', e.total_runs,"
+    " 'terminal_runs', e.terminal_runs, 'passed_runs', e.passed_runs,"
+    " 'failed_runs', e.failed_runs, 'created_at', e.created_at, 'updated_at', e.updated_at,"
+    " 'completed_at', e.completed_at, 'error', e.error, 'active',"
+    " CASE WHEN a.run_id IS NOT NULL THEN jsonb_build_object('run_id', a.run_id, 'role', a.role,"
+    "  'iteration', a.iteration, 'session_id', a.session_id, 'turn_id', a.turn_id,"
+    "  'started_at', a.started_at) END))::text"
+    " FROM evaluations e LEFT JOIN LATERAL (SELECT run_id, role, iteration, session_id, turn_id,"
+    "  started_at FROM runs WHERE evaluation_id = e.id AND status = 'running'"
+    "  ORDER BY position LIMIT 1) a ON true WHERE e.id = $1";
+
+json_t *evd_store_eval_status(PGconn *c, const char *id, struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c, SQL_STATUS, 1, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = PQntuples(r) ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+    if (PQntuples(r) == 0)
+        evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
+    PQclear(r);
+    return out;
+}
+
+static const char SQL_LIST[] =
+    "SELECT jsonb_strip_nulls(jsonb_build_object("
+    " 'evaluation_id', id, 'status', status, 'dimension', request->>'dimension',"
+    " 'model', request->'model'->>'model', 'provider', request->'model'->>'provider',"
+    " 'control_label', request->'control'->>'label',"
+    " 'treatment_label', request->'treatment'->>'label', 'total_runs', total_runs,"
+    " 'terminal_runs', terminal_runs, 'passed_runs', passed_runs, 'failed_runs', failed_runs,"
+    " 'eligible', eligible, 'created_at', created_at, 'updated_at', updated_at,"
+    " 'completed_at', completed_at, 'error', error))::text, created_at, id"
+    " FROM evaluations WHERE $2::bigint IS NULL OR (created_at, id) < ($2::bigint, $3)"
+    " ORDER BY created_at DESC, id DESC LIMIT $1::int + 1";
+
+json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
+                            struct evd_err *err)
+{
+    *next_cursor = NULL;
+    char lim[16], ts[32] = "", bid[64] = "";
+    I64(lim, limit);
+    if (before != NULL) {
+        const char *us = strchr(before, '_');
+        if (us == NULL || us == before || (size_t)(us - before) >= sizeof(ts) ||
+            strspn(before, "0123456789") != (size_t)(us - before)) {
+            evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
+            return NULL;
+        }
+        snprintf(ts, sizeof(ts), "%.*s", (int)(us - before), before);
+        snprintf(bid, sizeof(bid), "%s", us + 1);
+    }
+    const char *p[] = {lim, before ? ts : NULL, before ? bid : NULL};
+    PGresult *r = evd_db_query(c, SQL_LIST, 3, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = json_array();
+    int n = PQntuples(r);
+    for (int i = 0; i < n && (unsigned)i < limit; i++)
+        json_array_append_new(out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+    if ((unsigned)n > limit) {
+        char cur[128];
+        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit - 1, 1),
+                 PQgetvalue(r, (int)limit - 1, 2));
+        *next_cursor = strdup(cur);
+    }
+    PQclear(r);
+    return out;
+}
+
+enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
+                                        struct evd_err *err)
+{
+    char pos[16];
+    I64(pos, position);
+    const char *p[] = {id, pos};
+    return evd_db_exec(c,
+                       "INSERT INTO jobs (kind, evaluation_id, run_position) VALUES ('run', $1,"
+                       " $2::int) ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run'"
+                       " DO NOTHING",
+                       2, p, err);
+}
+
+static const char SQL_CLAIM[] =
+    "UPDATE jobs SET lease_owner = $1, attempts = attempts + 1,"
+    " lease_until = now() + make_interval(secs => $2::double precision / 1000)"
+    " WHERE id = (SELECT id FROM jobs WHERE due_at <= now()"
+    "  AND (lease_until IS NULL OR lease_until < now())"
+    "  ORDER BY due_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
+    " RETURNING id, kind, coalesce(evaluation_id, ''), coalesce(run_position, 0), attempts";
+
+enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
+                                  struct evd_store_job *out, bool *found, struct evd_err *err)
+{
+    *found = false;
+    char lease[32];
+    I64(lease, lease_ms);
+    const char *p[] = {owner, lease};
+    PGresult *r = evd_db_query(c, SQL_CLAIM, 2, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    if (PQntuples(r) == 1) {
+        *found = true;
+        out->id = col_i64(r, 0, 0);
+        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, 0, 1));
+        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 2));
+        out->run_position = (int)col_i64(r, 0, 3);
+        out->attempts = (int)col_i64(r, 0, 4);
+    }
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err)
+{
+    char id[32];
+    I64(id, job_id);
+    const char *p[] = {id};
+    return evd_db_exec(c, "DELETE FROM jobs WHERE id = $1::bigint", 1, p, err);
+}
+
+enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err)
+{
+    const char *p[] = {id};
+    return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
+}
+
+enum evd_code evd_store_run_jobs(PGconn *c, const char *id, bool *has_job, int nruns,
+                                 struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(
+        c, "SELECT run_position FROM jobs WHERE evaluation_id = $1 AND kind = 'run'", 1, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    for (int i = 0; i < nruns; i++)
+        has_job[i] = false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int pos = atoi(PQgetvalue(r, i, 0));
+        if (pos >= 1 && pos <= nruns)
+            has_job[pos - 1] = true;
+    }
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *ids, size_t n,
+                                   long lease_ms, bool *alive, struct evd_err *err)
+{
+    struct evd_buf arr = {0};
+    evd_buf_append(&arr, "{", 1);
+    for (size_t i = 0; i < n; i++)
+        evd_buf_printf(&arr, "%s%lld", i ? "," : "", (long long)ids[i]);
+    if (evd_buf_append(&arr, "}", 1) != 0) {
+        evd_buf_free(&arr);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    char lease[32];
+    I64(lease, lease_ms);
+    const char *p[] = {owner, arr.data, lease};
+    PGresult *r = evd_db_query(
+        c,
+        "UPDATE jobs SET lease_until = now() + make_interval(secs => $3::double precision / 1000)"
+        " WHERE lease_owner = $1 AND id = ANY($2::bigint[]) RETURNING id",
+        3, p, err);
+    evd_buf_free(&arr);
+    if (r == NULL)
+        return rc_of(err);
+    for (size_t i = 0; i < n; i++)
+        alive[i] = false;
+    for (int k = 0; k < PQntuples(r); k++) {
+        int64_t id = col_i64(r, k, 0);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] == id)
+                alive[i] = true;
+    }
+    PQclear(r);
+    return EVD_OK;
+}
+
+json_t *evd_store_stalled_evals(PGconn *c, struct evd_err *err)
+{
+    PGresult *r = evd_db_query(c,
+                               "SELECT e.id FROM evaluations e WHERE e.status IN ('queued',"
+                               " 'running') AND NOT EXISTS (SELECT 1 FROM jobs j WHERE"
+                               " j.evaluation_id = e.id) LIMIT 500",
+                               0, NULL, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(out, json_string(PQgetvalue(r, i, 0)));
+    PQclear(r);
+    return out;
+}
+
+json_t *evd_store_timed_out_runs(PGconn *c, int64_t now, struct evd_err *err)
+{
+    char ts[32];
+    I64(ts, now);
+    const char *p[] = {ts};
+    PGresult *r = evd_db_query(
+        c,
+        "SELECT r.evaluation_id, r.position, r.attempt,"
+        " (e.request->'limits'->'execution'->>'scenario_timeout_seconds')::bigint"
+        " FROM runs r JOIN evaluations e ON e.id = r.evaluation_id"
+        " WHERE r.status = 'running' AND e.status IN ('queued', 'running') AND r.started_at > 0"
+        " AND r.started_at + 1000 * (e.request->'limits'->'execution'->>"
+        "'scenario_timeout_seconds')::bigint < $1::bigint LIMIT 500",
+        1, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:I}", "evaluation_id",
+                                             PQgetvalue(r, i, 0), "position",
+                                             (json_int_t)col_i64(r, i, 1), "attempt",
+                                             (json_int_t)col_i64(r, i, 2), "timeout_s",
+                                             (json_int_t)col_i64(r, i, 3)));
+    PQclear(r);
+    return out;
+}
+
+enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *payload,
+                               struct evd_err *err)
+{
+    const char *p[] = {channel, payload};
+    return evd_db_exec(c, "SELECT pg_notify($1, $2)", 2, p, err);
+}

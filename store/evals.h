@@ -1,0 +1,137 @@
+/*
+ * All SQL of evaluations, their runs, the job table and completion events.
+ * Every function takes a connection the caller owns and runs inside whatever
+ * transaction the caller opened; none begins or commits on its own.
+ *
+ * Lock order (deadlock freedom): a transaction that changes runs first locks the
+ * evaluation row (evd_store_eval_lock), then touches its runs and jobs.
+ * JSON arguments are borrowed; returned json_t are new references.
+ */
+#ifndef EVD_STORE_EVALS_H
+#define EVD_STORE_EVALS_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/* The evaluation row. Strings are NUL-terminated copies; release with _clear. */
+struct evd_store_eval {
+    char id[64];
+    char status[16];
+    json_t *request; /* NormalizedEvalRequestV1 */
+    json_t *report;  /* EvalReportV1 or NULL */
+    int64_t step;
+    int concurrency;
+    int total_runs, terminal_runs, passed_runs, failed_runs;
+    int eligible; /* -1 unknown, 0, 1 */
+    char *error;
+    char source_id[64]; /* "" when none */
+    int64_t created_at, updated_at, completed_at; /* completed_at 0 = not yet */
+};
+
+void evd_store_eval_clear(struct evd_store_eval *e);
+
+/* Inserts the evaluation and its planned runs (an array of EvalRunReportV1 objects
+ * with execution_position, pair_position, ...). EVD_ECONFLICT when the id exists. */
+enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
+                                    int concurrency, const json_t *runs, const char *source_id,
+                                    int64_t now, struct evd_err *err);
+
+/* Reads the evaluation row; with `lock`, SELECT … FOR UPDATE. EVD_ENOTFOUND when unknown. */
+enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
+                                 struct evd_store_eval *out, struct evd_err *err);
+
+/*
+ * The runs in plan order as EvalRunReportV1 objects (new reference). With `extras`,
+ * each also carries `attempt` and, when recorded, `generations` and `function_calls`
+ * from its transcript (the resource representation; not the function mirror's).
+ */
+json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *err);
+
+/* Run bookkeeping. */
+struct evd_store_run_state {
+    char status[16];
+    int attempt;
+    int64_t started_at;
+};
+enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
+                                  struct evd_store_run_state *out, struct evd_err *err);
+/* Marks a run running for attempt `attempt` from `now`. */
+enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int attempt,
+                                  int64_t now, struct evd_err *err);
+/*
+ * Writes a finished run (`run` is the EvalRunReportV1 to store, `transcript` may be
+ * NULL) only if the run is still running with `attempt`. *written tells whether it was.
+ */
+enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
+                                   const json_t *run, const json_t *transcript, bool *written,
+                                   struct evd_err *err);
+/* Cancels every open run (pending or running) with a cancel failure. */
+enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t *failure,
+                                         int64_t now, struct evd_err *err);
+/* Recomputes the run counters, bumps step when `advance_step`, and sets updated_at. */
+enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
+                                   struct evd_err *err);
+/* Sets the status (and running → updated_at). */
+enum evd_code evd_store_eval_set_status(PGconn *c, const char *id, const char *status,
+                                        int64_t now, struct evd_err *err);
+/* Terminal transition: status, report, eligible (-1 = null), completed_at; and the
+ * completion event {evaluation_id, status, timestamp, eligible?} in the outbox. */
+enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
+                                    const json_t *report, int eligible, int eligible_event,
+                                    int64_t now, struct evd_err *err);
+/* Deletes a terminal evaluation (runs cascade). *deleted false when unknown. */
+enum evd_code evd_store_eval_delete(PGconn *c, const char *id, bool *deleted,
+                                    struct evd_err *err);
+
+/* eval::status projection (EvalStatusResponseV1, new reference) or NULL when unknown. */
+json_t *evd_store_eval_status(PGconn *c, const char *id, struct evd_err *err);
+/* eval::list summaries, newest first; `before` is a cursor from a previous page
+ * ("<created_at>_<id>") or NULL. *next_cursor (malloc'd or NULL) when more remain. */
+json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
+                            struct evd_err *err);
+
+/* Jobs. */
+struct evd_store_job {
+    int64_t id;
+    char kind[16];
+    char evaluation_id[64];
+    int run_position;
+    int attempts;
+};
+/* Enqueues the run job unless one exists. */
+enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
+                                        struct evd_err *err);
+/* Claims one due job with a lease; *found false when none is due. Autocommits. */
+enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
+                                  struct evd_store_job *out, bool *found, struct evd_err *err);
+enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
+/* Deletes every job of an evaluation. */
+enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);
+/* Whether run jobs exist for these positions: fills has_job[position-1]. */
+enum evd_code evd_store_run_jobs(PGconn *c, const char *id, bool *has_job, int nruns,
+                                 struct evd_err *err);
+/*
+ * Extends the leases of `ids` held by `owner`; `alive[i]` tells which still exist
+ * under this owner (a missing one was cancelled or taken over).
+ */
+enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *ids, size_t n,
+                                   long lease_ms, bool *alive, struct evd_err *err);
+
+/* Sweeper queries: ids of live evaluations with no job (new reference, array of
+ * strings), and runs past their scenario timeout ([{evaluation_id, position,
+ * timeout_s}]). */
+json_t *evd_store_stalled_evals(PGconn *c, struct evd_err *err);
+json_t *evd_store_timed_out_runs(PGconn *c, int64_t now, struct evd_err *err);
+
+/* Notifications: evaluation changed (SSE) and evaluation cancelled (in-flight runs). */
+#define EVD_CHANNEL_EVENTS "evald_events"
+#define EVD_CHANNEL_CANCEL "evald_cancel"
+#define EVD_CHANNEL_JOBS "evald_jobs"
+enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *payload,
+                               struct evd_err *err);
+
+#endif
