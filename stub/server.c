@@ -1,0 +1,912 @@
+/*
+ * The stub's HTTP server on libmicrohttpd, one thread per connection so that scripted
+ * latency and stalls block only their own request. Routes the provider endpoints and
+ * the /_stub control endpoints, keeps the statistics and the request log.
+ *
+ * DESIGN: one mutex (`lock`) guards the current script pointer and its reference count,
+ * rule hit counters, every counter, the session table and the request log ring. It is
+ * never held across I/O, a sleep or a call into libmicrohttpd; no other lock exists.
+ * A request takes a script reference under the lock and drops it when it has answered,
+ * so PUT /_stub/script never frees a script in use. Log entries are private deep copies,
+ * so no json_t is shared between threads outside the lock.
+ */
+#include "stub/stub.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define LOG_RING 500
+#define LOG_BODY_MAX (1024 * 1024) /* larger bodies are logged as a size only */
+#define LOG_RAW_MAX (64 * 1024)    /* non-JSON bodies up to this size are logged as text */
+#define STATUS_MAX 600
+#define WAIT_SLICE_MS 50
+
+struct log_slot {
+    uint64_t seq; /* 0 = empty */
+    json_t *entry; /* new reference owned by the ring */
+};
+
+struct session_count {
+    char *key;
+    int n;
+};
+
+struct stub_server {
+    struct MHD_Daemon *mhd;
+    char address[128];
+    const char *require_key; /* borrowed from the configuration */
+    size_t max_body;
+    atomic_bool stopping;
+
+    pthread_mutex_t lock; /* guards every field below */
+    struct stub_script *script;
+    uint64_t requests;
+    uint64_t by_api[STUB_API_COUNT];
+    uint64_t by_status[STATUS_MAX];
+    uint64_t stalls, truncations;
+    int in_flight, max_in_flight, max_per_session;
+    struct session_count *sessions;
+    size_t nsessions, capsessions;
+    struct log_slot ring[LOG_RING];
+    uint64_t next_seq;
+};
+
+/* Per-request state, created on the first callback and freed in `completed`. */
+struct conn {
+    struct stub_server *srv;
+    struct evd_buf body;
+    bool too_large;
+    bool provider; /* a /v1 request, counted in flight and in the statistics */
+    char *session; /* X-Evald-Session copy, or NULL */
+    uint64_t seq;  /* log entry, 0 = none */
+    int64_t start_ms;
+    enum stub_api api;
+    int status;
+};
+
+/* ---------------------------------------------------------------- statistics */
+
+static void session_enter(struct stub_server *s, const char *key)
+{
+    size_t i;
+    for (i = 0; i < s->nsessions; i++)
+        if (strcmp(s->sessions[i].key, key) == 0)
+            break;
+    if (i == s->nsessions) {
+        if (s->nsessions == s->capsessions) {
+            size_t cap = s->capsessions ? s->capsessions * 2 : 16;
+            struct session_count *p = realloc(s->sessions, cap * sizeof(*p));
+            if (p == NULL)
+                return;
+            s->sessions = p;
+            s->capsessions = cap;
+        }
+        s->sessions[i].key = strdup(key);
+        if (s->sessions[i].key == NULL)
+            return;
+        s->sessions[i].n = 0;
+        s->nsessions++;
+    }
+    s->sessions[i].n++;
+    if (s->sessions[i].n > s->max_per_session)
+        s->max_per_session = s->sessions[i].n;
+}
+
+static void session_leave(struct stub_server *s, const char *key)
+{
+    for (size_t i = 0; i < s->nsessions; i++) {
+        if (strcmp(s->sessions[i].key, key) != 0)
+            continue;
+        if (--s->sessions[i].n == 0) {
+            free(s->sessions[i].key);
+            s->sessions[i] = s->sessions[--s->nsessions];
+        }
+        return;
+    }
+}
+
+/* Records the answered status of a provider request (under the lock). */
+static void note_status(struct stub_server *s, struct conn *cx, int status)
+{
+    cx->status = status;
+    if (status > 0 && status < STATUS_MAX)
+        s->by_status[status]++;
+    if (cx->seq != 0) {
+        struct log_slot *slot = &s->ring[cx->seq % LOG_RING];
+        if (slot->seq == cx->seq)
+            json_object_set_new(slot->entry, "status", json_integer(status));
+    }
+}
+
+/* Records the rule that answered a provider request (under the lock). */
+static void note_rule(struct stub_server *s, struct conn *cx, int rule)
+{
+    if (rule < 0 || cx->seq == 0)
+        return;
+    struct log_slot *slot = &s->ring[cx->seq % LOG_RING];
+    if (slot->seq == cx->seq)
+        json_object_set_new(slot->entry, "rule", json_integer(rule));
+}
+
+/* ---------------------------------------------------------------- request log */
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    json_t *headers = cls;
+    char name[128];
+    size_t n = strlen(key);
+    if (n >= sizeof(name))
+        return MHD_YES;
+    for (size_t i = 0; i <= n; i++)
+        name[i] = (char)((key[i] >= 'A' && key[i] <= 'Z') ? key[i] + 32 : key[i]);
+    if (json_object_get(headers, name) != NULL)
+        return MHD_YES;
+    bool secret = strcmp(name, "authorization") == 0 || strcmp(name, "x-api-key") == 0 ||
+                  strcmp(name, "proxy-authorization") == 0 || strcmp(name, "cookie") == 0;
+    json_object_set_new(headers, name, json_string(secret ? "REDACTED" : value ? value : ""));
+    return MHD_YES;
+}
+
+/* Builds the log entry of a provider request; new reference (NULL without memory). */
+static json_t *log_entry(struct MHD_Connection *c, struct conn *cx, const char *method,
+                         const char *url, json_t *parsed)
+{
+    json_t *headers = json_object();
+    if (headers != NULL)
+        MHD_get_connection_values(c, MHD_HEADER_KIND, collect_header, headers);
+    json_t *body = json_null();
+    if (cx->too_large) {
+        body = json_null();
+    } else if (cx->body.len > LOG_BODY_MAX) {
+        body = json_pack("{s:I}", "omitted_bytes", (json_int_t)cx->body.len);
+    } else if (parsed != NULL) {
+        body = json_deep_copy(parsed);
+    } else if (cx->body.len > 0) {
+        /* Not JSON: keep the text when it is UTF-8 and short, else null. */
+        body = json_loadb(cx->body.data, cx->body.len, 0, NULL);
+        if (body == NULL && cx->body.len <= LOG_RAW_MAX)
+            body = json_stringn(cx->body.data, cx->body.len);
+    }
+    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:n,s:n,s:I}", "api", stub_api_name(cx->api), "path",
+                     url, "method", method, "headers", headers != NULL ? headers : json_object(),
+                     "body", body != NULL ? body : json_null(), "status", "rule",
+                     "received_at_ms", (json_int_t)evd_now_ms());
+}
+
+/* Adds `entry` (stolen; built outside the lock) to the ring, under the lock. */
+static void log_push(struct stub_server *s, struct conn *cx, json_t *entry)
+{
+    if (entry == NULL)
+        return;
+    uint64_t seq = ++s->next_seq;
+    struct log_slot *slot = &s->ring[seq % LOG_RING];
+    json_decref(slot->entry);
+    slot->seq = seq;
+    slot->entry = entry;
+    cx->seq = seq;
+}
+
+/* ---------------------------------------------------------------- responses */
+
+/* Queues `body` (stolen) as JSON; returns MHD's answer. */
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body,
+                                 const char *const *headers)
+{
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (text == NULL)
+        text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}");
+    if (text == NULL)
+        return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback(strlen(text), text, free);
+    if (r == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+        MHD_add_response_header(r, headers[i], headers[i + 1]);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+struct trunc {
+    char *data;
+    size_t len, send;
+};
+
+static ssize_t trunc_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct trunc *t = cls;
+    if (pos >= t->send)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t n = t->send - (size_t)pos;
+    if (n > max)
+        n = max;
+    memcpy(buf, t->data + pos, n);
+    return (ssize_t)n;
+}
+
+static void trunc_free(void *cls)
+{
+    struct trunc *t = cls;
+    free(t->data);
+    free(t);
+}
+
+/* Declares the full length of `body` (stolen), sends its first half, then closes. */
+static enum MHD_Result send_truncated(struct MHD_Connection *c, json_t *body)
+{
+    struct trunc *t = calloc(1, sizeof(*t));
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (t == NULL || text == NULL) {
+        free(t);
+        free(text);
+        return MHD_NO;
+    }
+    t->data = text;
+    t->len = strlen(text);
+    t->send = t->len / 2;
+    struct MHD_Response *r = MHD_create_response_from_callback(t->len, 4096, trunc_read, t,
+                                                               trunc_free);
+    if (r == NULL) {
+        trunc_free(t);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/*
+ * Waits `ms` milliseconds (forever when negative) while watching the client socket.
+ * Returns false as soon as the client has gone or the server is stopping.
+ */
+static bool wait_client(struct stub_server *s, struct MHD_Connection *c, int64_t ms)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = ci != NULL ? ci->connect_fd : -1;
+    int64_t deadline = ms >= 0 ? evd_mono_ms() + ms : INT64_MAX;
+    for (;;) {
+        if (atomic_load(&s->stopping))
+            return false;
+        int64_t left = deadline - evd_mono_ms();
+        if (left <= 0)
+            return true;
+        int slice = left > WAIT_SLICE_MS ? WAIT_SLICE_MS : (int)left;
+        if (fd < 0) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, slice);
+        if (n <= 0)
+            continue;
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+            return false;
+        char b;
+        ssize_t got = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return false;
+        /* Pipelined bytes of a next request: nothing to read yet, keep waiting. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---------------------------------------------------------------- provider endpoints */
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static bool key_ok(const char *want, const char *got)
+{
+    return got != NULL && evd_consttime_eq(want, strlen(want), got, strlen(got));
+}
+
+/* True when the request carries the required key in its wire's header. */
+static bool authorized(struct stub_server *s, struct MHD_Connection *c, bool anthropic)
+{
+    if (s->require_key == NULL)
+        return true;
+    if (anthropic)
+        return key_ok(s->require_key, header(c, "x-api-key"));
+    const char *auth = header(c, "Authorization");
+    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    return key_ok(s->require_key, auth + 7);
+}
+
+static enum MHD_Result provider_error(struct stub_server *s, struct MHD_Connection *c,
+                                      struct conn *cx, bool anthropic, int status,
+                                      const char *msg, const char *const *headers)
+{
+    pthread_mutex_lock(&s->lock);
+    note_status(s, cx, status);
+    pthread_mutex_unlock(&s->lock);
+    return send_json(c, status, stub_wire_error(cx->api, anthropic, status, msg), headers);
+}
+
+static const char *fault_message(int status)
+{
+    switch (status) {
+    case 401:
+        return "invalid api key (scripted fault)";
+    case 429:
+        return "rate limit reached (scripted fault)";
+    case 529:
+        return "overloaded (scripted fault)";
+    default:
+        return status >= 500 ? "the server had an error while processing the request (scripted "
+                               "fault)"
+                             : "the request was refused (scripted fault)";
+    }
+}
+
+static void script_release(struct stub_server *s, struct stub_script *sc)
+{
+    if (sc == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    bool last = --sc->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        stub_script_free(sc);
+}
+
+static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection *c,
+                                   struct conn *cx, const char *method, const char *url)
+{
+    enum MHD_Result ret = MHD_NO;
+    struct stub_script *sc = NULL;
+    json_t *body = NULL;
+    struct stub_view v = {.session = cx->session};
+    struct stub_out out = {0};
+    struct evd_err err = {0};
+    bool anthropic = cx->api == STUB_API_MESSAGES;
+    bool view_ok = false;
+    char msg[EVD_ERR_MSG_MAX + 64];
+
+    if (cx->body.len > 0 && !cx->too_large)
+        body = json_loadb(cx->body.data, cx->body.len, 0, NULL);
+    if (body != NULL)
+        view_ok = stub_view_parse(cx->api, body, &v, &err) == EVD_OK;
+    json_t *entry = log_entry(c, cx, method, url, body);
+    pthread_mutex_lock(&s->lock);
+    sc = s->script;
+    sc->refs++;
+    log_push(s, cx, entry);
+    pthread_mutex_unlock(&s->lock);
+
+    if (strcmp(method, "POST") != 0) {
+        ret = provider_error(s, c, cx, anthropic, 405, "use POST for this endpoint", NULL);
+        goto out;
+    }
+    if (cx->too_large) {
+        snprintf(msg, sizeof(msg), "request body exceeds %zu bytes", s->max_body);
+        ret = provider_error(s, c, cx, anthropic, 413, msg, NULL);
+        goto out;
+    }
+    if (!authorized(s, c, anthropic)) {
+        ret = provider_error(s, c, cx, anthropic, 401,
+                             anthropic ? "invalid x-api-key" : "Incorrect API key provided", NULL);
+        goto out;
+    }
+    if (body == NULL) {
+        ret = provider_error(s, c, cx, anthropic, 400, "the request body is not valid JSON", NULL);
+        goto out;
+    }
+    if (!view_ok) {
+        ret = provider_error(s, c, cx, anthropic, err.code == EVD_ENOMEM ? 500 : 400, err.msg,
+                             NULL);
+        goto out;
+    }
+    if (v.stream) {
+        ret = provider_error(s, c, cx, anthropic, 400,
+                             "stream: streaming is not supported by evald-stub; send stream "
+                             "false",
+                             NULL);
+        goto out;
+    }
+    /* Only a well-formed, authorized request consumes a rule (and its `times`). */
+    pthread_mutex_lock(&s->lock);
+    int rule = stub_script_pick(sc, &v);
+    note_rule(s, cx, rule);
+    pthread_mutex_unlock(&s->lock);
+    const struct stub_action *act = rule >= 0        ? &sc->rules[rule].act
+                                    : sc->has_default ? &sc->dflt
+                                                      : NULL;
+    int64_t latency = act != NULL ? (act->has_latency ? act->latency_ms : 0)
+                                  : stub_default_latency_ms(&v);
+    if (latency > 0 && !wait_client(s, c, latency))
+        goto out; /* client gone or shutting down: close without answering */
+    if (act != NULL && act->fault == STUB_FAULT_STATUS) {
+        char ra[32], ram[32];
+        const char *headers[5] = {NULL};
+        size_t h = 0;
+        if (act->retry_after_s >= 0) {
+            snprintf(ra, sizeof(ra), "%lld", (long long)act->retry_after_s);
+            headers[h++] = "Retry-After";
+            headers[h++] = ra;
+        }
+        if (act->retry_after_ms >= 0) {
+            snprintf(ram, sizeof(ram), "%lld", (long long)act->retry_after_ms);
+            headers[h++] = "retry-after-ms";
+            headers[h++] = ram;
+        }
+        ret = provider_error(s, c, cx, anthropic, act->fault_status,
+                             act->fault_message != NULL ? act->fault_message
+                                                        : fault_message(act->fault_status),
+                             headers);
+        goto out;
+    }
+    if (act != NULL && act->fault == STUB_FAULT_STALL) {
+        pthread_mutex_lock(&s->lock);
+        s->stalls++;
+        pthread_mutex_unlock(&s->lock);
+        wait_client(s, c, -1);
+        goto out; /* MHD_NO closes the connection */
+    }
+    enum evd_code rc = act != NULL && act->has_reply ? stub_out_from_action(act, &out)
+                                                     : stub_default_reply(&v, &out);
+    if (rc != EVD_OK) {
+        ret = provider_error(s, c, cx, anthropic, 500, "out of memory", NULL);
+        goto out;
+    }
+    if (act != NULL && act->usage.set)
+        out.usage = act->usage;
+    stub_usage_derive(&v, &out);
+    json_t *reply = stub_wire_reply(&v, &out);
+    if (reply == NULL) {
+        ret = provider_error(s, c, cx, anthropic, 500, "out of memory", NULL);
+        goto out;
+    }
+    pthread_mutex_lock(&s->lock);
+    note_status(s, cx, 200);
+    if (act != NULL && act->fault == STUB_FAULT_TRUNCATE)
+        s->truncations++;
+    pthread_mutex_unlock(&s->lock);
+    if (act != NULL && act->fault == STUB_FAULT_TRUNCATE)
+        ret = send_truncated(c, reply);
+    else
+        ret = send_json(c, 200, reply, NULL);
+out:
+    stub_out_free(&out);
+    stub_view_free(&v);
+    json_decref(body);
+    script_release(s, sc);
+    return ret;
+}
+
+static enum MHD_Result serve_models(struct stub_server *s, struct MHD_Connection *c,
+                                    struct conn *cx, const char *method, const char *url)
+{
+    bool anthropic = header(c, "anthropic-version") != NULL;
+    json_t *entry = log_entry(c, cx, method, url, NULL);
+    pthread_mutex_lock(&s->lock);
+    struct stub_script *sc = s->script;
+    sc->refs++;
+    log_push(s, cx, entry);
+    pthread_mutex_unlock(&s->lock);
+    enum MHD_Result ret;
+    if (strcmp(method, "GET") != 0) {
+        ret = provider_error(s, c, cx, anthropic, 405, "use GET for this endpoint", NULL);
+    } else if (!authorized(s, c, anthropic)) {
+        ret = provider_error(s, c, cx, anthropic, 401,
+                             anthropic ? "invalid x-api-key" : "Incorrect API key provided", NULL);
+    } else if (strcmp(url, "/v1/models") == 0) {
+        json_t *list = stub_wire_models(anthropic, sc->models, sc->nmodels);
+        pthread_mutex_lock(&s->lock);
+        note_status(s, cx, 200);
+        pthread_mutex_unlock(&s->lock);
+        ret = send_json(c, 200, list, NULL);
+    } else {
+        const char *id = url + strlen("/v1/models/");
+        bool found = false;
+        for (size_t i = 0; i < sc->nmodels && !found; i++)
+            found = strcmp(sc->models[i], id) == 0;
+        if (!found) {
+            ret = provider_error(s, c, cx, anthropic, 404, "the model does not exist", NULL);
+        } else {
+            pthread_mutex_lock(&s->lock);
+            note_status(s, cx, 200);
+            pthread_mutex_unlock(&s->lock);
+            ret = send_json(c, 200, stub_wire_model(anthropic, id), NULL);
+        }
+    }
+    script_release(s, sc);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- control endpoints */
+
+static json_t *stats_json(struct stub_server *s)
+{
+    json_t *by_api = json_object(), *by_status = json_object(), *rules = json_array();
+    pthread_mutex_lock(&s->lock);
+    for (int a = 0; a < STUB_API_COUNT; a++)
+        json_object_set_new(by_api, stub_api_name((enum stub_api)a), json_integer(
+                                                                          (json_int_t)s->by_api[a]));
+    for (int st = 0; st < STATUS_MAX; st++) {
+        if (s->by_status[st] == 0)
+            continue;
+        char k[8];
+        snprintf(k, sizeof(k), "%d", st);
+        json_object_set_new(by_status, k, json_integer((json_int_t)s->by_status[st]));
+    }
+    for (size_t i = 0; i < s->script->nrules; i++)
+        json_array_append_new(rules, json_pack("{s:I,s:I}", "index", (json_int_t)i, "hits",
+                                               (json_int_t)s->script->rules[i].hits));
+    json_t *st = json_pack("{s:I,s:o,s:o,s:i,s:i,s:i,s:o,s:I,s:I}", "requests",
+                           (json_int_t)s->requests, "by_api", by_api, "by_status", by_status,
+                           "in_flight", s->in_flight, "max_in_flight", s->max_in_flight,
+                           "max_in_flight_per_session", s->max_per_session, "rules", rules,
+                           "stalls", (json_int_t)s->stalls, "truncations",
+                           (json_int_t)s->truncations);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static json_t *requests_json(struct stub_server *s, struct MHD_Connection *c)
+{
+    const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    long limit = LOG_RING;
+    if (lim != NULL) {
+        char *end = NULL;
+        limit = strtol(lim, &end, 10);
+        if (end == lim || *end != '\0' || limit < 0)
+            return NULL;
+        if (limit > LOG_RING)
+            limit = LOG_RING;
+    }
+    json_t *list = json_array();
+    pthread_mutex_lock(&s->lock);
+    uint64_t first = s->next_seq >= (uint64_t)limit ? s->next_seq - (uint64_t)limit + 1 : 1;
+    for (uint64_t q = first; q <= s->next_seq && list != NULL; q++) {
+        struct log_slot *slot = &s->ring[q % LOG_RING];
+        if (slot->seq == q)
+            json_array_append_new(list, json_deep_copy(slot->entry));
+    }
+    pthread_mutex_unlock(&s->lock);
+    return json_pack("{s:o}", "requests", list);
+}
+
+static void reset(struct stub_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->requests = s->stalls = s->truncations = 0;
+    memset(s->by_api, 0, sizeof(s->by_api));
+    memset(s->by_status, 0, sizeof(s->by_status));
+    s->max_in_flight = s->in_flight;
+    s->max_per_session = 0;
+    for (size_t i = 0; i < s->nsessions; i++)
+        if (s->sessions[i].n > s->max_per_session)
+            s->max_per_session = s->sessions[i].n;
+    for (size_t i = 0; i < LOG_RING; i++) {
+        json_decref(s->ring[i].entry);
+        s->ring[i].entry = NULL;
+        s->ring[i].seq = 0;
+    }
+    for (size_t i = 0; i < s->script->nrules; i++)
+        s->script->rules[i].hits = 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static json_t *control_error(const char *msg)
+{
+    return json_pack("{s:{s:s,s:s}}", "error", "message", msg, "type", "invalid_request_error");
+}
+
+static enum MHD_Result put_script(struct stub_server *s, struct MHD_Connection *c,
+                                  struct conn *cx)
+{
+    if (cx->too_large)
+        return send_json(c, 413, control_error("script exceeds the body limit"), NULL);
+    json_error_t jerr;
+    json_t *doc = json_loadb(cx->body.data != NULL ? cx->body.data : "", cx->body.len, 0, &jerr);
+    if (doc == NULL) {
+        char m[256];
+        snprintf(m, sizeof(m), "the script is not valid JSON: %s (line %d)", jerr.text, jerr.line);
+        return send_json(c, 400, control_error(m), NULL);
+    }
+    struct evd_err err = {0};
+    struct stub_script *sc = stub_script_parse(doc, &err);
+    json_decref(doc);
+    if (sc == NULL)
+        return send_json(c, err.code == EVD_ENOMEM ? 500 : 400, control_error(err.msg), NULL);
+    size_t nrules = sc->nrules;
+    pthread_mutex_lock(&s->lock);
+    struct stub_script *old = s->script;
+    s->script = sc;
+    pthread_mutex_unlock(&s->lock);
+    script_release(s, old);
+    evd_log(EVD_LOG_INFO, "script replaced", NULL);
+    return send_json(c, 200, json_pack("{s:I}", "rules", (json_int_t)nrules), NULL);
+}
+
+static enum MHD_Result serve_control(struct stub_server *s, struct MHD_Connection *c,
+                                     struct conn *cx, const char *method, const char *url)
+{
+    bool get = strcmp(method, "GET") == 0;
+    if (strcmp(url, "/_stub/healthz") == 0 && get)
+        return send_json(c, 200, json_pack("{s:s}", "status", "ok"), NULL);
+    if (strcmp(url, "/_stub/stats") == 0 && get)
+        return send_json(c, 200, stats_json(s), NULL);
+    if (strcmp(url, "/_stub/requests") == 0 && get) {
+        json_t *list = requests_json(s, c);
+        if (list == NULL)
+            return send_json(c, 400, control_error("limit must be a non-negative integer"), NULL);
+        return send_json(c, 200, list, NULL);
+    }
+    if (strcmp(url, "/_stub/reset") == 0 && strcmp(method, "POST") == 0) {
+        reset(s);
+        return send_json(c, 200, json_pack("{s:b}", "reset", 1), NULL);
+    }
+    if (strcmp(url, "/_stub/script") == 0 && strcmp(method, "PUT") == 0)
+        return put_script(s, c, cx);
+    if (strcmp(url, "/_stub/script") == 0 && get) {
+        pthread_mutex_lock(&s->lock);
+        json_t *src = json_deep_copy(s->script->source);
+        pthread_mutex_unlock(&s->lock);
+        return send_json(c, 200, src, NULL);
+    }
+    bool known = strcmp(url, "/_stub/healthz") == 0 || strcmp(url, "/_stub/stats") == 0 ||
+                 strcmp(url, "/_stub/requests") == 0 || strcmp(url, "/_stub/reset") == 0 ||
+                 strcmp(url, "/_stub/script") == 0;
+    return send_json(c, known ? 405 : 404,
+                     control_error(known ? "method not allowed" : "no such control endpoint"),
+                     NULL);
+}
+
+/* ---------------------------------------------------------------- libmicrohttpd glue */
+
+static enum stub_api route(const char *url)
+{
+    if (strcmp(url, "/v1/responses") == 0)
+        return STUB_API_RESPONSES;
+    if (strcmp(url, "/v1/chat/completions") == 0)
+        return STUB_API_CHAT;
+    if (strcmp(url, "/v1/messages") == 0)
+        return STUB_API_MESSAGES;
+    if (strcmp(url, "/v1/models") == 0 || strncmp(url, "/v1/models/", 11) == 0)
+        return STUB_API_MODELS;
+    return STUB_API_OTHER;
+}
+
+static enum MHD_Result dispatch(struct stub_server *s, struct MHD_Connection *c, struct conn *cx,
+                                const char *method, const char *url)
+{
+    if (!cx->provider)
+        return serve_control(s, c, cx, method, url);
+    if (cx->api == STUB_API_MODELS)
+        return serve_models(s, c, cx, method, url);
+    if (cx->api != STUB_API_OTHER)
+        return serve_model(s, c, cx, method, url);
+    json_t *entry = log_entry(c, cx, method, url, NULL);
+    pthread_mutex_lock(&s->lock);
+    log_push(s, cx, entry);
+    pthread_mutex_unlock(&s->lock);
+    return provider_error(s, c, cx, header(c, "anthropic-version") != NULL, 404,
+                          "unknown endpoint", NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct stub_server *s = cls;
+    struct conn *cx = *con_cls;
+    if (cx == NULL) {
+        cx = calloc(1, sizeof(*cx));
+        if (cx == NULL)
+            return MHD_NO;
+        cx->srv = s;
+        cx->body.limit = s->max_body;
+        cx->start_ms = evd_mono_ms();
+        cx->provider = strncmp(url, "/_stub/", 7) != 0;
+        cx->api = route(url);
+        const char *session = header(c, "X-Evald-Session");
+        if (session != NULL)
+            cx->session = strdup(session);
+        if (cx->provider) {
+            pthread_mutex_lock(&s->lock);
+            s->requests++;
+            s->by_api[cx->api]++;
+            s->in_flight++;
+            if (s->in_flight > s->max_in_flight)
+                s->max_in_flight = s->in_flight;
+            if (cx->session != NULL)
+                session_enter(s, cx->session);
+            pthread_mutex_unlock(&s->lock);
+        }
+        *con_cls = cx;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (!cx->too_large && evd_buf_append(&cx->body, upload_data, *upload_data_size) != 0) {
+            cx->too_large = true;
+            evd_buf_free(&cx->body);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(s, c, cx, method, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    struct stub_server *s = cls;
+    struct conn *cx = *con_cls;
+    if (cx == NULL)
+        return;
+    if (cx->provider) {
+        pthread_mutex_lock(&s->lock);
+        s->in_flight--;
+        if (cx->session != NULL)
+            session_leave(s, cx->session);
+        pthread_mutex_unlock(&s->lock);
+        char status[16], dur[32];
+        snprintf(status, sizeof(status), "%d", cx->status);
+        snprintf(dur, sizeof(dur), "%lld", (long long)(evd_mono_ms() - cx->start_ms));
+        evd_log(EVD_LOG_INFO, "request", "api", stub_api_name(cx->api), "status",
+                cx->status > 0 ? status : NULL, "answered", cx->status > 0 ? NULL : "false",
+                "dur_ms", dur, NULL);
+    }
+    evd_buf_free(&cx->body);
+    free(cx->session);
+    free(cx);
+    *con_cls = NULL;
+}
+
+/* Parses "host:port" or "[v6]:port" and binds a listening socket; -1 with err set. */
+static int bind_listen(const char *listen_addr, char *address, size_t addrsz, struct evd_err *err)
+{
+    char host[256];
+    const char *colon = strrchr(listen_addr, ':');
+    if (colon == NULL || colon == listen_addr || colon[1] == '\0') {
+        evd_err_set(err, EVD_EINVAL, "listen must be host:port, got \"%s\"", listen_addr);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - listen_addr);
+    if (listen_addr[0] == '[' && hl >= 2 && listen_addr[hl - 1] == ']') {
+        listen_addr++;
+        hl -= 2;
+    }
+    if (hl >= sizeof(host)) {
+        evd_err_set(err, EVD_EINVAL, "listen host is too long");
+        return -1;
+    }
+    memcpy(host, listen_addr, hl);
+    host[hl] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535) {
+        evd_err_set(err, EVD_EINVAL, "listen port must be 0..65535, got \"%s\"", colon + 1);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gai != 0) {
+        evd_err_set(err, EVD_EINVAL, "cannot resolve listen host \"%s\": %s", host,
+                    gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+            evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s: %s", listen_addr,
+                        strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char numeric[INET6_ADDRSTRLEN + 1], portbuf[16];
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+        getnameinfo((struct sockaddr *)&ss, sl, numeric, sizeof(numeric), portbuf,
+                    sizeof(portbuf), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        evd_err_set(err, EVD_EUNAVAIL, "could not read the bound address");
+        close(fd);
+        return -1;
+    }
+    snprintf(address, addrsz, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", numeric, portbuf);
+    return fd;
+}
+
+enum evd_code stub_server_start(const struct stub_config *cfg, struct stub_script *script,
+                                struct stub_server **out, struct evd_err *err)
+{
+    *out = NULL;
+    struct stub_server *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        stub_script_free(script);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    atomic_init(&s->stopping, false);
+    s->script = script;
+    s->require_key = cfg->require_key;
+    s->max_body = cfg->max_body;
+    int fd = bind_listen(cfg->listen, s->address, sizeof(s->address), err);
+    if (fd < 0) {
+        stub_server_stop(s);
+        return err != NULL ? err->code : EVD_EUNAVAIL;
+    }
+    s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                  MHD_USE_POLL,
+                              0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    if (s->mhd == NULL) {
+        close(fd);
+        stub_server_stop(s);
+        return evd_err_set(err, EVD_EUNAVAIL, "could not start the HTTP server");
+    }
+    *out = s;
+    return EVD_OK;
+}
+
+const char *stub_server_address(const struct stub_server *s)
+{
+    return s->address;
+}
+
+void stub_server_stop(struct stub_server *s)
+{
+    if (s == NULL)
+        return;
+    atomic_store(&s->stopping, true);
+    if (s->mhd != NULL)
+        MHD_stop_daemon(s->mhd);
+    for (size_t i = 0; i < LOG_RING; i++)
+        json_decref(s->ring[i].entry);
+    for (size_t i = 0; i < s->nsessions; i++)
+        free(s->sessions[i].key);
+    free(s->sessions);
+    if (s->script != NULL && --s->script->refs == 0)
+        stub_script_free(s->script);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
