@@ -223,7 +223,7 @@ void evd_hx_scrub(char *s, const char *secret)
             continue;
         }
         char *e = p + 3;
-        while (isalnum((unsigned char)*e) || *e == '-' || *e == '_' || *e == '*' || *e == '.')
+        while (isalnum((unsigned char)*e) || *e == '-' || *e == '_' || *e == '*')
             e++;
         memcpy(p, "sk-***", 6 <= e - p ? 6 : (size_t)(e - p));
         char *after = p + (6 <= e - p ? 6 : (e - p));
