@@ -1,0 +1,152 @@
+/*
+ * The agent harness: one run is one agent turn (prompt in, model generations and function
+ * calls, final answer out) with every token, dollar, millisecond and call accounted for.
+ * The harness knows no SQL and serves no HTTP: the engine hands it a run description,
+ * a provider registry and a cancel token, and gets an outcome back.
+ * Thread-safety: evd_harness_run may run on many threads at once; each call owns its
+ * curl handles and scratch state. A cancel token is shared between the run's thread and
+ * any thread that cancels it. Inputs are borrowed for the duration of the call; outcome
+ * fields are new references owned by the caller until evd_harness_outcome_clear.
+ */
+#ifndef EVD_HARNESS_HARNESS_H
+#define EVD_HARNESS_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "harness/providers.h"
+
+/* ---- cancel token --------------------------------------------------------------------- */
+
+struct evd_cancel;
+
+/* A new, untriggered token, or NULL when out of memory. Free with evd_cancel_free. */
+struct evd_cancel *evd_cancel_new(void);
+/* Triggers the token from any thread; wakes backoff sleeps. Idempotent. */
+void evd_cancel_trigger(struct evd_cancel *c);
+/* True once triggered; NULL-safe (a NULL token is never triggered). */
+bool evd_cancel_is_set(const struct evd_cancel *c);
+/*
+ * Sleeps up to ms milliseconds, returning early (true) when the token is triggered.
+ * Returns false after a full sleep. A NULL token just sleeps.
+ */
+bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms);
+/* Frees the token; no run may still use it. NULL-safe. */
+void evd_cancel_free(struct evd_cancel *c);
+
+/* ---- other function sources ----------------------------------------------------------- */
+
+/*
+ * A function source besides HTTP tools (the iii adapter): `functions` is a borrowed array of
+ * {id, description, request_schema}; `call` runs one of them and returns a new reference to
+ * its JSON result, or NULL with *err set (EVD_ETIMEOUT when timeout_ms passed). `call` is
+ * invoked on the run's thread; `payload` is borrowed.
+ */
+struct evd_harness_dispatch {
+    json_t *functions;
+    json_t *(*call)(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                    struct evd_err *err);
+    void *ctx;
+};
+
+/* ---- run description ------------------------------------------------------------------ */
+
+/*
+ * Everything one run needs; every pointer is borrowed for the duration of evd_harness_run.
+ * JSON values follow the seed's shapes, already normalized by the domain layer:
+ *   model      {model, provider?, system_prompt_strategy, mode?, thinking_level?,
+ *               provider_options?}
+ *   limits     {execution{invocation_timeout_seconds, scenario_timeout_seconds, max_turns,
+ *               max_output_tokens_per_call, max_total_tokens?, max_cost_usd?}, evaluation{}}
+ *              (missing execution fields take the seed defaults)
+ *   functions  {allow[], deny[], expose:"native"|"agent_trigger"}; NULL = deny everything
+ *   output     {type:"text"} | {type:"json", schema?}; NULL = text
+ *   tools      [{id, description, request_schema, url, timeout_ms}] HTTP tools; NULL = none
+ *   conversation  the `conversation` of an earlier outcome of the same session, for a
+ *               follow-up message; NULL for a first message
+ */
+struct evd_harness_input {
+    const char *session_id;    /* required; sent as X-Evald-Session */
+    const char *prompt;        /* required, the user message */
+    const char *system_prompt; /* NULL = none, "" = built-in identity prompt, else text */
+    json_t *model;
+    json_t *limits;
+    json_t *functions;
+    json_t *output;
+    json_t *metadata;
+    json_t *tools;
+    json_t *conversation;
+    const struct evd_harness_dispatch *dispatch; /* optional */
+};
+
+enum evd_harness_status {
+    EVD_HARNESS_COMPLETED,
+    EVD_HARNESS_FAILED,
+    EVD_HARNESS_CANCELLED,
+};
+
+/*
+ * What a run produced. All json_t fields are new references (or NULL), result_error is
+ * malloc'd (or NULL); release everything with evd_harness_outcome_clear.
+ *   output      the final answer: a JSON string for text output, the decoded value for json
+ *               output; NULL when the run produced none
+ *   metrics     SessionMetricsResponseV1 (complete:true, one session, traces included)
+ *   spans       [{name, kind:"run"|"generation"|"function", start_ms, end_ms, status:"ok"|
+ *               "error", error?, attributes{}}], the run span first
+ *   transcript  {generations:[…], function_calls:[…]} (see docs/harness.md); never a key
+ *   conversation  provider-neutral messages (prior + this turn) to pass back as
+ *               input.conversation for a follow-up message
+ */
+struct evd_harness_outcome {
+    enum evd_harness_status status;
+    json_t *output;
+    char *result_error;
+    const char *phase;   /* when failed or cancelled: "setup", "send", "limit", "await" */
+    enum evd_code code;  /* EVD_OK when completed */
+    json_t *metrics;
+    json_t *spans;
+    json_t *transcript;
+    json_t *conversation;
+    int64_t started_at_ms; /* wall clock */
+    int64_t wall_time_ms;
+};
+
+/*
+ * Runs one agent turn to the end and fills *out (which the caller zero-initialises). Always
+ * fills an outcome, even for bad input (status failed, phase "setup") or cancellation;
+ * returns EVD_OK, or EVD_ENOMEM with *err set when not even an outcome could be built.
+ * `cancel` may be NULL.
+ */
+enum evd_code evd_harness_run(const struct evd_providers *providers,
+                              const struct evd_harness_input *in, struct evd_cancel *cancel,
+                              struct evd_harness_outcome *out, struct evd_err *err);
+
+/* Releases every field of *o and zeroes it. NULL-safe. */
+void evd_harness_outcome_clear(struct evd_harness_outcome *o);
+
+/* "completed", "failed" or "cancelled". */
+const char *evd_harness_status_name(enum evd_harness_status s);
+
+/*
+ * Recomputes a SessionTraceMetricsV1 object from a span array shaped like outcome.spans
+ * (e.g. after the engine appended its evaluator span). New reference, NULL on ENOMEM.
+ */
+json_t *evd_harness_traces_from_spans(const char *session_id, json_t *spans);
+
+/* The built-in identity prompt ("" system prompt) and the mode paragraphs. */
+extern const char EVD_HARNESS_IDENTITY_PROMPT[];
+extern const char EVD_HARNESS_MODE_ASK[];
+extern const char EVD_HARNESS_MODE_AGENT[];
+
+/*
+ * The system prompt a run sends for (system_prompt, strategy, mode): *out is a malloc'd
+ * string the caller frees, or NULL when no system prompt is sent. system_prompt NULL means
+ * none, "" the identity prompt; strategy NULL means "enrich"; mode NULL, "ask" or "agent".
+ * EVD_EINVAL names model.system_prompt_strategy or model.mode when unknown.
+ */
+enum evd_code evd_harness_system_prompt(const char *system_prompt, const char *strategy,
+                                        const char *mode, char **out, struct evd_err *err);
+
+#endif

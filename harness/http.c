@@ -1,0 +1,427 @@
+/*
+ * HTTP transport of the harness: one POST on a caller-owned easy handle driven through a
+ * private multi handle, so that a cancel token or the deadline interrupts it within 50 ms
+ * (the xferinfo callback is a second line of defence), plus the provider retry policy.
+ * Runs on the calling thread only. Response bodies are bounded to EVD_HX_MAX_BODY.
+ * Keys go into headers only; every message built here is scrubbed of the key.
+ */
+#define _XOPEN_SOURCE 700 /* strptime */
+#include "harness/internal.h"
+
+#include <ctype.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/log.h"
+
+struct xfer {
+    struct evd_hx_http_resp *resp;
+    struct evd_cancel *cancel;
+    int64_t deadline_ms;
+    bool overflow;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    if (evd_buf_append(&x->resp->body, ptr, n) != 0) {
+        x->overflow = true;
+        return 0;
+    }
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    static const char name[] = "retry-after:";
+    if (n > sizeof(name) - 1 && n < 256 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
+        char v[256];
+        size_t vn = n - (sizeof(name) - 1);
+        memcpy(v, ptr + sizeof(name) - 1, vn);
+        v[vn] = '\0';
+        x->resp->retry_after_ms = evd_hx_parse_retry_after(v, evd_now_ms());
+    }
+    return n;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    struct xfer *x = ud;
+    if (evd_cancel_is_set(x->cancel))
+        return 1;
+    return 0;
+}
+
+CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers,
+                          const char *body, size_t body_len, int64_t deadline_ms,
+                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp)
+{
+    struct xfer x = {resp, cancel, deadline_ms, false};
+    CURLM *multi = NULL;
+    CURLcode rc = CURLE_OK;
+
+    memset(resp, 0, sizeof(*resp));
+    resp->retry_after_ms = -1;
+    resp->body.limit = EVD_HX_MAX_BODY;
+    int64_t left = deadline_ms - evd_mono_ms();
+    if (evd_cancel_is_set(cancel)) {
+        resp->cancelled = true;
+        return CURLE_ABORTED_BY_CALLBACK;
+    }
+    if (left <= 0) {
+        resp->timed_out = true;
+        return CURLE_OPERATION_TIMEDOUT;
+    }
+    curl_easy_reset(easy);
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)left);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)(left < 10000 ? left : 10000));
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, resp->curl_error);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "evald/" EVALD_VERSION);
+
+    multi = curl_multi_init();
+    if (multi == NULL || curl_multi_add_handle(multi, easy) != CURLM_OK) {
+        rc = CURLE_OUT_OF_MEMORY;
+        goto out;
+    }
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(multi, &running) != CURLM_OK) {
+            rc = CURLE_OUT_OF_MEMORY;
+            goto out;
+        }
+        if (!running)
+            break;
+        if (evd_cancel_is_set(cancel)) {
+            resp->cancelled = true;
+            rc = CURLE_ABORTED_BY_CALLBACK;
+            goto out;
+        }
+        if (evd_mono_ms() >= deadline_ms) {
+            resp->timed_out = true;
+            rc = CURLE_OPERATION_TIMEDOUT;
+            goto out;
+        }
+        curl_multi_poll(multi, NULL, 0, 50, NULL);
+    }
+    CURLMsg *m;
+    int q;
+    rc = CURLE_GOT_NOTHING;
+    while ((m = curl_multi_info_read(multi, &q)) != NULL)
+        if (m->msg == CURLMSG_DONE && m->easy_handle == easy)
+            rc = m->data.result;
+    if (rc == CURLE_ABORTED_BY_CALLBACK && evd_cancel_is_set(cancel))
+        resp->cancelled = true;
+    if (rc == CURLE_OPERATION_TIMEDOUT)
+        resp->timed_out = true;
+    if (x.overflow)
+        snprintf(resp->curl_error, sizeof(resp->curl_error),
+                 "response body larger than %u bytes", EVD_HX_MAX_BODY);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
+out:
+    resp->curl_code = rc;
+    if (multi != NULL) {
+        curl_multi_remove_handle(multi, easy);
+        curl_multi_cleanup(multi);
+    }
+    return rc;
+}
+
+void evd_hx_http_resp_free(struct evd_hx_http_resp *resp)
+{
+    evd_buf_free(&resp->body);
+}
+
+int64_t evd_hx_parse_retry_after(const char *value, int64_t now_wall_ms)
+{
+    while (*value == ' ' || *value == '\t')
+        value++;
+    char v[128];
+    size_t n = strcspn(value, "\r\n");
+    if (n == 0 || n >= sizeof(v))
+        return -1;
+    memcpy(v, value, n);
+    v[n] = '\0';
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        v[--n] = '\0';
+    if (strspn(v, "0123456789.") == n) {
+        double s = strtod(v, NULL);
+        if (s < 0 || s > 86400)
+            return -1;
+        return (int64_t)(s * 1000.0);
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == NULL || *end != '\0')
+        return -1;
+    int64_t at = (int64_t)timegm(&tm) * 1000;
+    int64_t d = at - now_wall_ms;
+    return d < 0 ? 0 : d;
+}
+
+int64_t evd_hx_backoff_ms(int attempt)
+{
+    int64_t base = 500;
+    for (int i = 2; i < attempt && base < 8000; i++)
+        base *= 2;
+    if (base > 8000)
+        base = 8000;
+    unsigned int r = 0;
+    if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+        r = (unsigned int)evd_mono_ms();
+    /* "Equal jitter": half fixed, half random. */
+    return base / 2 + (int64_t)(r % (unsigned int)(base / 2 + 1));
+}
+
+static void replace_all(char *s, const char *needle, const char *with)
+{
+    size_t nl = strlen(needle), wl = strlen(with);
+    if (nl == 0 || wl > nl)
+        return;
+    char *p = s;
+    while ((p = strstr(p, needle)) != NULL) {
+        memcpy(p, with, wl);
+        memmove(p + wl, p + nl, strlen(p + nl) + 1);
+        p += wl;
+    }
+}
+
+void evd_hx_scrub(char *s, const char *secret)
+{
+    if (s == NULL)
+        return;
+    if (secret != NULL && strlen(secret) >= 4)
+        replace_all(s, secret, "[redacted]");
+    /* Provider messages sometimes echo part of a key ("sk-proj-****abcd"). */
+    for (char *p = s; (p = strstr(p, "sk-")) != NULL;) {
+        if (p != s && (isalnum((unsigned char)p[-1]) || p[-1] == '-' || p[-1] == '_')) {
+            p += 3;
+            continue;
+        }
+        char *e = p + 3;
+        while (isalnum((unsigned char)*e) || *e == '-' || *e == '_' || *e == '*')
+            e++;
+        memcpy(p, "sk-***", 6 <= e - p ? 6 : (size_t)(e - p));
+        char *after = p + (6 <= e - p ? 6 : (e - p));
+        memmove(after, e, strlen(e) + 1);
+        p = after;
+    }
+}
+
+void evd_hx_error_detail(const char *body, size_t len, char *out, size_t outsz)
+{
+    json_error_t je;
+    json_t *doc = body != NULL && len > 0 ? json_loadb(body, len, 0, &je) : NULL;
+    const char *msg = NULL;
+    out[0] = '\0';
+    if (doc != NULL) {
+        json_t *e = json_object_get(doc, "error");
+        msg = json_string_value(json_object_get(e, "message"));
+        if (msg == NULL)
+            msg = json_string_value(e);
+        if (msg == NULL)
+            msg = json_string_value(json_object_get(doc, "message"));
+        if (msg == NULL)
+            msg = json_string_value(json_object_get(doc, "detail"));
+    }
+    if (msg != NULL) {
+        snprintf(out, outsz, "%.200s", msg);
+    } else if (body != NULL && len > 0) {
+        size_t n = len < 200 ? len : 200;
+        n = n < outsz - 1 ? n : outsz - 1;
+        for (size_t i = 0; i < n; i++)
+            out[i] = (body[i] >= 0x20 && body[i] < 0x7f) ? body[i] : ' ';
+        out[n] = '\0';
+    } else {
+        snprintf(out, outsz, "empty body");
+    }
+    json_decref(doc);
+}
+
+static bool retryable_status(long s)
+{
+    return s == 429 || (s >= 500 && s <= 599);
+}
+
+static bool retryable_curl(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static struct curl_slist *provider_headers(const struct evd_provider *pr,
+                                           const char *session_id)
+{
+    struct curl_slist *h = NULL, *t;
+    char line[2048];
+    const char *key = evd_provider_api_key(pr);
+#define ADD(s)                                                                                 \
+    do {                                                                                       \
+        if ((t = curl_slist_append(h, (s))) == NULL)                                           \
+            goto fail;                                                                         \
+        h = t;                                                                                 \
+    } while (0)
+    ADD("Content-Type: application/json");
+    ADD("Accept: application/json");
+    ADD("Expect:");
+    snprintf(line, sizeof(line), "X-Evald-Session: %.200s", session_id ? session_id : "");
+    ADD(line);
+    if (evd_provider_kind(pr) == EVD_KIND_ANTHROPIC_MESSAGES) {
+        ADD("anthropic-version: 2023-06-01");
+        if (key != NULL) {
+            snprintf(line, sizeof(line), "x-api-key: %s", key);
+            ADD(line);
+        }
+    } else if (key != NULL) {
+        snprintf(line, sizeof(line), "Authorization: Bearer %s", key);
+        ADD(line);
+    }
+#undef ADD
+    memset(line, 0, sizeof(line));
+    return h;
+fail:
+    memset(line, 0, sizeof(line));
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* curl_slist_free_all after wiping the key-bearing lines. */
+static void free_headers(struct curl_slist *h)
+{
+    for (struct curl_slist *p = h; p != NULL; p = p->next) {
+        volatile char *c = p->data;
+        while (*c)
+            *c++ = '\0';
+    }
+    curl_slist_free_all(h);
+}
+
+void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *body,
+                          const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
+                          struct evd_cancel *cancel, struct evd_hx_call *call)
+{
+    const char *name = evd_provider_name(pr);
+    const char *key = evd_provider_api_key(pr);
+    char url[1200];
+    char detail[256];
+    char *text = NULL;
+    struct curl_slist *headers = NULL;
+    int64_t t0 = evd_mono_ms();
+    enum { MAX_ATTEMPTS = 8 };
+
+    memset(call, 0, sizeof(*call));
+    snprintf(url, sizeof(url), "%s%s", evd_provider_base_url(pr),
+             evd_hx_endpoint(evd_provider_kind(pr)));
+    text = json_dumps(body, JSON_COMPACT);
+    headers = provider_headers(pr, session_id);
+    if (text == NULL || headers == NULL) {
+        call->code = EVD_ENOMEM;
+        snprintf(call->error, sizeof(call->error), "out of memory building the %s request",
+                 name);
+        goto out;
+    }
+    for (;;) {
+        struct evd_hx_http_resp resp;
+        call->attempts++;
+        evd_hx_http_post(easy, url, headers, text, strlen(text), deadline_ms, cancel, &resp);
+        call->status = resp.status;
+        bool retry = false;
+        int64_t wait_ms = -1;
+        if (resp.cancelled) {
+            call->code = EVD_ECANCELLED;
+            snprintf(call->error, sizeof(call->error), "%s call cancelled", name);
+        } else if (resp.timed_out) {
+            call->code = EVD_ETIMEOUT;
+            snprintf(call->error, sizeof(call->error),
+                     "%s call exceeded %ds invocation timeout", name, invocation_timeout_s);
+        } else if (resp.curl_code != CURLE_OK) {
+            call->code = EVD_EUPSTREAM;
+            snprintf(call->error, sizeof(call->error), "could not reach %s: %s", name,
+                     resp.curl_error[0] ? resp.curl_error : curl_easy_strerror(resp.curl_code));
+            retry = retryable_curl(resp.curl_code);
+        } else if (resp.status >= 200 && resp.status < 300) {
+            json_error_t je;
+            call->body = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
+            if (call->body != NULL && json_is_object(call->body)) {
+                call->code = EVD_OK;
+                call->error[0] = '\0';
+            } else {
+                json_decref(call->body);
+                call->body = NULL;
+                call->code = EVD_EUPSTREAM;
+                snprintf(call->error, sizeof(call->error),
+                         "%s returned %ld with a malformed body: %s", name, resp.status,
+                         je.text);
+                retry = true;
+            }
+        } else {
+            evd_hx_error_detail(resp.body.data, resp.body.len, detail, sizeof(detail));
+            call->code = EVD_EUPSTREAM;
+            snprintf(call->error, sizeof(call->error), "%s returned %ld: %s", name, resp.status,
+                     detail);
+            retry = retryable_status(resp.status);
+            wait_ms = resp.retry_after_ms;
+        }
+        evd_hx_http_resp_free(&resp);
+        if (!retry || call->attempts >= MAX_ATTEMPTS)
+            break;
+        if (wait_ms < 0)
+            wait_ms = evd_hx_backoff_ms(call->attempts + 1);
+        if (evd_mono_ms() + wait_ms >= deadline_ms) {
+            /* Waiting would pass the invocation timeout: report the last failure. */
+            break;
+        }
+        char st[24], at[16], wt[24];
+        snprintf(st, sizeof(st), "%ld", call->status);
+        snprintf(at, sizeof(at), "%d", call->attempts);
+        snprintf(wt, sizeof(wt), "%lld", (long long)wait_ms);
+        evd_log(EVD_LOG_WARN, "provider call failed, retrying", "provider", name, "status", st,
+                "attempt", at, "wait_ms", wt, "session_id", session_id, (char *)NULL);
+        if (evd_cancel_sleep(cancel, wait_ms)) {
+            call->code = EVD_ECANCELLED;
+            snprintf(call->error, sizeof(call->error), "%s call cancelled", name);
+            break;
+        }
+    }
+out:
+    evd_hx_scrub(call->error, key);
+    call->latency_ms = evd_mono_ms() - t0;
+    free(text);
+    free_headers(headers);
+}

@@ -1,0 +1,197 @@
+/*
+ * Internal interfaces of the harness folder (evd_hx_ prefix): the HTTP transport with
+ * cancellation and retries, the three wire formats, the function policy and the HTTP
+ * tools. Not for other layers. Everything here runs on the calling run's thread; json_t
+ * ownership is stated per function.
+ *
+ * The provider-neutral conversation that every wire format reads (see docs/harness.md):
+ *   {"role":"user","content":"text"}
+ *   {"role":"assistant","content":"text","tool_calls":[{"id","name","arguments",
+ *    "arguments_text"}],"provider_state":{"kind":"<wire kind>","items":[…]}}
+ *   {"role":"tool","tool_call_id","name","content":"text","is_error":bool}
+ * provider_state keeps what a wire format must replay verbatim (reasoning items with their
+ * encrypted content, thinking blocks with signatures); other kinds ignore it.
+ */
+#ifndef EVD_HARNESS_INTERNAL_H
+#define EVD_HARNESS_INTERNAL_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "harness/harness.h"
+#include "harness/providers.h"
+
+/* ---- HTTP transport ------------------------------------------------------------------- */
+
+#define EVD_HX_MAX_BODY (8u << 20) /* largest response body read */
+
+struct evd_hx_http_resp {
+    long status;           /* HTTP status, 0 when no response arrived */
+    struct evd_buf body;   /* response body (bounded) */
+    int64_t retry_after_ms; /* from Retry-After, -1 when absent */
+    CURLcode curl_code;
+    bool cancelled;
+    bool timed_out;
+    char curl_error[CURL_ERROR_SIZE];
+};
+
+/*
+ * POSTs `body` to `url` with `headers` on `easy` (reset first), giving up at the monotonic
+ * deadline `deadline_ms` or when `cancel` triggers (checked at least every 50 ms). Fills
+ * *resp (caller frees resp->body). Returns CURLE_OK when a response arrived (any status).
+ */
+CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers,
+                          const char *body, size_t body_len, int64_t deadline_ms,
+                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp);
+void evd_hx_http_resp_free(struct evd_hx_http_resp *resp);
+
+/* Parses a Retry-After value (delta-seconds or an HTTP date) into ms; -1 when unusable. */
+int64_t evd_hx_parse_retry_after(const char *value, int64_t now_wall_ms);
+
+/* Backoff before attempt `attempt` (2, 3, …): exponential from 500 ms, capped, with jitter. */
+int64_t evd_hx_backoff_ms(int attempt);
+
+/* Replaces every occurrence of `secret` (when non-empty) and every "sk-…" token in s. */
+void evd_hx_scrub(char *s, const char *secret);
+
+/* ---- provider calls with retries ------------------------------------------------------ */
+
+struct evd_hx_call {
+    int attempts;
+    long status;          /* last HTTP status, 0 when none */
+    json_t *body;         /* new reference: the decoded 2xx body, else NULL */
+    int64_t latency_ms;   /* total, including backoff */
+    enum evd_code code;   /* EVD_OK, EVD_EUPSTREAM, EVD_ETIMEOUT, EVD_ECANCELLED, … */
+    char error[512];      /* names the provider and status; never a key */
+};
+
+/*
+ * Sends one generation request (borrowed body) to the provider, retrying 429, 5xx,
+ * connection errors and malformed bodies with backoff (honouring Retry-After) until
+ * `deadline_ms`; 4xx other than 429 fail at once. Adds X-Evald-Session. Fills *call.
+ */
+void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *body,
+                          const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
+                          struct evd_cancel *cancel, struct evd_hx_call *call);
+
+/* ---- wire formats --------------------------------------------------------------------- */
+
+struct evd_hx_request {
+    const char *model;
+    const char *system;        /* NULL = no system prompt */
+    json_t *messages;          /* neutral conversation, borrowed */
+    json_t *tools;             /* [{name, description, parameters}] borrowed; may be empty */
+    int64_t max_output_tokens; /* per-call cap */
+    const char *thinking_level; /* NULL or minimal|low|medium|high|xhigh */
+    json_t *provider_options;  /* object merged into the body (borrowed) or NULL */
+    json_t *output_format;     /* structured-output hook: provider-specific, borrowed, or NULL */
+};
+
+struct evd_hx_usage {
+    int64_t input;  /* every prompt token: uncached + cache read + cache write */
+    int64_t cache_read;
+    int64_t cache_write;
+    int64_t output; /* includes reasoning */
+    int64_t reasoning;
+    bool has_input, has_cache_read, has_cache_write, has_output, has_reasoning;
+};
+
+struct evd_hx_reply {
+    char *text;        /* concatenated answer text, never NULL after a successful parse */
+    json_t *tool_calls; /* new reference: [{id, name, arguments?, arguments_text}] */
+    json_t *message;   /* new reference: the neutral assistant message */
+    struct evd_hx_usage usage;
+    char stop_reason[64];
+    char model[160];
+};
+
+/* Builds the request body for `kind`; new reference, or NULL with *err set. */
+json_t *evd_hx_build_request(enum evd_provider_kind kind, const struct evd_hx_request *r,
+                             struct evd_err *err);
+/* Path appended to the provider's base URL. */
+const char *evd_hx_endpoint(enum evd_provider_kind kind);
+/* Parses a 2xx body (borrowed). EVD_EUPSTREAM with a message when it is not a usable reply. */
+enum evd_code evd_hx_parse_reply(enum evd_provider_kind kind, json_t *body,
+                                 struct evd_hx_reply *out, struct evd_err *err);
+void evd_hx_reply_clear(struct evd_hx_reply *r);
+/* The message of an error body (any kind), bounded; writes into out. */
+void evd_hx_error_detail(const char *body, size_t len, char *out, size_t outsz);
+
+/* Per-kind builders/parsers, in openai_responses.c, anthropic.c and openai_chat.c. */
+json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *err);
+enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out,
+                                     struct evd_err *err);
+json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *err);
+enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out,
+                                     struct evd_err *err);
+json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err);
+enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err);
+
+/* Shared by the parsers: a tool call entry {id, name, arguments?, arguments_text}. */
+json_t *evd_hx_tool_call(const char *id, const char *name, const char *arguments_text,
+                         json_t *arguments /* borrowed, may be NULL */);
+/* The arguments of a neutral tool call as JSON text (new malloc'd string). */
+char *evd_hx_tool_call_args_text(json_t *call);
+/* Reads a non-negative integer field path like "a.b"; false when absent. */
+bool evd_hx_get_count(json_t *obj, const char *path, int64_t *out);
+
+/* ---- function policy and exposure ----------------------------------------------------- */
+
+/* One callable function: an HTTP tool or a dispatch function. Borrowed strings/JSON. */
+struct evd_hx_function {
+    const char *id;
+    const char *description;
+    json_t *request_schema;
+    const char *url;    /* HTTP tools; NULL for dispatch functions */
+    int64_t timeout_ms; /* HTTP tools */
+    char tool_name[72]; /* the provider tool name in native mode */
+};
+
+/*
+ * True when the policy (borrowed; NULL = deny all) allows function_id: it matches an
+ * `allow` glob and no `deny` glob (fnmatch).
+ */
+bool evd_hx_policy_allows(json_t *policy, const char *function_id);
+/* Validates a policy object; EVD_EINVAL naming functions.<field>. */
+enum evd_code evd_hx_policy_check(json_t *policy, struct evd_err *err);
+/* A provider-safe tool name for function_id, unique among `taken` names. */
+void evd_hx_tool_name(const char *function_id, char *out, size_t outsz,
+                      const struct evd_hx_function *taken, size_t ntaken);
+
+/* Name and schema of the single tool of expose mode "agent_trigger". */
+#define EVD_HX_AGENT_TRIGGER "agent_trigger"
+
+/*
+ * Validates an HTTP tool payload against its request_schema before the call. Until the
+ * JSON Schema validator is merged this accepts every payload; see harness/tools.c.
+ */
+enum evd_code evd_hx_validate_payload(json_t *schema, json_t *payload, struct evd_err *err);
+
+/*
+ * POSTs payload (borrowed) to an HTTP tool and returns its JSON result (new reference; a
+ * non-JSON body becomes a JSON string), or NULL with *err set: EVD_ETIMEOUT, EVD_ECANCELLED,
+ * EVD_EUPSTREAM ("tool <id> returned 500: …").
+ */
+json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json_t *payload,
+                              const char *session_id, int64_t deadline_ms,
+                              struct evd_cancel *cancel, struct evd_err *err);
+
+/* ---- structured output hook ----------------------------------------------------------- */
+
+/*
+ * Provider-specific structured-output format for the request (new reference or NULL for
+ * none). Until the schema layer lands, NULL for every contract.
+ */
+json_t *evd_hx_output_format(enum evd_provider_kind kind, json_t *output);
+/*
+ * Turns the final text into the run's output (new reference): a JSON string for text
+ * output, the decoded JSON value for json output. EVD_EINVAL with a message when the text
+ * does not satisfy the contract.
+ */
+json_t *evd_hx_output_decode(json_t *output, const char *text, struct evd_err *err);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * What the three wire formats share: dispatch by kind, provider_options merging, tool-call
+ * entries and usage counters. Pure functions over jansson values; thread-safe.
+ */
+#include "harness/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *evd_hx_endpoint(enum evd_provider_kind kind)
+{
+    switch (kind) {
+    case EVD_KIND_OPENAI_RESPONSES:
+        return "/responses";
+    case EVD_KIND_ANTHROPIC_MESSAGES:
+        return "/v1/messages";
+    case EVD_KIND_OPENAI_CHAT:
+        return "/chat/completions";
+    }
+    return "/";
+}
+
+/* Keys a provider_options object may not replace: the harness owns them. */
+static bool protected_key(const char *k)
+{
+    static const char *keys[] = {"model", "input", "messages", "instructions", "system",
+                                 "tools", "stream", "previous_response_id"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcmp(k, keys[i]) == 0)
+            return true;
+    return false;
+}
+
+json_t *evd_hx_build_request(enum evd_provider_kind kind, const struct evd_hx_request *r,
+                             struct evd_err *err)
+{
+    json_t *body = NULL;
+    switch (kind) {
+    case EVD_KIND_OPENAI_RESPONSES:
+        body = evd_hx_responses_build(r, err);
+        break;
+    case EVD_KIND_ANTHROPIC_MESSAGES:
+        body = evd_hx_anthropic_build(r, err);
+        break;
+    case EVD_KIND_OPENAI_CHAT:
+        body = evd_hx_chat_build(r, err);
+        break;
+    }
+    if (body == NULL || !json_is_object(r->provider_options))
+        return body;
+    /* provider_options[<provider>] goes into the body last, object values merged deeply. */
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->provider_options, k, v)
+    {
+        if (protected_key(k))
+            continue;
+        json_t *cur = json_object_get(body, k);
+        json_t *copy = json_deep_copy(v);
+        if (copy == NULL)
+            goto nomem;
+        if (json_is_object(cur) && json_is_object(copy)) {
+            int rc = json_object_update_recursive(cur, copy);
+            json_decref(copy);
+            if (rc != 0)
+                goto nomem;
+        } else if (json_is_null(copy)) {
+            json_decref(copy);
+            json_object_del(body, k); /* null removes a harness default */
+        } else if (json_object_set_new(body, k, copy) != 0) {
+            goto nomem;
+        }
+    }
+    return body;
+nomem:
+    json_decref(body);
+    evd_err_set(err, EVD_ENOMEM, "out of memory building the request");
+    return NULL;
+}
+
+enum evd_code evd_hx_parse_reply(enum evd_provider_kind kind, json_t *body,
+                                 struct evd_hx_reply *out, struct evd_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    enum evd_code rc = EVD_EINTERNAL;
+    switch (kind) {
+    case EVD_KIND_OPENAI_RESPONSES:
+        rc = evd_hx_responses_parse(body, out, err);
+        break;
+    case EVD_KIND_ANTHROPIC_MESSAGES:
+        rc = evd_hx_anthropic_parse(body, out, err);
+        break;
+    case EVD_KIND_OPENAI_CHAT:
+        rc = evd_hx_chat_parse(body, out, err);
+        break;
+    }
+    if (rc != EVD_OK)
+        evd_hx_reply_clear(out);
+    return rc;
+}
+
+void evd_hx_reply_clear(struct evd_hx_reply *r)
+{
+    free(r->text);
+    json_decref(r->tool_calls);
+    json_decref(r->message);
+    memset(r, 0, sizeof(*r));
+}
+
+json_t *evd_hx_tool_call(const char *id, const char *name, const char *arguments_text,
+                         json_t *arguments)
+{
+    json_t *c = json_pack("{s:s,s:s,s:s}", "id", id ? id : "", "name", name ? name : "",
+                          "arguments_text", arguments_text ? arguments_text : "{}");
+    if (c == NULL)
+        return NULL;
+    if (arguments != NULL && json_object_set(c, "arguments", arguments) != 0) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
+char *evd_hx_tool_call_args_text(json_t *call)
+{
+    const char *t = json_string_value(json_object_get(call, "arguments_text"));
+    if (t != NULL)
+        return strdup(t);
+    json_t *a = json_object_get(call, "arguments");
+    return a != NULL ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
+}
+
+bool evd_hx_get_count(json_t *obj, const char *path, int64_t *out)
+{
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", path);
+    json_t *cur = obj;
+    for (char *save = NULL, *tok = strtok_r(buf, ".", &save); tok != NULL;
+         tok = strtok_r(NULL, ".", &save))
+        cur = json_object_get(cur, tok);
+    if (!json_is_integer(cur) || json_integer_value(cur) < 0)
+        return false;
+    *out = (int64_t)json_integer_value(cur);
+    return true;
+}
