@@ -21,7 +21,7 @@
 #include "common/err.h"
 
 struct evd_db;
-struct evd_app;
+struct evd_engine;
 
 /* What handlers may use; built once by main, immutable afterwards except through
  * the thread-safe objects it points to. */
@@ -30,7 +30,7 @@ struct evd_ctx {
     long max_runs;           /* EVALD_MAX_RUNS */
     const char *version;     /* evald version string */
     int64_t started_at_ms;   /* process start, for /healthz */
-    struct evd_app *app;     /* engine-side services (workers, hub, providers); may be NULL */
+    struct evd_engine *engine; /* the evaluation engine (engine/engine.h) */
 };
 
 #define EVD_MAX_PARAMS 4

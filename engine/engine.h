@@ -1,0 +1,87 @@
+/*
+ * The durable evaluation engine: the eval functions (start, list, status, result,
+ * cancel, delete, rerun, step, sweep, wake), the worker threads that execute runs
+ * claimed from the PostgreSQL job table, the lease keeper (lease renewal, cancel
+ * and deadline delivery, change notifications) and the sweeper.
+ *
+ * Several evald processes may share one database: every decision about an
+ * evaluation is taken in a transaction that holds its row lock, a run is written
+ * only by the attempt that owns it, and a job is claimed with SKIP LOCKED and a
+ * lease. See docs/engine.md for the protocol.
+ *
+ * Thread-safety: every evd_eval_* function may be called from any thread
+ * (handlers, the iii adapter); they borrow pool connections. start/stop from main.
+ */
+#ifndef EVD_ENGINE_ENGINE_H
+#define EVD_ENGINE_ENGINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct evd_db;
+struct evd_providers;
+struct evd_engine;
+
+struct evd_engine_options {
+    const char *conninfo;               /* for the threads' own connections */
+    struct evd_db *db;                  /* pool for the function calls */
+    const struct evd_providers *providers;
+    long workers;                       /* worker threads (0 = serve functions only) */
+    long lease_ms;
+    long sweep_interval_ms;
+    long max_runs;
+};
+
+/* Creates the engine; starts its threads when opts->workers > 0. */
+struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struct evd_err *err);
+/* Stops the threads: in-flight runs are handed back (their attempt does not count). */
+void evd_engine_stop(struct evd_engine *e);
+
+/* The model catalogue of the configured providers {models:[…]} (new reference). */
+json_t *evd_engine_models(struct evd_engine *e);
+
+/*
+ * The eval functions. `request` is borrowed; on EVD_OK *response is a new reference
+ * in the contract's shape (json_null() where the contract answers null). With
+ * `extras`, result/list add what the REST resources show beyond the contract.
+ */
+enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **response,
+                             struct evd_err *err);
+/* `before` is a cursor from a previous page; with `extras` the response carries
+ * next_cursor when more remain (the resource route), else it is the contract's. */
+enum evd_code evd_eval_list(struct evd_engine *e, json_t *request, const char *before,
+                            bool extras, json_t **response, struct evd_err *err);
+enum evd_code evd_eval_status(struct evd_engine *e, json_t *request, json_t **response,
+                              struct evd_err *err);
+enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras,
+                              json_t **response, struct evd_err *err);
+enum evd_code evd_eval_cancel(struct evd_engine *e, json_t *request, json_t **response,
+                              struct evd_err *err);
+enum evd_code evd_eval_delete(struct evd_engine *e, json_t *request, json_t **response,
+                              struct evd_err *err);
+enum evd_code evd_eval_rerun(struct evd_engine *e, json_t *request, json_t **response,
+                             struct evd_err *err);
+enum evd_code evd_eval_step(struct evd_engine *e, json_t *request, json_t **response,
+                            struct evd_err *err);
+enum evd_code evd_eval_sweep(struct evd_engine *e, json_t *request, json_t **response,
+                             struct evd_err *err);
+enum evd_code evd_eval_wake(struct evd_engine *e, json_t *request, json_t **response,
+                            struct evd_err *err);
+enum evd_code evd_eval_assert(struct evd_engine *e, const char *function_id, json_t *request,
+                              json_t **response, struct evd_err *err);
+
+/*
+ * Change subscriptions for Server-Sent Events. A subscription sees a new version
+ * each time its evaluation changes (in any process). evd_engine_wait blocks up to
+ * timeout_ms and returns 1 when the version moved, 0 on timeout, -1 when the engine
+ * is stopping.
+ */
+struct evd_subscription;
+struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id);
+int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms);
+void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s);
+
+#endif

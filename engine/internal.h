@@ -1,0 +1,94 @@
+/*
+ * Engine internals shared by its files. Lock order: inflight_mu and hub_mu are leaf
+ * locks, never held across a query, a provider call or each other.
+ */
+#ifndef EVD_ENGINE_INTERNAL_H
+#define EVD_ENGINE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/engine.h"
+#include "harness/harness.h"
+#include "store/evals.h"
+
+#define EVD_MAX_ATTEMPTS 3
+#define EVD_MAX_INFLIGHT 256
+
+enum inflight_reason {
+    REASON_NONE = 0,
+    REASON_CANCELLED, /* the evaluation was cancelled or the job taken away */
+    REASON_DEADLINE,  /* scenario_timeout_seconds passed */
+    REASON_SHUTDOWN,  /* this process is stopping: hand the run back */
+};
+
+struct inflight {
+    bool used;
+    int64_t job_id;
+    char evaluation_id[64];
+    int position;
+    int attempt;
+    struct evd_cancel *cancel;
+    int64_t deadline_mono; /* evd_mono_ms() at which the run times out */
+    enum inflight_reason reason;
+};
+
+struct evd_subscription {
+    char evaluation_id[64];
+    uint64_t version;
+    uint64_t seen;
+    struct evd_subscription *next;
+};
+
+struct evd_engine {
+    struct evd_engine_options opts;
+    char owner[128]; /* lease owner: host:pid:random */
+    atomic_bool stopping;
+    int wake_pipe[2]; /* written once at stop; wakes every poll */
+
+    pthread_t *workers;
+    size_t nworkers;
+    pthread_t keeper, sweeper;
+    bool threads_started;
+
+    pthread_mutex_t inflight_mu;
+    struct inflight inflight[EVD_MAX_INFLIGHT];
+
+    pthread_mutex_t hub_mu;
+    pthread_cond_t hub_cv;
+    struct evd_subscription *subs;
+};
+
+/* step machine (engine/steps.c); every function expects an open transaction that
+ * holds the evaluation's row lock. */
+enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t now,
+                                 struct evd_err *err);
+enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
+                                  const char *status, int64_t now, struct evd_err *err);
+/* Writes a finished run (if still owned by `attempt`), deletes its job, advances the
+ * step counter and the evaluation. *written reports whether the write happened. */
+enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
+                                   int attempt, json_t *run, json_t *transcript, bool *written,
+                                   int64_t now, struct evd_err *err);
+/* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
+ * number of evaluations acted on. */
+long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
+
+/* run execution (engine/runner.c) */
+void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+
+/* hub (engine/hub.c) */
+void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
+
+/* in-flight registry (engine/threads.c) */
+int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
+                            struct evd_cancel *cancel, int64_t deadline_mono);
+enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
+/* Triggers the in-flight runs of an evaluation (position 0 = all of them). */
+void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
+                                enum inflight_reason reason);
+
+bool evd_engine_status_terminal(const char *status);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * Execution of one claimed run job, in three phases:
+ *   1. start the attempt: in a transaction holding the evaluation lock, skip a job
+ *      whose run or evaluation is already terminal, fail a run whose attempts are
+ *      exhausted, else mark it running with attempt+1 and commit;
+ *   2. run the agent turn (harness) and the evaluator with no lock held, the job
+ *      lease renewed by the keeper and a cancel token registered in-flight;
+ *   3. write the outcome only if the run is still running with this attempt (a
+ *      worker whose lease was taken over, or whose evaluation was cancelled, writes
+ *      nothing), and advance the evaluation, in one transaction.
+ * A shutdown hands the run back instead: pending again, attempt not counted.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "domain/evaluators.h"
+#include "domain/plan.h"
+#include "domain/request.h"
+#include "domain/run.h"
+#include "engine/internal.h"
+#include "store/db.h"
+#include "store/tools.h"
+
+static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    return evd_buf_append(ud, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+/* POSTs `body` to an HTTP evaluator and returns its JSON answer (new reference). */
+static json_t *post_json(const char *url, const json_t *body, long timeout_ms,
+                         struct evd_cancel *cancel, struct evd_err *err)
+{
+    (void)cancel;
+    char *text = json_dumps(body, JSON_COMPACT);
+    struct evd_buf out = {.limit = 4 * 1024 * 1024};
+    CURL *h = curl_easy_init();
+    json_t *answer = NULL;
+    if (text == NULL || h == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    CURLcode cc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hl);
+    if (cc == CURLE_OPERATION_TIMEDOUT) {
+        evd_err_set(err, EVD_ETIMEOUT, "evaluator exceeded its %ld ms timeout", timeout_ms);
+    } else if (cc != CURLE_OK) {
+        evd_err_set(err, EVD_EUPSTREAM, "could not call the evaluator: %s", curl_easy_strerror(cc));
+    } else if (status < 200 || status > 299) {
+        evd_err_set(err, EVD_EUPSTREAM, "evaluator returned HTTP %ld", status);
+    } else {
+        json_error_t jerr;
+        answer = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
+        if (answer == NULL)
+            evd_err_set(err, EVD_EUPSTREAM, "evaluator answered invalid JSON: %s", jerr.text);
+    }
+out:
+    if (h)
+        curl_easy_cleanup(h);
+    free(text);
+    evd_buf_free(&out);
+    return answer;
+}
+
+/*
+ * Scores a run with its evaluator: a built-in, or an HTTP tool of that id. On
+ * success *evaluation is the validated EvaluatorResponseV1 (new reference).
+ */
+static enum evd_code evaluate(PGconn *c, const char *evaluation_id,
+                              const struct evd_request_view *view, const json_t *run,
+                              struct evd_cancel *cancel, json_t **evaluation, struct evd_err *err)
+{
+    enum evd_code rc = EVD_OK;
+    json_t *input = evd_run_evaluator_input(evaluation_id, run, view->evaluator_arguments);
+    json_t *answer = NULL;
+    if (input == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    if (evd_evaluator_is_builtin(view->evaluator_function_id)) {
+        struct evd_evaluator_input in;
+        if ((rc = evd_request_evaluator_input(input, &in, err)) == EVD_OK)
+            rc = evd_evaluator_run(view->evaluator_function_id, &in, &answer, err);
+    } else {
+        struct evd_tool tool;
+        rc = evd_store_tool_get(c, view->evaluator_function_id, &tool, err);
+        if (rc == EVD_ENOTFOUND)
+            rc = evd_err_set(err, EVD_ENOTFOUND, "no evaluator function %s is registered",
+                             view->evaluator_function_id);
+        if (rc == EVD_OK) {
+            long timeout = tool.timeout_ms;
+            long cap = (long)view->limits.invocation_timeout_seconds * 1000;
+            answer = post_json(tool.url, input, timeout < cap ? timeout : cap, cancel, err);
+            rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
+            evd_store_tool_clear(&tool);
+        }
+    }
+    if (rc == EVD_OK)
+        rc = evd_evaluator_check_response(answer, evaluation, err);
+    json_decref(answer);
+    json_decref(input);
+    return rc;
+}
+
+/* Phase 1. Returns the attempt to run, 0 when there is nothing to run. */
+static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                         struct evd_store_eval *ev, struct evd_err *err)
+{
+    (void)e;
+    int attempt = 0;
+    int64_t now = evd_now_ms();
+    if (evd_db_begin(c, err) != EVD_OK)
+        return 0;
+    enum evd_code rc = evd_store_eval_get(c, job->evaluation_id, true, ev, err);
+    if (rc == EVD_ENOTFOUND || (rc == EVD_OK && evd_engine_status_terminal(ev->status))) {
+        /* Deleted or finished meanwhile: the job is obsolete. */
+        evd_store_job_delete(c, job->id, err);
+        goto commit;
+    }
+    if (rc != EVD_OK)
+        goto rollback;
+    struct evd_store_run_state st;
+    if (evd_store_run_state(c, job->evaluation_id, job->run_position, &st, err) != EVD_OK)
+        goto rollback;
+    if (evd_engine_status_terminal(st.status)) {
+        evd_store_job_delete(c, job->id, err);
+        evd_engine_advance(c, job->evaluation_id, now, err);
+        goto commit;
+    }
+    if (st.attempt >= EVD_MAX_ATTEMPTS) {
+        /* Every attempt was lost (crash or lease expiry): fail the run, phase setup. */
+        json_t *runs = evd_store_runs(c, job->evaluation_id, false, err);
+        json_t *run = json_array_get(runs, (size_t)job->run_position - 1);
+        bool written = false;
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "run was interrupted %d times (lost lease or stopped process); attempts "
+                 "exhausted",
+                 st.attempt);
+        if (run == NULL ||
+            evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
+            evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
+            evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
+                                 &written, now, err) != EVD_OK) {
+            json_decref(runs);
+            goto rollback;
+        }
+        json_decref(runs);
+        goto commit;
+    }
+    attempt = st.attempt + 1;
+    if (evd_store_run_start(c, job->evaluation_id, job->run_position, attempt, now, err) ||
+        (strcmp(ev->status, "queued") == 0 &&
+         evd_store_eval_set_status(c, job->evaluation_id, "running", now, err)) ||
+        evd_store_eval_touch(c, job->evaluation_id, false, now, err) ||
+        evd_store_notify(c, EVD_CHANNEL_EVENTS, job->evaluation_id, err)) {
+        attempt = 0;
+        goto rollback;
+    }
+commit:
+    if (evd_db_commit(c, err) == EVD_OK)
+        return attempt;
+rollback:
+    evd_db_rollback(c);
+    return 0;
+}
+
+/* Gives the run back at shutdown: pending again, this attempt not counted. */
+static void hand_back(PGconn *c, const struct evd_store_job *job, int attempt)
+{
+    char pos[16], att[16], id[32];
+    snprintf(pos, sizeof(pos), "%d", job->run_position);
+    snprintf(att, sizeof(att), "%d", attempt);
+    snprintf(id, sizeof(id), "%lld", (long long)job->id);
+    const char *p[] = {job->evaluation_id, pos, att, id};
+    PGresult *r = evd_db_query(
+        c,
+        "WITH r AS (UPDATE runs SET status = 'pending', attempt = attempt - 1, started_at = 0"
+        " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
+        " AND attempt = $3::int RETURNING 1)"
+        " UPDATE jobs SET lease_owner = NULL, lease_until = NULL, due_at = now()"
+        " WHERE id = $4::bigint",
+        4, p, NULL);
+    PQclear(r);
+}
+
+static json_t *transcript_of(const struct evd_harness_outcome *out)
+{
+    json_t *t = out->transcript ? json_deep_copy(out->transcript) : json_object();
+    if (t != NULL && out->spans != NULL)
+        json_object_set(t, "spans", out->spans);
+    return t;
+}
+
+void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+{
+    struct evd_err err = {0};
+    struct evd_store_eval ev = {0};
+    struct evd_harness_outcome out = {0};
+    struct evd_request_view view;
+    json_t *run = NULL, *tools = NULL, *transcript = NULL, *evaluation = NULL;
+    struct evd_cancel *cancel = NULL;
+    int slot = -1;
+
+    int attempt = start_attempt(e, c, job, &ev, &err);
+    if (attempt == 0) {
+        if (err.code != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
+                    "error", err.msg, NULL);
+        goto out;
+    }
+    if (evd_request_view(ev.request, &view, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id,
+                "error", err.msg, NULL);
+        goto out;
+    }
+    struct evd_plan_entry entry = evd_plan_entry_at(view.order, (size_t)job->run_position - 1);
+    run = evd_run_new(ev.id, &entry);
+    const json_t *variant = entry.role == EVD_ROLE_CONTROL ? view.control : view.treatment;
+    json_t *sp = json_object_get(variant, "system_prompt");
+    tools = evd_store_tools_json(c, &err);
+    cancel = evd_cancel_new();
+    if (run == NULL || tools == NULL || cancel == NULL)
+        goto out;
+    int64_t started_at = evd_now_ms();
+    evd_run_mark_running(run, started_at);
+    int64_t deadline = evd_mono_ms() + (int64_t)view.limits.scenario_timeout_seconds * 1000;
+    slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
+
+    struct evd_harness_input in = {
+        .session_id = json_string_value(json_object_get(run, "session_id")),
+        .prompt = json_string_value(json_object_get(variant, "prompt")),
+        .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
+        .model = (json_t *)view.model,
+        .limits = json_object_get(ev.request, "limits"),
+        .functions = (json_t *)view.functions,
+        .output = (json_t *)view.output,
+        .metadata = (json_t *)view.metadata,
+        .tools = tools,
+    };
+    char att[16];
+    snprintf(att, sizeof(att), "%d", attempt);
+    evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", ev.id, "run_id",
+            json_string_value(json_object_get(run, "run_id")), "attempt", att, NULL);
+    evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
+
+    enum inflight_reason reason = REASON_NONE;
+    int64_t now = evd_now_ms();
+    if (out.status == EVD_HARNESS_COMPLETED && out.output != NULL &&
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) == 0 &&
+        evd_run_needs_evaluation(ev.request, run)) {
+        int64_t t0 = evd_now_ms();
+        struct evd_err everr = {0};
+        if (evaluate(c, ev.id, &view, run, cancel, &evaluation, &everr) != EVD_OK) {
+            evd_run_fail(run, EVD_PHASE_EVALUATE, view.evaluator_function_id, everr.msg,
+                         evd_now_ms());
+        } else {
+            /* The evaluator call is a span of the run's trace too. */
+            int64_t t1 = evd_now_ms();
+            if (out.spans && json_is_array(out.spans)) {
+                json_array_append_new(
+                    out.spans, json_pack("{s:s, s:s, s:I, s:I, s:s, s:{s:s}}", "name",
+                                         view.evaluator_function_id, "kind", "evaluator",
+                                         "start_ms", (json_int_t)t0, "end_ms", (json_int_t)t1,
+                                         "status", "ok", "attributes", "function_id",
+                                         view.evaluator_function_id));
+                json_t *traces = evd_harness_traces_from_spans(in.session_id, out.spans);
+                if (traces && out.metrics)
+                    json_object_set_new(out.metrics, "traces", traces);
+                else
+                    json_decref(traces);
+            }
+            now = evd_now_ms();
+            evd_run_record_outcome(run, out.output, out.metrics,
+                                   (uint64_t)(now - started_at), now);
+            evd_run_complete(run, &view.limits, evaluation);
+        }
+    } else if (out.status == EVD_HARNESS_COMPLETED) {
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
+        evd_run_complete(run, &view.limits, NULL);
+    } else {
+        enum evd_phase phase = EVD_PHASE_SEND;
+        if (out.phase == NULL || !evd_phase_parse(out.phase, &phase))
+            phase = EVD_PHASE_SEND;
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
+        evd_run_fail(run, phase, NULL, out.result_error ? out.result_error : "run failed", now);
+    }
+    reason = evd_engine_inflight_remove(e, slot);
+    slot = -1;
+
+    if (reason == REASON_SHUTDOWN) {
+        hand_back(c, job, attempt);
+        goto out;
+    }
+    if (reason == REASON_CANCELLED)
+        goto out; /* the run was cancelled, or the job taken away: nothing to write */
+    if (reason == REASON_DEADLINE) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "run exceeded %llus wall-clock limit",
+                 (unsigned long long)view.limits.scenario_timeout_seconds);
+        json_t *fresh = evd_run_new(ev.id, &entry);
+        if (fresh == NULL)
+            goto out;
+        evd_run_mark_running(fresh, started_at);
+        evd_run_record_outcome(fresh, NULL, out.metrics, (uint64_t)(now - started_at), now);
+        evd_run_fail(fresh, EVD_PHASE_AWAIT, NULL, msg, now);
+        json_decref(run);
+        run = fresh;
+    }
+    transcript = transcript_of(&out);
+    bool written = false;
+    if (evd_db_begin(c, &err) == EVD_OK) {
+        struct evd_store_eval locked;
+        if (evd_store_eval_get(c, ev.id, true, &locked, &err) == EVD_OK) {
+            evd_store_eval_clear(&locked);
+            if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript,
+                                     &written, evd_now_ms(), &err) == EVD_OK)
+                evd_db_commit(c, &err);
+        }
+        evd_db_rollback(c);
+    }
+    if (err.code != EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error", err.msg,
+                NULL);
+out:
+    if (slot >= 0)
+        evd_engine_inflight_remove(e, slot);
+    evd_harness_outcome_clear(&out);
+    evd_cancel_free(cancel);
+    json_decref(run);
+    json_decref(tools);
+    json_decref(transcript);
+    json_decref(evaluation);
+    evd_store_eval_clear(&ev);
+}

@@ -1,0 +1,221 @@
+/*
+ * The step machine. An evaluation advances in the transaction that finished one of
+ * its runs (or by a step/sweep/wake call): with its row locked, it either schedules
+ * the runs that may start now or, once every run is terminal, builds the report and
+ * records the completion event. Scheduling rule: pairs run in plan order; at most
+ * `concurrency` unfinished pairs are open at once; inside a pair the second run
+ * starts only after the first is terminal. With concurrency 1 this is exactly the
+ * reference's strictly sequential order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/metrics.h"
+#include "domain/plan.h"
+#include "domain/report.h"
+#include "domain/run.h"
+#include "domain/vocab.h"
+#include "engine/internal.h"
+#include "common/util.h"
+#include "store/db.h"
+
+bool evd_engine_status_terminal(const char *status)
+{
+    return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+           strcmp(status, "cancelled") == 0;
+}
+
+static bool run_terminal(const json_t *run)
+{
+    return evd_engine_status_terminal(json_string_value(json_object_get(run, "status")) ?: "");
+}
+
+enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
+                                  const char *status, int64_t now, struct evd_err *err)
+{
+    enum evd_eval_status st;
+    if (!evd_eval_status_parse(status, &st))
+        return evd_err_set(err, EVD_EINTERNAL, "unknown evaluation status %s", status);
+    struct evd_eval_record rec = {
+        .evaluation_id = ev->id,
+        .status = st,
+        .request = ev->request,
+        .runs = runs,
+        .created_at = ev->created_at,
+        .updated_at = now,
+        .completed_at = now,
+        .error = ev->error,
+    };
+    json_t *report = evd_report_build(&rec);
+    if (report == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "could not build the report of %s", ev->id);
+    int eligible = evd_report_eligible(report);
+    /* The completion event carries the report's eligibility, except on cancel,
+     * where it is false whatever the report says. */
+    int event_eligible = strcmp(status, "cancelled") == 0 ? 0 : eligible;
+    enum evd_code rc =
+        evd_store_eval_finish(c, ev->id, status, report, eligible, event_eligible, now, err);
+    json_decref(report);
+    if (rc == EVD_OK) {
+        evd_store_notify(c, EVD_CHANNEL_EVENTS, ev->id, NULL);
+        evd_metrics_count("evald_evaluations_finished_total", "status", status, 1);
+        evd_log(EVD_LOG_INFO, "evaluation finished", "evaluation_id", ev->id, "status", status,
+                NULL);
+    }
+    return rc;
+}
+
+enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t now,
+                                 struct evd_err *err)
+{
+    struct evd_store_eval ev;
+    json_t *runs = NULL;
+    bool *has_job = NULL;
+    enum evd_code rc = evd_store_eval_get(c, evaluation_id, false, &ev, err);
+    if (rc != EVD_OK)
+        return rc;
+    if (evd_engine_status_terminal(ev.status))
+        goto out;
+    runs = evd_store_runs(c, evaluation_id, false, err);
+    if (runs == NULL) {
+        rc = err ? err->code : EVD_EDB;
+        goto out;
+    }
+    size_t n = json_array_size(runs);
+    size_t terminal = 0;
+    for (size_t i = 0; i < n; i++)
+        terminal += run_terminal(json_array_get(runs, i));
+    if (terminal == n) {
+        rc = evd_engine_finalize(c, &ev, runs, "completed", now, err);
+        goto out;
+    }
+    has_job = calloc(n ? n : 1, sizeof(*has_job));
+    if (has_job == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = evd_store_run_jobs(c, evaluation_id, has_job, (int)n, err)) != EVD_OK)
+        goto out;
+    int open_pairs = 0, enqueued = 0;
+    for (size_t first = 0; first + 1 < n && open_pairs < ev.concurrency; first += 2) {
+        bool t1 = run_terminal(json_array_get(runs, first));
+        bool t2 = run_terminal(json_array_get(runs, first + 1));
+        if (t1 && t2)
+            continue;
+        open_pairs++;
+        size_t next = t1 ? first + 1 : first;
+        if (has_job[next])
+            continue;
+        if ((rc = evd_store_job_enqueue_run(c, evaluation_id, (int)next + 1, err)) != EVD_OK)
+            goto out;
+        enqueued++;
+    }
+    if (enqueued > 0)
+        rc = evd_store_notify(c, EVD_CHANNEL_JOBS, "", err);
+out:
+    free(has_job);
+    json_decref(runs);
+    evd_store_eval_clear(&ev);
+    return rc;
+}
+
+enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
+                                   int attempt, json_t *run, json_t *transcript, bool *written,
+                                   int64_t now, struct evd_err *err)
+{
+    enum evd_code rc =
+        evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript, written, err);
+    if (rc != EVD_OK || !*written)
+        return rc;
+    char pos[16];
+    snprintf(pos, sizeof(pos), "%d", position);
+    const char *p[] = {evaluation_id, pos};
+    if ((rc = evd_db_exec(c,
+                          "DELETE FROM jobs WHERE evaluation_id = $1 AND run_position = $2::int"
+                          " AND kind = 'run'",
+                          2, p, err)) != EVD_OK)
+        return rc;
+    if ((rc = evd_store_eval_touch(c, evaluation_id, true, now, err)) != EVD_OK)
+        return rc;
+    if ((rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, evaluation_id, err)) != EVD_OK)
+        return rc;
+    evd_metrics_count("evald_runs_finished_total", "status",
+                      json_string_value(json_object_get(run, "status")), 1);
+    return evd_engine_advance(c, evaluation_id, now, err);
+}
+
+/* Fails one overdue run in its own transaction. */
+static void time_out_run(PGconn *c, const json_t *item, int64_t now)
+{
+    struct evd_err err = {0};
+    const char *id = json_string_value(json_object_get(item, "evaluation_id"));
+    int position = (int)json_integer_value(json_object_get(item, "position"));
+    int attempt = (int)json_integer_value(json_object_get(item, "attempt"));
+    json_int_t timeout_s = json_integer_value(json_object_get(item, "timeout_s"));
+    struct evd_store_eval ev;
+    json_t *runs = NULL;
+    if (evd_db_begin(c, &err) != EVD_OK)
+        return;
+    if (evd_store_eval_get(c, id, true, &ev, &err) != EVD_OK)
+        goto out;
+    runs = evd_store_runs(c, id, false, &err);
+    json_t *run = runs ? json_array_get(runs, (size_t)position - 1) : NULL;
+    if (run == NULL || strcmp(json_string_value(json_object_get(run, "status")) ?: "", "running"))
+        goto out_ev;
+    char msg[128];
+    snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
+    bool written = false;
+    if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
+        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, now, &err) == EVD_OK &&
+        written) {
+        char payload[96];
+        snprintf(payload, sizeof(payload), "%s:%d", id, position);
+        evd_store_notify(c, EVD_CHANNEL_CANCEL, payload, NULL);
+        evd_log(EVD_LOG_WARN, "run timed out", "evaluation_id", id, "run_id",
+                json_string_value(json_object_get(run, "run_id")), NULL);
+    }
+out_ev:
+    evd_store_eval_clear(&ev);
+out:
+    json_decref(runs);
+    if (err.code == EVD_OK && PQtransactionStatus(c) == PQTRANS_INTRANS)
+        evd_db_commit(c, &err);
+    evd_db_rollback(c);
+}
+
+long evd_engine_sweep_once(struct evd_engine *e, PGconn *c)
+{
+    (void)e;
+    struct evd_err err = {0};
+    long acted = 0;
+    int64_t now = evd_now_ms();
+    json_t *overdue = evd_store_timed_out_runs(c, now, &err);
+    size_t i;
+    json_t *item;
+    json_array_foreach(overdue, i, item)
+    {
+        time_out_run(c, item, now);
+        acted++;
+    }
+    json_decref(overdue);
+    json_t *stalled = evd_store_stalled_evals(c, &err);
+    json_array_foreach(stalled, i, item)
+    {
+        const char *id = json_string_value(item);
+        struct evd_store_eval ev;
+        if (evd_db_begin(c, &err) != EVD_OK)
+            break;
+        if (evd_store_eval_get(c, id, true, &ev, &err) == EVD_OK) {
+            if (evd_engine_advance(c, id, evd_now_ms(), &err) == EVD_OK)
+                acted++;
+            evd_store_eval_clear(&ev);
+        }
+        if (err.code == EVD_OK)
+            evd_db_commit(c, &err);
+        evd_db_rollback(c);
+        err.code = EVD_OK;
+    }
+    json_decref(stalled);
+    return acted;
+}

@@ -1,0 +1,388 @@
+/*
+ * Engine threads and process-local registries.
+ *   workers  claim due jobs (FOR UPDATE SKIP LOCKED + lease) on their own
+ *            connection, LISTENing on evald_jobs to wake at once when work appears;
+ *   keeper   renews the leases of this process's in-flight runs, LISTENs on
+ *            evald_cancel (cancel tokens) and evald_events (SSE subscriptions), and
+ *            triggers runs past their scenario deadline;
+ *   sweeper  re-arms what a crash or a lost notification left behind.
+ * Stop: set `stopping`, write the wake pipe (every poll returns), trigger every
+ * in-flight cancel token with REASON_SHUTDOWN (runs are handed back), join.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "engine/internal.h"
+#include "harness/providers.h"
+#include "store/db.h"
+
+/* ---- in-flight registry ---------------------------------------------------------- */
+
+int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
+                            struct evd_cancel *cancel, int64_t deadline_mono)
+{
+    int slot = -1;
+    pthread_mutex_lock(&e->inflight_mu);
+    for (int i = 0; i < EVD_MAX_INFLIGHT && slot < 0; i++)
+        if (!e->inflight[i].used)
+            slot = i;
+    if (slot >= 0) {
+        struct inflight *f = &e->inflight[slot];
+        memset(f, 0, sizeof(*f));
+        f->used = true;
+        f->job_id = job->id;
+        snprintf(f->evaluation_id, sizeof(f->evaluation_id), "%s", job->evaluation_id);
+        f->position = job->run_position;
+        f->attempt = attempt;
+        f->cancel = cancel;
+        f->deadline_mono = deadline_mono;
+        if (atomic_load(&e->stopping)) {
+            f->reason = REASON_SHUTDOWN;
+            evd_cancel_trigger(cancel);
+        }
+    }
+    pthread_mutex_unlock(&e->inflight_mu);
+    return slot;
+}
+
+enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot)
+{
+    if (slot < 0)
+        return REASON_NONE;
+    pthread_mutex_lock(&e->inflight_mu);
+    enum inflight_reason r = e->inflight[slot].reason;
+    e->inflight[slot].used = false;
+    e->inflight[slot].cancel = NULL;
+    pthread_mutex_unlock(&e->inflight_mu);
+    return r;
+}
+
+static void trigger(struct inflight *f, enum inflight_reason reason)
+{
+    if (f->reason == REASON_NONE)
+        f->reason = reason;
+    evd_cancel_trigger(f->cancel);
+}
+
+void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
+                                enum inflight_reason reason)
+{
+    pthread_mutex_lock(&e->inflight_mu);
+    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+        struct inflight *f = &e->inflight[i];
+        if (f->used && (evaluation_id == NULL || strcmp(f->evaluation_id, evaluation_id) == 0) &&
+            (position == 0 || f->position == position))
+            trigger(f, reason);
+    }
+    pthread_mutex_unlock(&e->inflight_mu);
+}
+
+/* ---- hub ------------------------------------------------------------------------ */
+
+void evd_engine_publish(struct evd_engine *e, const char *evaluation_id)
+{
+    pthread_mutex_lock(&e->hub_mu);
+    for (struct evd_subscription *s = e->subs; s; s = s->next)
+        if (strcmp(s->evaluation_id, evaluation_id) == 0)
+            s->version++;
+    pthread_cond_broadcast(&e->hub_cv);
+    pthread_mutex_unlock(&e->hub_mu);
+}
+
+struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id)
+{
+    struct evd_subscription *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    snprintf(s->evaluation_id, sizeof(s->evaluation_id), "%s", evaluation_id);
+    pthread_mutex_lock(&e->hub_mu);
+    s->next = e->subs;
+    e->subs = s;
+    pthread_mutex_unlock(&e->hub_mu);
+    return s;
+}
+
+int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&e->hub_mu);
+    while (s->version == s->seen && !atomic_load(&e->stopping))
+        if (pthread_cond_timedwait(&e->hub_cv, &e->hub_mu, &until) == ETIMEDOUT)
+            break;
+    if (atomic_load(&e->stopping))
+        rc = -1;
+    else if (s->version != s->seen)
+        rc = 1;
+    s->seen = s->version;
+    pthread_mutex_unlock(&e->hub_mu);
+    return rc;
+}
+
+void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&e->hub_mu);
+    for (struct evd_subscription **p = &e->subs; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&e->hub_mu);
+    free(s);
+}
+
+/* ---- connections that LISTEN ------------------------------------------------------ */
+
+static PGconn *listen_conn(struct evd_engine *e, const char *const *channels)
+{
+    while (!atomic_load(&e->stopping)) {
+        struct evd_err err = {0};
+        PGconn *c = evd_db_connect(e->opts.conninfo, &err);
+        bool ok = c != NULL;
+        for (size_t i = 0; ok && channels && channels[i]; i++) {
+            char sql[64];
+            snprintf(sql, sizeof(sql), "LISTEN %s", channels[i]);
+            ok = evd_db_exec(c, sql, 0, NULL, &err) == EVD_OK;
+        }
+        if (ok)
+            return c;
+        PQfinish(c);
+        evd_log(EVD_LOG_WARN, "engine connection failed, retrying", "error", err.msg, NULL);
+        struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
+        poll(&pfd, 1, 1000);
+    }
+    return NULL;
+}
+
+/* Waits up to ms for a notification on c or the stop pipe; false when c broke. */
+static bool wait_input(struct evd_engine *e, PGconn *c, int ms)
+{
+    struct pollfd pfd[2] = {{.fd = PQsocket(c), .events = POLLIN},
+                            {.fd = e->wake_pipe[0], .events = POLLIN}};
+    if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+        return false;
+    if (pfd[0].revents && !PQconsumeInput(c))
+        return false;
+    return PQstatus(c) == CONNECTION_OK;
+}
+
+/* ---- workers ---------------------------------------------------------------------- */
+
+static void *worker_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    static const char *const channels[] = {EVD_CHANNEL_JOBS, NULL};
+    PGconn *c = listen_conn(e, channels);
+    while (c != NULL && !atomic_load(&e->stopping)) {
+        struct evd_err err = {0};
+        struct evd_store_job job;
+        bool found = false;
+        if (evd_store_job_claim(c, e->owner, e->opts.lease_ms, &job, &found, &err) != EVD_OK) {
+            if (PQstatus(c) != CONNECTION_OK) {
+                PQfinish(c);
+                c = listen_conn(e, channels);
+            } else {
+                wait_input(e, c, 500);
+            }
+            continue;
+        }
+        if (found) {
+            if (strcmp(job.kind, "run") == 0)
+                evd_engine_process_job(e, c, &job);
+            else
+                evd_store_job_delete(c, job.id, &err); /* unknown kind: a newer evald's */
+            continue;
+        }
+        /* Nothing due: sleep until notified, or poll again within a second. */
+        if (!wait_input(e, c, 1000)) {
+            PQfinish(c);
+            c = listen_conn(e, channels);
+            continue;
+        }
+        PGnotify *n;
+        while ((n = PQnotifies(c)) != NULL)
+            PQfreemem(n);
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+/* ---- keeper ----------------------------------------------------------------------- */
+
+static void renew(struct evd_engine *e, PGconn *c)
+{
+    int64_t ids[EVD_MAX_INFLIGHT];
+    bool alive[EVD_MAX_INFLIGHT];
+    size_t n = 0;
+    int64_t now = evd_mono_ms();
+    pthread_mutex_lock(&e->inflight_mu);
+    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+        struct inflight *f = &e->inflight[i];
+        if (!f->used)
+            continue;
+        if (now >= f->deadline_mono)
+            trigger(f, REASON_DEADLINE);
+        ids[n++] = f->job_id;
+    }
+    pthread_mutex_unlock(&e->inflight_mu);
+    if (n == 0)
+        return;
+    struct evd_err err = {0};
+    if (evd_store_jobs_renew(c, e->owner, ids, n, e->opts.lease_ms, alive, &err) != EVD_OK)
+        return;
+    pthread_mutex_lock(&e->inflight_mu);
+    for (size_t k = 0; k < n; k++) {
+        if (alive[k])
+            continue;
+        for (int i = 0; i < EVD_MAX_INFLIGHT; i++)
+            if (e->inflight[i].used && e->inflight[i].job_id == ids[k])
+                trigger(&e->inflight[i], REASON_CANCELLED);
+    }
+    pthread_mutex_unlock(&e->inflight_mu);
+}
+
+static void *keeper_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    static const char *const channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_CANCEL, NULL};
+    PGconn *c = listen_conn(e, channels);
+    long period = e->opts.lease_ms / 3 < 250 ? e->opts.lease_ms / 3 : 250;
+    int64_t next_renew = 0;
+    while (c != NULL && !atomic_load(&e->stopping)) {
+        if (!wait_input(e, c, (int)period)) {
+            PQfinish(c);
+            c = listen_conn(e, channels);
+            continue;
+        }
+        PGnotify *n;
+        while ((n = PQnotifies(c)) != NULL) {
+            if (strcmp(n->relname, EVD_CHANNEL_EVENTS) == 0) {
+                evd_engine_publish(e, n->extra);
+            } else if (strcmp(n->relname, EVD_CHANNEL_CANCEL) == 0) {
+                char id[64];
+                int position = 0;
+                snprintf(id, sizeof(id), "%s", n->extra);
+                char *colon = strchr(id, ':');
+                if (colon) {
+                    *colon = '\0';
+                    position = atoi(colon + 1);
+                }
+                evd_engine_inflight_cancel(e, id, position, REASON_CANCELLED);
+            }
+            PQfreemem(n);
+        }
+        if (evd_mono_ms() >= next_renew) {
+            renew(e, c);
+            next_renew = evd_mono_ms() + e->opts.lease_ms / 3;
+        }
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+/* ---- sweeper ---------------------------------------------------------------------- */
+
+static void *sweeper_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    PGconn *c = listen_conn(e, NULL);
+    while (c != NULL && !atomic_load(&e->stopping)) {
+        if (!evd_db_ensure(c)) {
+            PQfinish(c);
+            c = listen_conn(e, NULL);
+            continue;
+        }
+        long acted = evd_engine_sweep_once(e, c);
+        if (acted > 0) {
+            char n[24];
+            snprintf(n, sizeof(n), "%ld", acted);
+            evd_log(EVD_LOG_INFO, "sweep", "acted", n, NULL);
+        }
+        struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
+        poll(&pfd, 1, (int)e->opts.sweep_interval_ms);
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+/* ---- start / stop ----------------------------------------------------------------- */
+
+struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struct evd_err *err)
+{
+    struct evd_engine *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        return NULL;
+    }
+    e->opts = *opts;
+    if (pipe(e->wake_pipe) != 0) {
+        free(e);
+        evd_err_set(err, EVD_EINTERNAL, "could not create the wake pipe");
+        return NULL;
+    }
+    char host[64] = "host", rnd[48];
+    gethostname(host, sizeof(host) - 1);
+    evd_new_id("", rnd, sizeof(rnd));
+    snprintf(e->owner, sizeof(e->owner), "%s:%ld:%.8s", host, (long)getpid(), rnd);
+    pthread_mutex_init(&e->inflight_mu, NULL);
+    pthread_mutex_init(&e->hub_mu, NULL);
+    pthread_cond_init(&e->hub_cv, NULL);
+    if (opts->workers > 0) {
+        e->workers = calloc((size_t)opts->workers, sizeof(*e->workers));
+        for (long i = 0; e->workers && i < opts->workers; i++)
+            if (pthread_create(&e->workers[i], NULL, worker_main, e) == 0)
+                e->nworkers++;
+        pthread_create(&e->keeper, NULL, keeper_main, e);
+        pthread_create(&e->sweeper, NULL, sweeper_main, e);
+        e->threads_started = true;
+    }
+    return e;
+}
+
+void evd_engine_stop(struct evd_engine *e)
+{
+    if (e == NULL)
+        return;
+    atomic_store(&e->stopping, true);
+    ssize_t w = write(e->wake_pipe[1], "x", 1);
+    (void)w;
+    evd_engine_inflight_cancel(e, NULL, 0, REASON_SHUTDOWN);
+    pthread_mutex_lock(&e->hub_mu);
+    pthread_cond_broadcast(&e->hub_cv);
+    pthread_mutex_unlock(&e->hub_mu);
+    if (e->threads_started) {
+        for (size_t i = 0; i < e->nworkers; i++)
+            pthread_join(e->workers[i], NULL);
+        pthread_join(e->keeper, NULL);
+        pthread_join(e->sweeper, NULL);
+    }
+    free(e->workers);
+    close(e->wake_pipe[0]);
+    close(e->wake_pipe[1]);
+    pthread_mutex_destroy(&e->inflight_mu);
+    pthread_mutex_destroy(&e->hub_mu);
+    pthread_cond_destroy(&e->hub_cv);
+    free(e);
+}
+
+json_t *evd_engine_models(struct evd_engine *e)
+{
+    json_t *models = evd_providers_list_models(e->opts.providers);
+    return json_pack("{s:o}", "models", models ? models : json_array());
+}
