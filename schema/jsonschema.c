@@ -369,7 +369,10 @@ static bool keep_regex(struct cctx *c, pcre2_code *re)
 static pcre2_code *compile_regex(struct cctx *c, const char *pat, size_t len)
 {
     char msg[200];
-    pcre2_code *re = evd_js_regex_compile(pat, len, msg, sizeof(msg));
+    bool nomem = false;
+    pcre2_code *re = evd_js_regex_compile(pat, len, msg, sizeof(msg), &nomem);
+    if (re == NULL && nomem)
+        return cnomem(c);
     if (re == NULL)
         return cfail(c, "pattern is not a valid regular expression: %s", msg);
     if (!keep_regex(c, re))
@@ -646,10 +649,13 @@ static json_t *resolve_ref(struct cctx *c, const char *uri, char **outbase)
     const char *hash = strchr(uri, '#');
     const char *frag = hash ? hash + 1 : "";
     json_t *target = NULL;
-    char *fragdec = evd_uri_pct_decode(frag, strlen(frag), NULL);
+    bool invalid = false;
+    char *fragdec = evd_uri_pct_decode(frag, strlen(frag), NULL, &invalid);
     if (fragdec == NULL) {
         free(docpart);
-        return cfail(c, "$ref \"%s\" has an invalid percent-encoding", uri);
+        if (invalid)
+            return cfail(c, "$ref \"%s\" has an invalid percent-encoding", uri);
+        return cnomem(c);
     }
     if (fragdec[0] == '\0' || fragdec[0] == '/') {
         struct res *r = find_res(c, docpart, docpart);
@@ -1218,6 +1224,7 @@ struct vctx {
     pcre2_match_data *md;
     unsigned depth;
     bool too_deep;
+    bool depth_reported;
     size_t npath;
     struct seg path[EVD_JSONSCHEMA_MAX_EVAL_DEPTH + 2];
 };
@@ -1268,6 +1275,8 @@ static void format_path(const struct vctx *c, char *out, size_t outsz)
 static __attribute__((noinline)) void report(struct vctx *c, const char *keyword, const char *tmpl,
                                              const json_t *x, const json_t *v, const char *s)
 {
+    if (strcmp(keyword, "depth") == 0)
+        c->depth_reported = true;
     c->count++;
     if (c->count > c->max)
         return;
@@ -1847,19 +1856,22 @@ static size_t run(const struct evd_jsonschema *v, const json_t *instance,
     c->md = NULL;
     c->depth = 0;
     c->too_deep = false;
+    c->depth_reported = false;
     c->npath = 0;
     size_t n = eval(c, v->root, instance, collect);
     if (collect)
         n = c->count;
-    if (n == 0 && c->too_deep) {
-        /* A branch cut off by the depth bound must not let the whole value pass. */
+    if (c->too_deep && !c->depth_reported) {
+        /*
+         * A branch cut off by the depth bound (inside anyOf, not, if, ...) must neither let
+         * the value pass nor go unexplained: the bound itself is reported at the root.
+         */
         c->npath = 0;
-        c->count = 0;
         char msg[96];
         snprintf(msg, sizeof(msg), "validation exceeds the maximum depth of %d nested schemas",
                  EVD_JSONSCHEMA_MAX_EVAL_DEPTH);
         report(c, "depth", "{s}", instance, NULL, msg);
-        n = 1;
+        n = collect ? c->count : 1;
     }
     pcre2_match_data_free(c->md);
     free(c);

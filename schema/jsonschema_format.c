@@ -357,7 +357,7 @@ static bool fmt_regex(const char *s, size_t n)
     char msg[8];
     if (!ecma_only(s, n))
         return false;
-    pcre2_code *re = evd_js_regex_compile(s, n, msg, sizeof(msg));
+    pcre2_code *re = evd_js_regex_compile(s, n, msg, sizeof(msg), NULL);
     pcre2_code_free(re);
     return re != NULL;
 }
@@ -480,8 +480,11 @@ static char *ecma_translate(const char *pat, size_t len, size_t *outlen)
     return out;
 }
 
-pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size_t errsz)
+pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size_t errsz,
+                                 bool *nomem)
 {
+    if (nomem != NULL)
+        *nomem = false;
     size_t tlen = 0;
     char *tpat = ecma_translate(pat, len, &tlen);
     pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
@@ -489,6 +492,8 @@ pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size
         pcre2_compile_context_free(cc);
         free(tpat);
         snprintf(errbuf, errsz, "out of memory");
+        if (nomem != NULL)
+            *nomem = true;
         return NULL;
     }
     pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
@@ -500,6 +505,8 @@ pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size
                       &code, &off, cc);
     pcre2_compile_context_free(cc);
     free(tpat);
+    if (re == NULL && nomem != NULL)
+        *nomem = code == PCRE2_ERROR_HEAP_FAILED;
     if (re == NULL && errsz > 0) {
         PCRE2_UCHAR msg[160];
         if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)

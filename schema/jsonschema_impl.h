@@ -59,8 +59,11 @@ void evd_js_dump_string(struct evd_sbuf *b, const char *s, size_t n);
 
 /* Resolves `ref` against `base` (either may be relative or empty); malloc'd, NULL on ENOMEM. */
 char *evd_uri_resolve(const char *base, const char *ref);
-/* Percent-decodes s[0..n) into a malloc'd NUL-terminated string; NULL on bad escape/ENOMEM. */
-char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen);
+/*
+ * Percent-decodes s[0..n) into a malloc'd NUL-terminated string. Returns NULL with
+ * *invalid set on a bad escape, NULL with *invalid clear on ENOMEM.
+ */
+char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid);
 /* Syntax checks for the `format` keyword. */
 bool evd_uri_is_uri(const char *s, size_t n, bool iri);
 bool evd_uri_is_reference(const char *s, size_t n, bool iri);
@@ -78,9 +81,11 @@ bool evd_js_format_ipv6(const char *s, size_t n);
 
 /*
  * Compiles an ECMA-262-style pattern with PCRE2 (UTF, \u escapes, $ only at the end).
- * Returns the code (free with pcre2_code_free) or NULL with a message in errbuf.
+ * Returns the code (free with pcre2_code_free) or NULL with a message in errbuf; *nomem
+ * (when not NULL) tells an allocation failure from a bad pattern.
  */
-pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size_t errsz);
+pcre2_code *evd_js_regex_compile(const char *pat, size_t len, char *errbuf, size_t errsz,
+                                 bool *nomem);
 /* Unanchored search; md must come from pcre2_match_data_create(1, NULL). */
 bool evd_js_regex_search(const pcre2_code *re, const char *s, size_t n, pcre2_match_data *md,
                          pcre2_match_context *mctx);

@@ -207,8 +207,18 @@ static int hexval(int c)
     return c - 'A' + 10;
 }
 
-char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen)
+char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid)
 {
+    *invalid = false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%')
+            continue;
+        if (i + 2 >= n || !is_hex((unsigned char)s[i + 1]) || !is_hex((unsigned char)s[i + 2])) {
+            *invalid = true;
+            return NULL;
+        }
+        i += 2;
+    }
     char *out = malloc(n + 1);
     if (out == NULL)
         return NULL;
@@ -217,14 +227,6 @@ char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen)
         if (s[i] != '%') {
             out[o++] = s[i];
             continue;
-        }
-        if (i + 2 >= n) {
-            free(out);
-            return NULL;
-        }
-        if (!is_hex((unsigned char)s[i + 1]) || !is_hex((unsigned char)s[i + 2])) {
-            free(out);
-            return NULL;
         }
         out[o++] = (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
         i += 2;
