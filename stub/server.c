@@ -329,13 +329,17 @@ static bool key_ok(const char *want, const char *got)
     return got != NULL && evd_consttime_eq(want, strlen(want), got, strlen(got));
 }
 
-/* True when the request carries the required key in its wire's header. */
+/*
+ * True when the request carries the required key in a header its wire accepts:
+ * OpenAI takes `Authorization: Bearer`; Anthropic takes `x-api-key` and also the
+ * bearer form, which recent Anthropic SDKs send for API keys.
+ */
 static bool authorized(struct stub_server *s, struct MHD_Connection *c, bool anthropic)
 {
     if (s->require_key == NULL)
         return true;
-    if (anthropic)
-        return key_ok(s->require_key, header(c, "x-api-key"));
+    if (anthropic && key_ok(s->require_key, header(c, "x-api-key")))
+        return true;
     const char *auth = header(c, "Authorization");
     if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;

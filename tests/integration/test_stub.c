@@ -860,10 +860,15 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 200);
     evd_test_http_resp_free(&r);
 
-    /* Anthropic wants x-api-key, not a bearer token. */
-    req(&r, "POST", "/v1/messages", mbody, good);
+    /* Anthropic takes x-api-key or a bearer token; a wrong x-api-key is refused. */
+    const char *wrong_x[] = {"x-api-key: sk-test-secret-124", NULL};
+    req(&r, "POST", "/v1/messages", mbody, wrong_x);
     ck_assert_int_eq(r.status, 401);
     ck_assert_str_eq(js(r.json, "error.type"), "authentication_error");
+    ck_assert_ptr_null(strstr(r.body, "sk-test"));
+    evd_test_http_resp_free(&r);
+    req(&r, "POST", "/v1/messages", mbody, good);
+    ck_assert_int_eq(r.status, 200);
     evd_test_http_resp_free(&r);
     const char *xkey[] = {"x-api-key: sk-test-secret-123", "anthropic-version: 2023-06-01", NULL};
     req(&r, "POST", "/v1/messages", mbody, xkey);
@@ -878,17 +883,17 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_null(strstr(r.body, "sk-test-secret"));
     json_t *log = jp(r.json, "requests");
-    ck_assert_int_eq(json_array_size(log), 6);
+    ck_assert_int_eq(json_array_size(log), 7);
     ck_assert_str_eq(js(log, "2.headers.authorization"), "REDACTED");
-    ck_assert_str_eq(js(log, "4.headers.x-api-key"), "REDACTED");
-    ck_assert_str_eq(js(log, "4.headers.anthropic-version"), "2023-06-01");
-    ck_assert_str_eq(js(log, "4.headers.content-type"), "application/json");
-    ck_assert_str_eq(js(log, "4.api"), "messages");
-    ck_assert_str_eq(js(log, "4.path"), "/v1/messages");
-    ck_assert_str_eq(js(log, "4.method"), "POST");
-    ck_assert_int_eq(ji(log, "4.status"), 200);
+    ck_assert_str_eq(js(log, "5.headers.x-api-key"), "REDACTED");
+    ck_assert_str_eq(js(log, "5.headers.anthropic-version"), "2023-06-01");
+    ck_assert_str_eq(js(log, "5.headers.content-type"), "application/json");
+    ck_assert_str_eq(js(log, "5.api"), "messages");
+    ck_assert_str_eq(js(log, "5.path"), "/v1/messages");
+    ck_assert_str_eq(js(log, "5.method"), "POST");
+    ck_assert_int_eq(ji(log, "5.status"), 200);
     ck_assert_int_eq(ji(log, "0.status"), 401);
-    ck_assert_int_eq(ji(log, "4.body.max_tokens"), 5);
+    ck_assert_int_eq(ji(log, "5.body.max_tokens"), 5);
     evd_test_http_resp_free(&r);
 }
 END_TEST
