@@ -91,8 +91,8 @@ void stub_usage_derive(const struct stub_view *v, struct stub_out *o)
 {
     if (o->usage.set)
         return;
-    size_t out = (o->text != NULL ? strlen(o->text) : 0) +
-                 (o->refusal != NULL ? strlen(o->refusal) : 0);
+    size_t out =
+        (o->text != NULL ? strlen(o->text) : 0) + (o->refusal != NULL ? strlen(o->refusal) : 0);
     for (size_t i = 0; i < o->ncalls; i++)
         out += strlen(o->calls[i].name) + strlen(o->calls[i].arguments);
     o->usage.set = true;
@@ -315,8 +315,8 @@ enum evd_code stub_default_reply(const struct stub_view *v, struct stub_out *o)
         size_t cut = n > RESULT_ECHO_MAX ? RESULT_ECHO_MAX : n;
         while (cut > 0 && cut < n && ((unsigned char)v->tool_results[cut] & 0xC0) == 0x80)
             cut--; /* never split a UTF-8 sequence */
-        int w = evd_buf_printf(&b, "The function returned: %.*s%s",
-                               (int)cut, v->tool_results, cut < n ? "..." : "");
+        int w = evd_buf_printf(&b, "The function returned: %.*s%s", (int)cut, v->tool_results,
+                               cut < n ? "..." : "");
         if (w != 0)
             evd_buf_free(&b);
         o->text = b.data;
