@@ -641,6 +641,23 @@ START_TEST(builtin_structured_output)
     json_decref(got);
     evd_test_http_resp_free(&r);
     json_decref(want);
+
+    /* Formats, lengths and bounds are honoured. */
+    post(&r, "/v1/responses",
+         "{\"model\":\"m\",\"input\":\"q\",\"text\":{\"format\":{\"type\":\"json_schema\","
+         "\"name\":\"f\",\"schema\":{\"type\":\"object\",\"properties\":{\"when\":{\"type\":"
+         "\"string\",\"format\":\"date-time\"},\"code\":{\"type\":\"string\",\"minLength\":6},"
+         "\"short\":{\"type\":\"string\",\"maxLength\":2},\"x\":{\"type\":\"number\","
+         "\"exclusiveMinimum\":5},\"k\":{\"type\":\"integer\",\"minimum\":2.5}}}}}}",
+         200);
+    want = json_loads("{\"when\":\"2025-01-01T00:00:00Z\",\"code\":\"stubxx\",\"short\":\"st\","
+                      "\"x\":6.0,\"k\":3}",
+                      0, NULL);
+    got = json_loads(reply_text(r.json), 0, NULL);
+    ck_assert_msg(json_equal(got, want), "got %s", reply_text(r.json));
+    json_decref(got);
+    json_decref(want);
+    evd_test_http_resp_free(&r);
 }
 END_TEST
 
