@@ -91,8 +91,8 @@ void stub_usage_derive(const struct stub_view *v, struct stub_out *o)
 {
     if (o->usage.set)
         return;
-    size_t out = (o->text != NULL ? strlen(o->text) : 0) +
-                 (o->refusal != NULL ? strlen(o->refusal) : 0);
+    size_t out =
+        (o->text != NULL ? strlen(o->text) : 0) + (o->refusal != NULL ? strlen(o->refusal) : 0);
     for (size_t i = 0; i < o->ncalls; i++)
         out += strlen(o->calls[i].name) + strlen(o->calls[i].arguments);
     o->usage.set = true;
@@ -178,6 +178,69 @@ static char *text_reply(const char *prompt)
 
 static json_t *instance(json_t *schema, int depth);
 
+/* Sample values of the string formats both providers' strict modes accept. */
+static const struct {
+    const char *format, *value;
+} FORMAT_SAMPLES[] = {
+    {"date-time", "2025-01-01T00:00:00Z"},
+    {"date", "2025-01-01"},
+    {"time", "00:00:00Z"},
+    {"duration", "P1D"},
+    {"email", "stub@example.com"},
+    {"hostname", "example.com"},
+    {"uri", "https://example.com/stub"},
+    {"ipv4", "192.0.2.1"},
+    {"ipv6", "2001:db8::1"},
+    {"uuid", "00000000-0000-4000-8000-000000000000"},
+};
+
+/* "stub", a sample of its `format`, stretched or cut to minLength/maxLength. */
+static json_t *string_instance(json_t *schema)
+{
+    const char *format = json_string_value(json_object_get(schema, "format"));
+    for (size_t i = 0; format != NULL && i < sizeof(FORMAT_SAMPLES) / sizeof(FORMAT_SAMPLES[0]);
+         i++)
+        if (strcmp(format, FORMAT_SAMPLES[i].format) == 0)
+            return json_string(FORMAT_SAMPLES[i].value);
+    char buf[64] = "stub";
+    json_t *minl = json_object_get(schema, "minLength");
+    json_t *maxl = json_object_get(schema, "maxLength");
+    size_t len = 4;
+    if (json_is_integer(minl) && json_integer_value(minl) > 4)
+        len = json_integer_value(minl) < 63 ? (size_t)json_integer_value(minl) : 63;
+    if (json_is_integer(maxl) && json_integer_value(maxl) >= 0 &&
+        (size_t)json_integer_value(maxl) < len)
+        len = (size_t)json_integer_value(maxl);
+    for (size_t i = 4; i < len; i++)
+        buf[i] = 'x';
+    buf[len] = '\0';
+    return json_string(buf);
+}
+
+/* 1, or the smallest bound the schema sets (integers rounded inwards). */
+static json_t *number_instance(json_t *schema, bool integer)
+{
+    double v = 1;
+    json_t *min = json_object_get(schema, "minimum");
+    json_t *xmin = json_object_get(schema, "exclusiveMinimum");
+    json_t *max = json_object_get(schema, "maximum");
+    json_t *xmax = json_object_get(schema, "exclusiveMaximum");
+    if (json_is_number(min))
+        v = json_number_value(min);
+    else if (json_is_number(xmin))
+        v = json_number_value(xmin) + 1;
+    else if (json_is_number(max) && json_number_value(max) < v)
+        v = json_number_value(max);
+    else if (json_is_number(xmax) && json_number_value(xmax) <= v)
+        v = json_number_value(xmax) - 1;
+    if (!integer)
+        return json_real(v);
+    json_int_t i = (json_int_t)v;
+    if ((double)i < v)
+        i++; /* ceil for positive fractions */
+    return json_integer(i);
+}
+
 static json_t *instance_of_type(json_t *schema, const char *type, int depth)
 {
     if (strcmp(type, "object") == 0) {
@@ -208,14 +271,9 @@ static json_t *instance_of_type(json_t *schema, const char *type, int depth)
         return arr;
     }
     if (strcmp(type, "string") == 0)
-        return json_string("stub");
-    if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0) {
-        json_t *min = json_object_get(schema, "minimum");
-        if (json_is_number(min))
-            return strcmp(type, "integer") == 0 ? json_integer((json_int_t)json_number_value(min))
-                                                : json_real(json_number_value(min));
-        return json_integer(1);
-    }
+        return string_instance(schema);
+    if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0)
+        return number_instance(schema, strcmp(type, "integer") == 0);
     if (strcmp(type, "boolean") == 0)
         return json_true();
     return json_null();
@@ -315,8 +373,8 @@ enum evd_code stub_default_reply(const struct stub_view *v, struct stub_out *o)
         size_t cut = n > RESULT_ECHO_MAX ? RESULT_ECHO_MAX : n;
         while (cut > 0 && cut < n && ((unsigned char)v->tool_results[cut] & 0xC0) == 0x80)
             cut--; /* never split a UTF-8 sequence */
-        int w = evd_buf_printf(&b, "The function returned: %.*s%s",
-                               (int)cut, v->tool_results, cut < n ? "..." : "");
+        int w = evd_buf_printf(&b, "The function returned: %.*s%s", (int)cut, v->tool_results,
+                               cut < n ? "..." : "");
         if (w != 0)
             evd_buf_free(&b);
         o->text = b.data;

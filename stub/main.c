@@ -32,8 +32,7 @@ static struct option_row options[OPT_COUNT] = {
                     "JSON script of rules (docs/stub.md); none: built-in replies", NULL},
     [OPT_KEY] = {"--require-key", "EVALD_STUB_REQUIRE_KEY", NULL,
                  "API key clients must send (Bearer or x-api-key); none: any", NULL},
-    [OPT_LOG] = {"--log-level", "EVALD_STUB_LOG_LEVEL", "info", "debug, info, warn or error",
-                 NULL},
+    [OPT_LOG] = {"--log-level", "EVALD_STUB_LOG_LEVEL", "info", "debug, info, warn or error", NULL},
 };
 
 static void usage(FILE *f)

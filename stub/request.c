@@ -12,8 +12,7 @@
 
 const char *stub_api_name(enum stub_api api)
 {
-    static const char *names[STUB_API_COUNT] = {"responses", "chat", "messages", "models",
-                                                "other"};
+    static const char *names[STUB_API_COUNT] = {"responses", "chat", "messages", "models", "other"};
     return (unsigned)api < STUB_API_COUNT ? names[api] : "other";
 }
 

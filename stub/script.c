@@ -14,7 +14,8 @@
 #define LATENCY_MAX_MS 600000
 
 /* Formats a field path for messages; a path cut short is still a useful message. */
-static void field_path(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void field_path(char *out, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void field_path(char *out, size_t n, const char *fmt, ...)
 {
     va_list ap;
@@ -46,8 +47,7 @@ static bool only_keys(json_t *obj, const char *const *allowed, const char *path,
 }
 
 /* Copies an optional string field into *out; false (err set) when of another type. */
-static bool opt_str(json_t *obj, const char *key, const char *path, char **out,
-                    struct evd_err *err)
+static bool opt_str(json_t *obj, const char *key, const char *path, char **out, struct evd_err *err)
 {
     json_t *v = json_object_get(obj, key);
     *out = NULL;
@@ -85,9 +85,14 @@ static bool opt_int(json_t *obj, const char *key, const char *path, int64_t lo, 
 
 static bool parse_when(json_t *when, const char *path, struct stub_match *m, struct evd_err *err)
 {
-    static const char *const keys[] = {"api",     "model", "prompt_contains",
-                                       "system_contains", "has_tool_result",
-                                       "tool_result_contains", "session", NULL};
+    static const char *const keys[] = {"api",
+                                       "model",
+                                       "prompt_contains",
+                                       "system_contains",
+                                       "has_tool_result",
+                                       "tool_result_contains",
+                                       "session",
+                                       NULL};
     m->api = -1;
     m->has_tool_result = -1;
     if (when == NULL)
@@ -131,7 +136,13 @@ static bool parse_when(json_t *when, const char *path, struct stub_match *m, str
 static bool parse_fault(json_t *f, const char *path, struct stub_action *a, struct evd_err *err)
 {
     static const char *const keys[] = {"status", "retry_after_s", "retry_after_ms", "message",
-                                       "stall",  "truncate",      NULL};
+                                       "stall",  "truncate",      "malformed",      NULL};
+    static const struct {
+        const char *name;
+        enum stub_fault_kind kind;
+    } flags[] = {{"stall", STUB_FAULT_STALL},
+                 {"truncate", STUB_FAULT_TRUNCATE},
+                 {"malformed", STUB_FAULT_MALFORMED}};
     a->retry_after_s = -1;
     a->retry_after_ms = -1;
     if (f == NULL)
@@ -143,22 +154,15 @@ static bool parse_fault(json_t *f, const char *path, struct stub_action *a, stru
     if (!only_keys(f, keys, path, err))
         return false;
     int kinds = 0;
-    json_t *stall = json_object_get(f, "stall");
-    json_t *trunc = json_object_get(f, "truncate");
-    if (stall != NULL && !json_is_true(stall)) {
-        evd_err_set(err, EVD_EINVAL, "%s.stall must be true when present", path);
-        return false;
-    }
-    if (trunc != NULL && !json_is_true(trunc)) {
-        evd_err_set(err, EVD_EINVAL, "%s.truncate must be true when present", path);
-        return false;
-    }
-    if (stall != NULL) {
-        a->fault = STUB_FAULT_STALL;
-        kinds++;
-    }
-    if (trunc != NULL) {
-        a->fault = STUB_FAULT_TRUNCATE;
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        json_t *v = json_object_get(f, flags[i].name);
+        if (v == NULL)
+            continue;
+        if (!json_is_true(v)) {
+            evd_err_set(err, EVD_EINVAL, "%s.%s must be true when present", path, flags[i].name);
+            return false;
+        }
+        a->fault = flags[i].kind;
         kinds++;
     }
     bool has_status = false;
@@ -171,15 +175,16 @@ static bool parse_fault(json_t *f, const char *path, struct stub_action *a, stru
         kinds++;
     }
     if (kinds != 1) {
-        evd_err_set(err, EVD_EINVAL, "%s needs exactly one of \"status\", \"stall\", \"truncate\"",
+        evd_err_set(err, EVD_EINVAL,
+                    "%s needs exactly one of \"status\", \"stall\", \"truncate\", \"malformed\"",
                     path);
         return false;
     }
-    if (!has_status && (json_object_get(f, "retry_after_s") != NULL ||
-                        json_object_get(f, "retry_after_ms") != NULL ||
-                        json_object_get(f, "message") != NULL)) {
-        evd_err_set(err, EVD_EINVAL, "%s: retry_after_s, retry_after_ms and message need \"status\"",
-                    path);
+    if (!has_status &&
+        (json_object_get(f, "retry_after_s") != NULL ||
+         json_object_get(f, "retry_after_ms") != NULL || json_object_get(f, "message") != NULL)) {
+        evd_err_set(err, EVD_EINVAL,
+                    "%s: retry_after_s, retry_after_ms and message need \"status\"", path);
         return false;
     }
     return opt_int(f, "retry_after_s", path, 0, 86400, &a->retry_after_s, NULL, err) &&
@@ -187,8 +192,7 @@ static bool parse_fault(json_t *f, const char *path, struct stub_action *a, stru
            opt_str(f, "message", path, &a->fault_message, err);
 }
 
-static bool parse_calls(json_t *calls, const char *path, struct stub_action *a,
-                        struct evd_err *err)
+static bool parse_calls(json_t *calls, const char *path, struct stub_action *a, struct evd_err *err)
 {
     if (!json_is_array(calls) || json_array_size(calls) == 0) {
         evd_err_set(err, EVD_EINVAL, "%s must be a non-empty array", path);
@@ -224,8 +228,8 @@ static bool parse_calls(json_t *calls, const char *path, struct stub_action *a,
         }
         a->ncalls++;
         a->calls[i].name = strdup(json_string_value(name));
-        a->calls[i].arguments = args != NULL ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY)
-                                             : strdup("{}");
+        a->calls[i].arguments =
+            args != NULL ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
         if (a->calls[i].name == NULL || a->calls[i].arguments == NULL) {
             evd_err_set(err, EVD_ENOMEM, "out of memory");
             return false;
@@ -236,8 +240,7 @@ static bool parse_calls(json_t *calls, const char *path, struct stub_action *a,
 
 static bool parse_reply(json_t *r, const char *path, struct stub_action *a, struct evd_err *err)
 {
-    static const char *const keys[] = {"text", "json", "tool_calls", "refusal", "incomplete",
-                                       NULL};
+    static const char *const keys[] = {"text", "json", "tool_calls", "refusal", "incomplete", NULL};
     if (r == NULL)
         return true;
     if (!json_is_object(r)) {
@@ -252,8 +255,8 @@ static bool parse_reply(json_t *r, const char *path, struct stub_action *a, stru
     json_t *refusal = json_object_get(r, "refusal");
     json_t *incomplete = json_object_get(r, "incomplete");
     if (text == NULL && js == NULL && calls == NULL && refusal == NULL) {
-        evd_err_set(err, EVD_EINVAL, "%s needs one of \"text\", \"json\", \"tool_calls\", \"refusal\"",
-                    path);
+        evd_err_set(err, EVD_EINVAL,
+                    "%s needs one of \"text\", \"json\", \"tool_calls\", \"refusal\"", path);
         return false;
     }
     if (text != NULL && js != NULL) {
@@ -307,8 +310,9 @@ static bool parse_usage(json_t *u, const char *path, struct stub_usage *us, stru
         !opt_int(u, "reasoning_tokens", path, 0, max, &us->reasoning, NULL, err))
         return false;
     if (us->reasoning > us->output) {
-        evd_err_set(err, EVD_EINVAL, "%s.reasoning_tokens must not exceed output_tokens (reasoning "
-                                     "is part of output)",
+        evd_err_set(err, EVD_EINVAL,
+                    "%s.reasoning_tokens must not exceed output_tokens (reasoning "
+                    "is part of output)",
                     path);
         return false;
     }

@@ -37,7 +37,7 @@
 #define WAIT_SLICE_MS 50
 
 struct log_slot {
-    uint64_t seq; /* 0 = empty */
+    uint64_t seq;  /* 0 = empty */
     json_t *entry; /* new reference owned by the ring */
 };
 
@@ -58,7 +58,7 @@ struct stub_server {
     uint64_t requests;
     uint64_t by_api[STUB_API_COUNT];
     uint64_t by_status[STATUS_MAX];
-    uint64_t stalls, truncations;
+    uint64_t stalls, truncations, malformed;
     int in_flight, max_in_flight, max_per_session;
     struct session_count *sessions;
     size_t nsessions, capsessions;
@@ -186,8 +186,8 @@ static json_t *log_entry(struct MHD_Connection *c, struct conn *cx, const char *
     }
     return json_pack("{s:s,s:s,s:s,s:o,s:o,s:n,s:n,s:I}", "api", stub_api_name(cx->api), "path",
                      url, "method", method, "headers", headers != NULL ? headers : json_object(),
-                     "body", body != NULL ? body : json_null(), "status", "rule",
-                     "received_at_ms", (json_int_t)evd_now_ms());
+                     "body", body != NULL ? body : json_null(), "status", "rule", "received_at_ms",
+                     (json_int_t)evd_now_ms());
 }
 
 /* Adds `entry` (stolen; built outside the lock) to the ring, under the lock. */
@@ -253,22 +253,41 @@ static void trunc_free(void *cls)
     free(t);
 }
 
-/* Declares the full length of `body` (stolen), sends its first half, then closes. */
-static enum MHD_Result send_truncated(struct MHD_Connection *c, json_t *body)
+/*
+ * Sends the first half of `body` (stolen) with status 200. `cut`: declare the full
+ * Content-Length, then close the connection after the half (a transport error for the
+ * client); otherwise a complete response whose JSON simply ends in the middle.
+ */
+static enum MHD_Result send_half(struct MHD_Connection *c, json_t *body, bool cut)
 {
-    struct trunc *t = calloc(1, sizeof(*t));
     char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (t == NULL || text == NULL) {
-        free(t);
+    if (text == NULL)
+        return MHD_NO;
+    size_t len = strlen(text);
+    if (!cut) {
+        text[len / 2] = '\0';
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer_with_free_callback(len / 2, text, free);
+        if (r == NULL) {
+            free(text);
+            return MHD_NO;
+        }
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    struct trunc *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
         free(text);
         return MHD_NO;
     }
     t->data = text;
-    t->len = strlen(text);
-    t->send = t->len / 2;
-    struct MHD_Response *r = MHD_create_response_from_callback(t->len, 4096, trunc_read, t,
-                                                               trunc_free);
+    t->len = len;
+    t->send = len / 2;
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(t->len, 4096, trunc_read, t, trunc_free);
     if (r == NULL) {
         trunc_free(t);
         return MHD_NO;
@@ -329,13 +348,17 @@ static bool key_ok(const char *want, const char *got)
     return got != NULL && evd_consttime_eq(want, strlen(want), got, strlen(got));
 }
 
-/* True when the request carries the required key in its wire's header. */
+/*
+ * True when the request carries the required key in a header its wire accepts:
+ * OpenAI takes `Authorization: Bearer`; Anthropic takes `x-api-key` and also the
+ * bearer form, which recent Anthropic SDKs send for API keys.
+ */
 static bool authorized(struct stub_server *s, struct MHD_Connection *c, bool anthropic)
 {
     if (s->require_key == NULL)
         return true;
-    if (anthropic)
-        return key_ok(s->require_key, header(c, "x-api-key"));
+    if (anthropic && key_ok(s->require_key, header(c, "x-api-key")))
+        return true;
     const char *auth = header(c, "Authorization");
     if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;
@@ -343,8 +366,8 @@ static bool authorized(struct stub_server *s, struct MHD_Connection *c, bool ant
 }
 
 static enum MHD_Result provider_error(struct stub_server *s, struct MHD_Connection *c,
-                                      struct conn *cx, bool anthropic, int status,
-                                      const char *msg, const char *const *headers)
+                                      struct conn *cx, bool anthropic, int status, const char *msg,
+                                      const char *const *headers)
 {
     pthread_mutex_lock(&s->lock);
     note_status(s, cx, status);
@@ -379,8 +402,8 @@ static void script_release(struct stub_server *s, struct stub_script *sc)
         stub_script_free(sc);
 }
 
-static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection *c,
-                                   struct conn *cx, const char *method, const char *url)
+static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection *c, struct conn *cx,
+                                   const char *method, const char *url)
 {
     enum MHD_Result ret = MHD_NO;
     struct stub_script *sc = NULL;
@@ -422,8 +445,8 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
         goto out;
     }
     if (!view_ok) {
-        ret = provider_error(s, c, cx, anthropic, err.code == EVD_ENOMEM ? 500 : 400, err.msg,
-                             NULL);
+        ret =
+            provider_error(s, c, cx, anthropic, err.code == EVD_ENOMEM ? 500 : 400, err.msg, NULL);
         goto out;
     }
     if (v.stream) {
@@ -438,11 +461,11 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
     int rule = stub_script_pick(sc, &v);
     note_rule(s, cx, rule);
     pthread_mutex_unlock(&s->lock);
-    const struct stub_action *act = rule >= 0        ? &sc->rules[rule].act
+    const struct stub_action *act = rule >= 0         ? &sc->rules[rule].act
                                     : sc->has_default ? &sc->dflt
                                                       : NULL;
-    int64_t latency = act != NULL ? (act->has_latency ? act->latency_ms : 0)
-                                  : stub_default_latency_ms(&v);
+    int64_t latency =
+        act != NULL ? (act->has_latency ? act->latency_ms : 0) : stub_default_latency_ms(&v);
     if (latency > 0 && !wait_client(s, c, latency))
         goto out; /* client gone or shutting down: close without answering */
     if (act != NULL && act->fault == STUB_FAULT_STATUS) {
@@ -486,13 +509,16 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
         ret = provider_error(s, c, cx, anthropic, 500, "out of memory", NULL);
         goto out;
     }
+    enum stub_fault_kind fault = act != NULL ? act->fault : STUB_FAULT_NONE;
     pthread_mutex_lock(&s->lock);
     note_status(s, cx, 200);
-    if (act != NULL && act->fault == STUB_FAULT_TRUNCATE)
+    if (fault == STUB_FAULT_TRUNCATE)
         s->truncations++;
+    if (fault == STUB_FAULT_MALFORMED)
+        s->malformed++;
     pthread_mutex_unlock(&s->lock);
-    if (act != NULL && act->fault == STUB_FAULT_TRUNCATE)
-        ret = send_truncated(c, reply);
+    if (fault == STUB_FAULT_TRUNCATE || fault == STUB_FAULT_MALFORMED)
+        ret = send_half(c, reply, fault == STUB_FAULT_TRUNCATE);
     else
         ret = send_json(c, 200, reply, NULL);
 out:
@@ -550,8 +576,8 @@ static json_t *stats_json(struct stub_server *s)
     json_t *by_api = json_object(), *by_status = json_object(), *rules = json_array();
     pthread_mutex_lock(&s->lock);
     for (int a = 0; a < STUB_API_COUNT; a++)
-        json_object_set_new(by_api, stub_api_name((enum stub_api)a), json_integer(
-                                                                          (json_int_t)s->by_api[a]));
+        json_object_set_new(by_api, stub_api_name((enum stub_api)a),
+                            json_integer((json_int_t)s->by_api[a]));
     for (int st = 0; st < STATUS_MAX; st++) {
         if (s->by_status[st] == 0)
             continue;
@@ -562,12 +588,12 @@ static json_t *stats_json(struct stub_server *s)
     for (size_t i = 0; i < s->script->nrules; i++)
         json_array_append_new(rules, json_pack("{s:I,s:I}", "index", (json_int_t)i, "hits",
                                                (json_int_t)s->script->rules[i].hits));
-    json_t *st = json_pack("{s:I,s:o,s:o,s:i,s:i,s:i,s:o,s:I,s:I}", "requests",
-                           (json_int_t)s->requests, "by_api", by_api, "by_status", by_status,
-                           "in_flight", s->in_flight, "max_in_flight", s->max_in_flight,
-                           "max_in_flight_per_session", s->max_per_session, "rules", rules,
-                           "stalls", (json_int_t)s->stalls, "truncations",
-                           (json_int_t)s->truncations);
+    json_t *st =
+        json_pack("{s:I,s:o,s:o,s:i,s:i,s:i,s:o,s:I,s:I,s:I}", "requests", (json_int_t)s->requests,
+                  "by_api", by_api, "by_status", by_status, "in_flight", s->in_flight,
+                  "max_in_flight", s->max_in_flight, "max_in_flight_per_session",
+                  s->max_per_session, "rules", rules, "stalls", (json_int_t)s->stalls,
+                  "truncations", (json_int_t)s->truncations, "malformed", (json_int_t)s->malformed);
     pthread_mutex_unlock(&s->lock);
     return st;
 }
@@ -599,7 +625,7 @@ static json_t *requests_json(struct stub_server *s, struct MHD_Connection *c)
 static void reset(struct stub_server *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->requests = s->stalls = s->truncations = 0;
+    s->requests = s->stalls = s->truncations = s->malformed = 0;
     memset(s->by_api, 0, sizeof(s->by_api));
     memset(s->by_status, 0, sizeof(s->by_status));
     s->max_in_flight = s->in_flight;
@@ -622,8 +648,7 @@ static json_t *control_error(const char *msg)
     return json_pack("{s:{s:s,s:s}}", "error", "message", msg, "type", "invalid_request_error");
 }
 
-static enum MHD_Result put_script(struct stub_server *s, struct MHD_Connection *c,
-                                  struct conn *cx)
+static enum MHD_Result put_script(struct stub_server *s, struct MHD_Connection *c, struct conn *cx)
 {
     if (cx->too_large)
         return send_json(c, 413, control_error("script exceeds the body limit"), NULL);
@@ -711,14 +736,13 @@ static enum MHD_Result dispatch(struct stub_server *s, struct MHD_Connection *c,
     pthread_mutex_lock(&s->lock);
     log_push(s, cx, entry);
     pthread_mutex_unlock(&s->lock);
-    return provider_error(s, c, cx, header(c, "anthropic-version") != NULL, 404,
-                          "unknown endpoint", NULL);
+    return provider_error(s, c, cx, header(c, "anthropic-version") != NULL, 404, "unknown endpoint",
+                          NULL);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct stub_server *s = cls;
@@ -814,7 +838,8 @@ static int bind_listen(const char *listen_addr, char *address, size_t addrsz, st
         evd_err_set(err, EVD_EINVAL, "listen port must be 0..65535, got \"%s\"", colon + 1);
         return -1;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, colon + 1, &hints, &res);
@@ -844,8 +869,8 @@ static int bind_listen(const char *listen_addr, char *address, size_t addrsz, st
     socklen_t sl = sizeof(ss);
     char numeric[INET6_ADDRSTRLEN + 1], portbuf[16];
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
-        getnameinfo((struct sockaddr *)&ss, sl, numeric, sizeof(numeric), portbuf,
-                    sizeof(portbuf), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        getnameinfo((struct sockaddr *)&ss, sl, numeric, sizeof(numeric), portbuf, sizeof(portbuf),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
         evd_err_set(err, EVD_EUNAVAIL, "could not read the bound address");
         close(fd);
         return -1;
@@ -873,12 +898,11 @@ enum evd_code stub_server_start(const struct stub_config *cfg, struct stub_scrip
         stub_server_stop(s);
         return err != NULL ? err->code : EVD_EUNAVAIL;
     }
-    s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                  MHD_USE_POLL,
-                              0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    s->mhd = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
+        NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
     if (s->mhd == NULL) {
         close(fd);
         stub_server_stop(s);

@@ -37,16 +37,16 @@ const char *stub_api_name(enum stub_api api);
  */
 struct stub_view {
     enum stub_api api;
-    const char *model;   /* borrowed; never NULL after a successful parse */
-    char *prompt;        /* text of the latest user message, "" when none */
-    char *system;        /* system prompt / instructions, "" when none */
+    const char *model;    /* borrowed; never NULL after a successful parse */
+    char *prompt;         /* text of the latest user message, "" when none */
+    char *system;         /* system prompt / instructions, "" when none */
     bool has_tool_result; /* tool results follow the latest user message */
-    char *tool_results;  /* their text, joined by "\n", "" when none */
-    size_t input_chars;  /* characters of every text sent, for derived usage */
-    bool stream;         /* the client asked for streaming */
-    json_t *schema;      /* borrowed: requested structured-output JSON Schema, or NULL */
-    json_t *tools;       /* new reference: [{"name":..,"schema":..}] offered functions */
-    const char *session; /* borrowed from the connection: X-Evald-Session, or NULL */
+    char *tool_results;   /* their text, joined by "\n", "" when none */
+    size_t input_chars;   /* characters of every text sent, for derived usage */
+    bool stream;          /* the client asked for streaming */
+    json_t *schema;       /* borrowed: requested structured-output JSON Schema, or NULL */
+    json_t *tools;        /* new reference: [{"name":..,"schema":..}] offered functions */
+    const char *session;  /* borrowed from the connection: X-Evald-Session, or NULL */
 };
 
 /*
@@ -59,8 +59,13 @@ void stub_view_free(struct stub_view *v);
 
 /* ---------------------------------------------------------------- script */
 
-enum stub_fault_kind { STUB_FAULT_NONE = 0, STUB_FAULT_STATUS, STUB_FAULT_STALL,
-                       STUB_FAULT_TRUNCATE };
+enum stub_fault_kind {
+    STUB_FAULT_NONE = 0,
+    STUB_FAULT_STATUS,    /* an error status with the provider's error body */
+    STUB_FAULT_STALL,     /* no answer until the client goes away */
+    STUB_FAULT_TRUNCATE,  /* full Content-Length declared, half the body sent, closed */
+    STUB_FAULT_MALFORMED, /* a complete 200 whose body is the first half of the JSON */
+};
 
 struct stub_tool_call {
     char *name;
@@ -86,18 +91,18 @@ struct stub_action {
     char *refusal;          /* a refusal instead of an answer, or NULL */
     struct stub_tool_call *calls;
     size_t ncalls;
-    bool incomplete;        /* answer as cut by the output-token cap */
+    bool incomplete; /* answer as cut by the output-token cap */
     struct stub_usage usage;
 };
 
 struct stub_match {
-    int api;                 /* enum stub_api, or -1 for any */
-    char *model;             /* exact, or NULL */
-    char *prompt_contains;   /* substring, or NULL */
+    int api;               /* enum stub_api, or -1 for any */
+    char *model;           /* exact, or NULL */
+    char *prompt_contains; /* substring, or NULL */
     char *system_contains;
-    int has_tool_result;     /* -1 any, 0, 1 */
+    int has_tool_result; /* -1 any, 0, 1 */
     char *tool_result_contains;
-    char *session;           /* exact X-Evald-Session, or NULL */
+    char *session; /* exact X-Evald-Session, or NULL */
 };
 
 struct stub_rule {
@@ -190,8 +195,8 @@ struct stub_config {
 struct stub_server;
 
 /*
- * Binds, loads the script, starts the HTTP threads. On success *out is running and
- * stub_server_address() tells where. The script is copied.
+ * Binds and starts the HTTP threads. Takes over the caller's reference to `script`
+ * (also on failure). On success *out is running and stub_server_address() tells where.
  */
 enum evd_code stub_server_start(const struct stub_config *cfg, struct stub_script *script,
                                 struct stub_server **out, struct evd_err *err);

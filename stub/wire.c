@@ -53,9 +53,8 @@ static json_t *chat_usage(const struct stub_usage *u)
         json_object_set_new(in_details, "cache_write_tokens", json_integer(u->cache_write));
     return json_pack("{s:I,s:I,s:I,s:o,s:{s:I}}", "prompt_tokens", openai_input(u),
                      "completion_tokens", (json_int_t)u->output, "total_tokens",
-                     openai_input(u) + (json_int_t)u->output, "prompt_tokens_details",
-                     in_details, "completion_tokens_details", "reasoning_tokens",
-                     (json_int_t)u->reasoning);
+                     openai_input(u) + (json_int_t)u->output, "prompt_tokens_details", in_details,
+                     "completion_tokens_details", "reasoning_tokens", (json_int_t)u->reasoning);
 }
 
 /* Anthropic's input_tokens exclude the cache counters, which are reported apart. */
@@ -75,28 +74,27 @@ static json_t *responses_reply(const struct stub_view *v, const struct stub_out 
     const char *status = o->incomplete ? "incomplete" : "completed";
     if (output == NULL)
         return NULL;
-    if (o->usage.reasoning > 0 &&
-        !push(output, json_pack("{s:s,s:o,s:[]}", "type", "reasoning", "id", id_string("rs_"),
-                                "summary")))
+    if (o->usage.reasoning > 0 && !push(output, json_pack("{s:s,s:o,s:[]}", "type", "reasoning",
+                                                          "id", id_string("rs_"), "summary")))
         goto fail;
     if (o->text != NULL || o->refusal != NULL) {
         json_t *part = o->refusal != NULL
                            ? json_pack("{s:s,s:s}", "type", "refusal", "refusal", o->refusal)
                            : json_pack("{s:s,s:s,s:[],s:[]}", "type", "output_text", "text",
                                        o->text, "annotations", "logprobs");
-        if (!push(output, json_pack("{s:s,s:o,s:s,s:s,s:[o]}", "type", "message", "id",
-                                    id_string("msg_"), "status", status, "role", "assistant",
-                                    "content", part)))
+        if (!push(output,
+                  json_pack("{s:s,s:o,s:s,s:s,s:[o]}", "type", "message", "id", id_string("msg_"),
+                            "status", status, "role", "assistant", "content", part)))
             goto fail;
     }
     for (size_t i = 0; i < o->ncalls; i++)
         if (!push(output, json_pack("{s:s,s:o,s:o,s:s,s:s,s:s}", "type", "function_call", "id",
                                     id_string("fc_"), "call_id", id_string("call_"), "name",
-                                    o->calls[i].name, "arguments", o->calls[i].arguments,
-                                    "status", "completed")))
+                                    o->calls[i].name, "arguments", o->calls[i].arguments, "status",
+                                    "completed")))
             goto fail;
-    json_t *incomplete = o->incomplete ? json_pack("{s:s}", "reason", "max_output_tokens")
-                                       : json_null();
+    json_t *incomplete =
+        o->incomplete ? json_pack("{s:s}", "reason", "max_output_tokens") : json_null();
     return json_pack("{s:o,s:s,s:I,s:s,s:n,s:o,s:s,s:o,s:b,s:o,s:n,s:s,s:{s:{s:s}},s:[],s:{}}",
                      "id", id_string("resp_"), "object", "response", "created_at",
                      (json_int_t)(evd_now_ms() / 1000), "status", status, "error",
@@ -151,9 +149,9 @@ static json_t *messages_reply(const struct stub_view *v, const struct stub_out *
             json_decref(input);
             input = json_object();
         }
-        if (!push(content, json_pack("{s:s,s:o,s:s,s:o}", "type", "tool_use", "id",
-                                     id_string("toolu_"), "name", o->calls[i].name, "input",
-                                     input)))
+        if (!push(content,
+                  json_pack("{s:s,s:o,s:s,s:o}", "type", "tool_use", "id", id_string("toolu_"),
+                            "name", o->calls[i].name, "input", input)))
             goto fail;
     }
     const char *stop = o->refusal != NULL ? "refusal"

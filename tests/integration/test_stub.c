@@ -61,8 +61,8 @@ static void req(struct evd_test_http_resp *r, const char *method, const char *pa
 static void post(struct evd_test_http_resp *r, const char *path, const char *body, long status)
 {
     req(r, "POST", path, body, NULL);
-    ck_assert_msg(r->status == status, "POST %s: status %ld, want %ld: %s", path, r->status,
-                  status, r->body);
+    ck_assert_msg(r->status == status, "POST %s: status %ld, want %ld: %s", path, r->status, status,
+                  r->body);
     ck_assert_msg(r->json != NULL, "POST %s: body is not JSON: %s", path, r->body);
 }
 
@@ -117,8 +117,8 @@ static const char *reply_text(json_t *body)
 
 static char *chat_body(const char *prompt)
 {
-    json_t *b = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "stub-model", "messages", "role",
-                          "user", "content", prompt);
+    json_t *b = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "stub-model", "messages", "role", "user",
+                          "content", prompt);
     char *s = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     return s;
@@ -327,8 +327,9 @@ START_TEST(tool_calls_per_wire)
     ck_assert_str_eq(js(out, "2.arguments"), "{}");
     evd_test_http_resp_free(&r);
 
-    post(&r, "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-                                     "\"content\":\"go\"}]}",
+    post(&r, "/v1/chat/completions",
+         "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+         "\"content\":\"go\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "choices.0.finish_reason"), "tool_calls");
     ck_assert_str_eq(js(r.json, "choices.0.message.content"), "let me look");
@@ -340,8 +341,9 @@ START_TEST(tool_calls_per_wire)
     json_decref(args);
     evd_test_http_resp_free(&r);
 
-    post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
-                             "\"content\":\"go\"}]}",
+    post(&r, "/v1/messages",
+         "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+         "\"content\":\"go\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "stop_reason"), "tool_use");
     ck_assert_str_eq(js(r.json, "content.0.type"), "text");
@@ -368,18 +370,17 @@ END_TEST
 
 START_TEST(rules_order_times_and_conditions)
 {
-    put_script(
-        "{\"rules\":["
-        "{\"when\":{\"api\":\"chat\",\"prompt_contains\":\"alpha\"},\"times\":2,"
-        "\"reply\":{\"text\":\"first\"}},"
-        "{\"when\":{\"model\":\"m2\"},\"reply\":{\"text\":\"model\"}},"
-        "{\"when\":{\"session\":\"S-1\"},\"reply\":{\"text\":\"session\"}},"
-        "{\"when\":{\"system_contains\":\"SYS\"},\"reply\":{\"text\":\"system\"}},"
-        "{\"when\":{\"has_tool_result\":true,\"tool_result_contains\":\"42\"},"
-        "\"reply\":{\"text\":\"tool\"}},"
-        "{\"when\":{\"api\":\"messages\",\"prompt_contains\":\"alpha\"},"
-        "\"reply\":{\"text\":\"messages\"}}],"
-        "\"default\":{\"reply\":{\"text\":\"dflt\"}}}");
+    put_script("{\"rules\":["
+               "{\"when\":{\"api\":\"chat\",\"prompt_contains\":\"alpha\"},\"times\":2,"
+               "\"reply\":{\"text\":\"first\"}},"
+               "{\"when\":{\"model\":\"m2\"},\"reply\":{\"text\":\"model\"}},"
+               "{\"when\":{\"session\":\"S-1\"},\"reply\":{\"text\":\"session\"}},"
+               "{\"when\":{\"system_contains\":\"SYS\"},\"reply\":{\"text\":\"system\"}},"
+               "{\"when\":{\"has_tool_result\":true,\"tool_result_contains\":\"42\"},"
+               "\"reply\":{\"text\":\"tool\"}},"
+               "{\"when\":{\"api\":\"messages\",\"prompt_contains\":\"alpha\"},"
+               "\"reply\":{\"text\":\"messages\"}}],"
+               "\"default\":{\"reply\":{\"text\":\"dflt\"}}}");
     struct evd_test_http_resp r;
     char *alpha = chat_body("say alpha");
     const char *expect[] = {"first", "first", "dflt"};
@@ -398,15 +399,14 @@ START_TEST(rules_order_times_and_conditions)
     ck_assert_str_eq(reply_text(r.json), "session");
     evd_test_http_resp_free(&r);
 
-    post(&r, "/v1/responses", "{\"model\":\"m\",\"instructions\":\"be SYS\",\"input\":\"q\"}",
-         200);
+    post(&r, "/v1/responses", "{\"model\":\"m\",\"instructions\":\"be SYS\",\"input\":\"q\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "system");
     evd_test_http_resp_free(&r);
 
-#define TOOL_TPL                                                                               \
-    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"           \
-    "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","       \
-    "\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\","                  \
+#define TOOL_TPL                                                                                   \
+    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"              \
+    "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","         \
+    "\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\","                    \
     "\"tool_call_id\":\"c1\",\"content\":\"%s\"}]}"
     char body[512];
     snprintf(body, sizeof(body), TOOL_TPL, "answer 42");
@@ -465,8 +465,9 @@ START_TEST(reply_kinds)
     ck_assert_str_eq(js(r.json, "choices.0.message.refusal"), "no");
     ck_assert(json_is_null(jp(r.json, "choices.0.message.content")));
     evd_test_http_resp_free(&r);
-    post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
-                             "\"content\":\"refuse\"}]}",
+    post(&r, "/v1/messages",
+         "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+         "\"content\":\"refuse\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "stop_reason"), "refusal");
     evd_test_http_resp_free(&r);
@@ -480,8 +481,9 @@ START_TEST(reply_kinds)
     free(b);
     ck_assert_str_eq(js(r.json, "choices.0.finish_reason"), "length");
     evd_test_http_resp_free(&r);
-    post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
-                             "\"content\":\"cut\"}]}",
+    post(&r, "/v1/messages",
+         "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+         "\"content\":\"cut\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "stop_reason"), "max_tokens");
     evd_test_http_resp_free(&r);
@@ -498,7 +500,10 @@ static const struct {
      "rules[0].when: unknown field \"promt_contains\""},
     {"{\"rules\":[{},{\"when\":{\"api\":\"soap\"}}]}", "rules[1].when.api"},
     {"{\"rules\":[{\"fault\":{\"status\":200}}]}", "rules[0].fault.status"},
-    {"{\"rules\":[{\"fault\":{\"stall\":true,\"truncate\":true}}]}", "rules[0].fault"},
+    {"{\"rules\":[{\"fault\":{\"stall\":true,\"truncate\":true}}]}",
+     "rules[0].fault needs exactly one"},
+    {"{\"rules\":[{\"fault\":{\"malformed\":false}}]}", "rules[0].fault.malformed must be true"},
+    {"{\"rules\":[{\"fault\":{\"stall\":true,\"retry_after_s\":1}}]}", "need \"status\""},
     {"{\"rules\":[{\"reply\":{}}]}", "rules[0].reply needs one of"},
     {"{\"rules\":[{\"reply\":{\"tool_calls\":[{\"arguments\":{}}]}}]}",
      "rules[0].reply.tool_calls[0].name"},
@@ -533,8 +538,9 @@ END_TEST
 START_TEST(script_file_at_start)
 {
     ck_assert_int_eq(evd_test_proc_stop(&stub, 5000), 0);
-    ck_assert_int_eq(evd_test_stub_start(&stub, "{\"rules\":[{\"when\":{\"api\":\"chat\"},"
-                                                "\"reply\":{\"text\":\"from file\"}}]}",
+    ck_assert_int_eq(evd_test_stub_start(&stub,
+                                         "{\"rules\":[{\"when\":{\"api\":\"chat\"},"
+                                         "\"reply\":{\"text\":\"from file\"}}]}",
                                          NULL),
                      0);
     struct evd_test_http_resp r;
@@ -600,8 +606,8 @@ START_TEST(builtin_structured_output)
         "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1},"
         "\"ok\":{\"type\":\"boolean\"}},\"required\":[\"verdict\",\"score\",\"tags\",\"ok\"],"
         "\"additionalProperties\":false}";
-    json_t *want = json_loads("{\"verdict\":\"GREEN\",\"score\":2,\"tags\":[\"stub\"],\"ok\":true}",
-                              0, NULL);
+    json_t *want =
+        json_loads("{\"verdict\":\"GREEN\",\"score\":2,\"tags\":[\"stub\"],\"ok\":true}", 0, NULL);
     char body[2048];
     snprintf(body, sizeof(body),
              "{\"model\":\"m\",\"input\":\"judge\",\"text\":{\"format\":{\"type\":"
@@ -635,6 +641,23 @@ START_TEST(builtin_structured_output)
     json_decref(got);
     evd_test_http_resp_free(&r);
     json_decref(want);
+
+    /* Formats, lengths and bounds are honoured. */
+    post(&r, "/v1/responses",
+         "{\"model\":\"m\",\"input\":\"q\",\"text\":{\"format\":{\"type\":\"json_schema\","
+         "\"name\":\"f\",\"schema\":{\"type\":\"object\",\"properties\":{\"when\":{\"type\":"
+         "\"string\",\"format\":\"date-time\"},\"code\":{\"type\":\"string\",\"minLength\":6},"
+         "\"short\":{\"type\":\"string\",\"maxLength\":2},\"x\":{\"type\":\"number\","
+         "\"exclusiveMinimum\":5},\"k\":{\"type\":\"integer\",\"minimum\":2.5}}}}}}",
+         200);
+    want = json_loads("{\"when\":\"2025-01-01T00:00:00Z\",\"code\":\"stubxx\",\"short\":\"st\","
+                      "\"x\":6.0,\"k\":3}",
+                      0, NULL);
+    got = json_loads(reply_text(r.json), 0, NULL);
+    ck_assert_msg(json_equal(got, want), "got %s", reply_text(r.json));
+    json_decref(got);
+    json_decref(want);
+    evd_test_http_resp_free(&r);
 }
 END_TEST
 
@@ -693,8 +716,7 @@ START_TEST(fault_status_shapes)
              status_faults[_i].status);
     put_script(script);
     struct evd_test_http_resp r;
-    post(&r, "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[]}",
-         status_faults[_i].status);
+    post(&r, "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[]}", status_faults[_i].status);
     ck_assert_str_eq(js(r.json, "error.type"), status_faults[_i].openai_type);
     ck_assert_str_eq(js(r.json, "error.message"), "boom");
     ck_assert(json_is_null(jp(r.json, "error.param")));
@@ -764,6 +786,26 @@ START_TEST(fault_truncate)
     evd_test_http_resp_free(&r);
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "truncations"), 1);
+    json_decref(st);
+}
+END_TEST
+
+START_TEST(fault_malformed)
+{
+    put_script("{\"rules\":[{\"fault\":{\"malformed\":true},\"reply\":{\"text\":\"a reply "
+               "long enough to be cut in half\"}}]}");
+    struct evd_test_http_resp r;
+    req(&r, "POST", "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", NULL);
+    ck_assert_int_eq(r.status, 200);
+    char *cl = evd_test_http_header(&r, "content-length");
+    ck_assert_ptr_nonnull(cl);
+    ck_assert_int_eq(strtol(cl, NULL, 10), (long)r.len); /* complete at the HTTP level */
+    free(cl);
+    ck_assert_ptr_null(r.json);
+    ck_assert(strncmp(r.body, "{\"id\":\"msg_", 11) == 0);
+    evd_test_http_resp_free(&r);
+    json_t *st = stats();
+    ck_assert_int_eq(ji(st, "malformed"), 1);
     json_decref(st);
 }
 END_TEST
@@ -860,10 +902,15 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 200);
     evd_test_http_resp_free(&r);
 
-    /* Anthropic wants x-api-key, not a bearer token. */
-    req(&r, "POST", "/v1/messages", mbody, good);
+    /* Anthropic takes x-api-key or a bearer token; a wrong x-api-key is refused. */
+    const char *wrong_x[] = {"x-api-key: sk-test-secret-124", NULL};
+    req(&r, "POST", "/v1/messages", mbody, wrong_x);
     ck_assert_int_eq(r.status, 401);
     ck_assert_str_eq(js(r.json, "error.type"), "authentication_error");
+    ck_assert_ptr_null(strstr(r.body, "sk-test"));
+    evd_test_http_resp_free(&r);
+    req(&r, "POST", "/v1/messages", mbody, good);
+    ck_assert_int_eq(r.status, 200);
     evd_test_http_resp_free(&r);
     const char *xkey[] = {"x-api-key: sk-test-secret-123", "anthropic-version: 2023-06-01", NULL};
     req(&r, "POST", "/v1/messages", mbody, xkey);
@@ -878,17 +925,17 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_null(strstr(r.body, "sk-test-secret"));
     json_t *log = jp(r.json, "requests");
-    ck_assert_int_eq(json_array_size(log), 6);
+    ck_assert_int_eq(json_array_size(log), 7);
     ck_assert_str_eq(js(log, "2.headers.authorization"), "REDACTED");
-    ck_assert_str_eq(js(log, "4.headers.x-api-key"), "REDACTED");
-    ck_assert_str_eq(js(log, "4.headers.anthropic-version"), "2023-06-01");
-    ck_assert_str_eq(js(log, "4.headers.content-type"), "application/json");
-    ck_assert_str_eq(js(log, "4.api"), "messages");
-    ck_assert_str_eq(js(log, "4.path"), "/v1/messages");
-    ck_assert_str_eq(js(log, "4.method"), "POST");
-    ck_assert_int_eq(ji(log, "4.status"), 200);
+    ck_assert_str_eq(js(log, "5.headers.x-api-key"), "REDACTED");
+    ck_assert_str_eq(js(log, "5.headers.anthropic-version"), "2023-06-01");
+    ck_assert_str_eq(js(log, "5.headers.content-type"), "application/json");
+    ck_assert_str_eq(js(log, "5.api"), "messages");
+    ck_assert_str_eq(js(log, "5.path"), "/v1/messages");
+    ck_assert_str_eq(js(log, "5.method"), "POST");
+    ck_assert_int_eq(ji(log, "5.status"), 200);
     ck_assert_int_eq(ji(log, "0.status"), 401);
-    ck_assert_int_eq(ji(log, "4.body.max_tokens"), 5);
+    ck_assert_int_eq(ji(log, "5.body.max_tokens"), 5);
     evd_test_http_resp_free(&r);
 }
 END_TEST
@@ -1073,6 +1120,7 @@ int main(void)
                         (int)(sizeof(status_faults) / sizeof(status_faults[0])));
     tcase_add_test(faults, fault_stall);
     tcase_add_test(faults, fault_truncate);
+    tcase_add_test(faults, fault_malformed);
     tcase_add_test(control, latency_and_concurrency);
     tcase_add_test(control, require_key_and_redaction);
     tcase_add_test(control, bad_requests);

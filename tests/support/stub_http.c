@@ -32,8 +32,8 @@ static char *take(struct evd_buf *b)
     return s;
 }
 
-int evd_test_http(const char *method, const char *url, const char *body,
-                  const char *const *headers, long timeout_ms, struct evd_test_http_resp *r)
+int evd_test_http(const char *method, const char *url, const char *body, const char *const *headers,
+                  long timeout_ms, struct evd_test_http_resp *r)
 {
     struct evd_buf data = {.limit = BODY_LIMIT}, head = {.limit = BODY_LIMIT};
     struct curl_slist *list = NULL;

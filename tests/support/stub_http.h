@@ -18,9 +18,9 @@
 #include <stddef.h>
 
 struct evd_test_http_resp {
-    int curl_code;   /* CURLcode: 0, or e.g. 28 (timeout), 18 (partial body), 7 (refused) */
-    long status;     /* HTTP status, 0 when none was received */
-    char *body;      /* NUL-terminated received body (possibly partial), never NULL */
+    int curl_code; /* CURLcode: 0, or e.g. 28 (timeout), 18 (partial body), 7 (refused) */
+    long status;   /* HTTP status, 0 when none was received */
+    char *body;    /* NUL-terminated received body (possibly partial), never NULL */
     size_t len;
     char *headers;   /* raw received header block, never NULL */
     json_t *json;    /* the body parsed as JSON (new reference), or NULL */
@@ -33,8 +33,8 @@ struct evd_test_http_resp {
  * may be NULL). timeout_ms 0 means 30 s. Always fills *r (free with
  * evd_test_http_resp_free); returns r->curl_code.
  */
-int evd_test_http(const char *method, const char *url, const char *body,
-                  const char *const *headers, long timeout_ms, struct evd_test_http_resp *r);
+int evd_test_http(const char *method, const char *url, const char *body, const char *const *headers,
+                  long timeout_ms, struct evd_test_http_resp *r);
 
 /* Value of response header `name` (case-insensitive), new string; NULL when absent. */
 char *evd_test_http_header(const struct evd_test_http_resp *r, const char *name);

@@ -201,8 +201,7 @@ int evd_test_proc_stop(struct evd_test_proc *p, int timeout_ms)
     return decode(status);
 }
 
-int evd_test_stub_start(struct evd_test_proc *p, const char *script_json,
-                        const char *require_key)
+int evd_test_stub_start(struct evd_test_proc *p, const char *script_json, const char *require_key)
 {
     memset(p, 0, sizeof(*p));
     p->out_fd = -1;

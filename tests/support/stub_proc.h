@@ -20,9 +20,9 @@
 #include <sys/types.h>
 
 struct evd_test_proc {
-    pid_t pid;      /* 0 when not running */
-    int out_fd;     /* read end of the child's stdout, -1 when closed */
-    json_t *ready;  /* the ready line (new reference owned by the struct), or NULL */
+    pid_t pid;          /* 0 when not running */
+    int out_fd;         /* read end of the child's stdout, -1 when closed */
+    json_t *ready;      /* the ready line (new reference owned by the struct), or NULL */
     char base_url[160]; /* "http://" + ready.listen when the line has "listen" */
 };
 
@@ -52,7 +52,6 @@ int evd_test_proc_wait(struct evd_test_proc *p, int timeout_ms);
  * `script_json` (written to a temporary file passed with --script) and `require_key`
  * (passed in EVALD_STUB_REQUIRE_KEY). Returns 0 with p->base_url set, or -1.
  */
-int evd_test_stub_start(struct evd_test_proc *p, const char *script_json,
-                        const char *require_key);
+int evd_test_stub_start(struct evd_test_proc *p, const char *script_json, const char *require_key);
 
 #endif
