@@ -86,13 +86,14 @@ static void setup_all(void)
         return;
     }
     snprintf(openai_base, sizeof(openai_base), "%s/v1", stub.base);
-    bool ok = write_file(prices_path,
-               "{\"prices\":[{\"providers\":[\"openai\",\"anthropic\",\"local\"],"
-               "\"model\":\"gpt-test\",\"input_usd_per_mtok\":1,\"cached_input_usd_per_mtok\":0.5,"
-               "\"cache_write_usd_per_mtok\":2,\"output_usd_per_mtok\":10},"
-               "{\"providers\":[\"anthropic\"],\"model\":\"claude-test\",\"input_usd_per_mtok\":1,"
-               "\"cached_input_usd_per_mtok\":0.5,\"cache_write_usd_per_mtok\":2,"
-               "\"output_usd_per_mtok\":10}]}");
+    bool ok = write_file(
+        prices_path,
+        "{\"prices\":[{\"providers\":[\"openai\",\"anthropic\",\"local\"],"
+        "\"model\":\"gpt-test\",\"input_usd_per_mtok\":1,\"cached_input_usd_per_mtok\":0.5,"
+        "\"cache_write_usd_per_mtok\":2,\"output_usd_per_mtok\":10},"
+        "{\"providers\":[\"anthropic\"],\"model\":\"claude-test\",\"input_usd_per_mtok\":1,"
+        "\"cached_input_usd_per_mtok\":0.5,\"cache_write_usd_per_mtok\":2,"
+        "\"output_usd_per_mtok\":10}]}");
     char provs[512];
     snprintf(provs, sizeof(provs),
              "{\"providers\":[{\"name\":\"local\",\"kind\":\"openai-chat\",\"base_url\":\"%s/v1\","
@@ -131,12 +132,12 @@ static void teardown_all(void)
 
 /* ---- per-test helpers ------------------------------------------------------------------ */
 
-#define NEED_STUB()                                                                            \
-    do {                                                                                       \
-        if (!ready) {                                                                          \
-            fprintf(stderr, "SKIPPED: %s needs evald-stub\n", __func__);                       \
-            return;                                                                            \
-        }                                                                                      \
+#define NEED_STUB()                                                                                \
+    do {                                                                                           \
+        if (!ready) {                                                                              \
+            fprintf(stderr, "SKIPPED: %s needs evald-stub\n", __func__);                           \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 static void script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -161,11 +162,11 @@ struct run_args {
     const char *session;
     const char *prompt;
     const char *system_prompt;
-    const char *model_extra;  /* JSON fields merged into model, or NULL */
-    const char *limits;       /* JSON or NULL */
-    const char *functions;    /* JSON or NULL */
-    const char *output;       /* JSON or NULL */
-    json_t *conversation;     /* borrowed or NULL */
+    const char *model_extra; /* JSON fields merged into model, or NULL */
+    const char *limits;      /* JSON or NULL */
+    const char *functions;   /* JSON or NULL */
+    const char *output;      /* JSON or NULL */
+    json_t *conversation;    /* borrowed or NULL */
     const struct evd_providers *providers;
 };
 
@@ -201,15 +202,22 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
     json_t *extra = maybe(a->model_extra);
     if (extra != NULL)
         json_object_update(model, extra);
-    json_t *limits = maybe(a->limits), *functions = maybe(a->functions),
-           *output = maybe(a->output), *tools = tools_json();
-    struct evd_harness_input in = {a->session ? a->session : "sess-it", a->prompt ? a->prompt : "Hi",
-                                   a->system_prompt, model, limits, functions, output, NULL,
-                                   tools, a->conversation, NULL};
+    json_t *limits = maybe(a->limits), *functions = maybe(a->functions), *output = maybe(a->output),
+           *tools = tools_json();
+    struct evd_harness_input in = {a->session ? a->session : "sess-it",
+                                   a->prompt ? a->prompt : "Hi",
+                                   a->system_prompt,
+                                   model,
+                                   limits,
+                                   functions,
+                                   output,
+                                   NULL,
+                                   tools,
+                                   a->conversation,
+                                   NULL};
     struct evd_err err;
-    ck_assert_int_eq(evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out,
-                                     &err),
-                     EVD_OK);
+    ck_assert_int_eq(
+        evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out, &err), EVD_OK);
     json_decref(model);
     json_decref(extra);
     json_decref(limits);
@@ -275,8 +283,8 @@ START_TEST(plain_text)
         ck_assert_ptr_null(json_object_get(tot, "reasoning_tokens")); /* not reported */
     else
         ck_assert_int_eq(JI(tot, "reasoning_tokens"), 1);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")),
-                            price(12, 4, 2, 3), 1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(12, 4, 2, 3),
+                            1e-12);
     ck_assert(json_is_true(json_object_get(o.metrics, "complete")));
     ck_assert_str_eq(JS(o.metrics, "root_session_id"), "sess-plain");
     json_t *bs = json_array_get(json_object_get(o.metrics, "by_session"), 0);
@@ -342,8 +350,8 @@ START_TEST(plain_text)
     /* A follow-up message replays the conversation. */
     json_t *conv = json_incref(o.conversation);
     evd_harness_outcome_clear(&o);
-    struct run_args a2 = {.k = k, .session = "sess-plain", .prompt = "Again.",
-                          .conversation = conv};
+    struct run_args a2 = {
+        .k = k, .session = "sess-plain", .prompt = "Again.", .conversation = conv};
     run(&a2, &o, NULL);
     assert_completed(&o);
     ck_assert_int_eq(json_array_size(o.conversation), 4);
@@ -394,7 +402,9 @@ static void two_calls(const struct kind_case *k, bool native)
     char functions[128];
     snprintf(functions, sizeof(functions), "{\"allow\":[\"math::*\"],\"expose\":\"%s\"}",
              native ? "native" : "agent_trigger");
-    struct run_args a = {.k = k, .prompt = "Add 2 and 3, then add 7.", .functions = functions,
+    struct run_args a = {.k = k,
+                         .prompt = "Add 2 and 3, then add 7.",
+                         .functions = functions,
                          .model_extra = "{\"mode\":\"agent\"}"};
     run(&a, &o, NULL);
     assert_completed(&o);
@@ -406,8 +416,8 @@ static void two_calls(const struct kind_case *k, bool native)
     ck_assert_int_eq(JI(tot, "input_tokens"), 66);
     ck_assert_int_eq(JI(tot, "output_tokens"), 14);
     ck_assert_int_eq(JI(tot, "cache_read_tokens"), 6);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")),
-                            price(60, 6, 0, 14), 1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(60, 6, 0, 14),
+                            1e-12);
     ck_assert_int_eq(hs_tools_calls("/add"), 2);
     json_t *last = hs_tools_last("/add");
     ck_assert_int_eq(JI(last, "a"), 5);
@@ -686,8 +696,7 @@ START_TEST(cost_budget_stops_before_a_tool_runs)
     run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
     ck_assert_str_eq(o.phase, "limit");
-    ck_assert_msg(strstr(o.result_error, "cost $0.011000 exceeded max_cost_usd $0.005000") !=
-                      NULL,
+    ck_assert_msg(strstr(o.result_error, "cost $0.011000 exceeded max_cost_usd $0.005000") != NULL,
                   "%s", o.result_error);
     ck_assert_int_eq(hs_tools_calls("/add"), 0);
     evd_harness_outcome_clear(&o);
@@ -826,6 +835,23 @@ START_TEST(stalled_call_hits_invocation_timeout)
 }
 END_TEST
 
+START_TEST(scenario_timeout_ends_the_run)
+{
+    NEED_STUB();
+    const struct kind_case *k = &kinds[_i];
+    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"stall\":true}}]}", k->api);
+    struct evd_harness_outcome o;
+    struct run_args a = {.k = k, .limits = "{\"execution\":{\"scenario_timeout_seconds\":1}}"};
+    int64_t t0 = evd_mono_ms();
+    run(&a, &o, NULL);
+    ck_assert_int_lt(evd_mono_ms() - t0, 2500);
+    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
+    ck_assert_str_eq(o.phase, "await");
+    ck_assert_str_eq(o.result_error, "run exceeded 1s scenario timeout");
+    evd_harness_outcome_clear(&o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("harness_integration");
@@ -850,6 +876,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, cancel_interrupts_a_call, 0, NKINDS);
     tcase_add_loop_test(tc, cancel_interrupts_backoff, 0, NKINDS);
     tcase_add_loop_test(tc, stalled_call_hits_invocation_timeout, 0, NKINDS);
+    tcase_add_loop_test(tc, scenario_timeout_ends_the_run, 0, 1);
     suite_add_tcase(s, tc);
     return s;
 }
