@@ -20,14 +20,12 @@ static int push_blocks(json_t *messages, const char *role, json_t *blocks /* ste
         json_decref(blocks);
         return 0;
     }
-    if (last != NULL &&
-        strcmp(json_string_value(json_object_get(last, "role")) ?: "", role) == 0) {
+    if (last != NULL && strcmp(json_string_value(json_object_get(last, "role")) ?: "", role) == 0) {
         int rc = json_array_extend(json_object_get(last, "content"), blocks);
         json_decref(blocks);
         return rc;
     }
-    return json_array_append_new(messages, json_pack("{s:s,s:o}", "role", role, "content",
-                                                     blocks));
+    return json_array_append_new(messages, json_pack("{s:s,s:o}", "role", role, "content", blocks));
 }
 
 static json_t *assistant_blocks(json_t *msg)
@@ -50,9 +48,9 @@ static json_t *assistant_blocks(json_t *msg)
     {
         json_t *args = json_object_get(tc, "arguments");
         json_t *input = json_is_object(args) ? json_incref(args) : json_object();
-        json_t *b = json_pack("{s:s,s:O,s:O,s:o}", "type", "tool_use", "id",
-                              json_object_get(tc, "id"), "name", json_object_get(tc, "name"),
-                              "input", input);
+        json_t *b =
+            json_pack("{s:s,s:O,s:O,s:o}", "type", "tool_use", "id", json_object_get(tc, "id"),
+                      "name", json_object_get(tc, "name"), "input", input);
         if (b == NULL || json_array_append_new(blocks, b) != 0)
             goto fail;
     }
@@ -87,9 +85,9 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
         if (role == NULL)
             continue;
         if (strcmp(role, "user") == 0) {
-            rc = push_blocks(messages, "user",
-                             json_pack("[{s:s,s:O}]", "type", "text", "text",
-                                       json_object_get(m, "content")));
+            rc = push_blocks(
+                messages, "user",
+                json_pack("[{s:s,s:O}]", "type", "text", "text", json_object_get(m, "content")));
         } else if (strcmp(role, "tool") == 0) {
             json_t *b = json_pack("{s:s,s:O,s:O}", "type", "tool_result", "tool_use_id",
                                   json_object_get(m, "tool_call_id"), "content",
@@ -111,8 +109,8 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
         json_array_foreach(r->tools, i, t)
         {
             json_t *w = json_pack("{s:O,s:O,s:O}", "name", json_object_get(t, "name"),
-                                  "description", json_object_get(t, "description"),
-                                  "input_schema", json_object_get(t, "parameters"));
+                                  "description", json_object_get(t, "description"), "input_schema",
+                                  json_object_get(t, "parameters"));
             if (w == NULL || json_array_append_new(tools, w) != 0)
                 goto nomem;
         }
@@ -135,15 +133,14 @@ nomem:
     return NULL;
 }
 
-enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out,
-                                     struct evd_err *err)
+enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err)
 {
     struct evd_buf text = {0};
     json_t *content = json_object_get(body, "content");
     const char *type = json_string_value(json_object_get(body, "type"));
     if (type != NULL && strcmp(type, "error") == 0) {
-        const char *msg = json_string_value(json_object_get(json_object_get(body, "error"),
-                                                            "message"));
+        const char *msg =
+            json_string_value(json_object_get(json_object_get(body, "error"), "message"));
         return evd_err_set(err, EVD_EUPSTREAM, "error reply: %.200s", msg ? msg : "unknown");
     }
     if (!json_is_array(content))
@@ -197,8 +194,8 @@ enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out,
     text.data = NULL;
     if (out->text == NULL)
         goto nomem;
-    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content",
-                             out->text, "tool_calls", out->tool_calls, "provider_state", "kind",
+    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content", out->text,
+                             "tool_calls", out->tool_calls, "provider_state", "kind",
                              "anthropic-messages", "items", content);
     if (out->message == NULL)
         goto nomem;

@@ -117,7 +117,7 @@ enum evd_code evd_harness_system_prompt(const char *system_prompt, const char *s
         return evd_err_set(err, EVD_EINVAL, "model.mode must be ask or agent");
     if (system_prompt == NULL || strcmp(strategy, "disabled") == 0)
         return EVD_OK;
-    const char *para = mode == NULL                ? NULL
+    const char *para = mode == NULL               ? NULL
                        : strcmp(mode, "ask") == 0 ? EVD_HARNESS_MODE_ASK
                                                   : EVD_HARNESS_MODE_AGENT;
     int rc = 0;
@@ -145,8 +145,7 @@ static enum evd_code check_message(json_t *m, size_t i, struct evd_err *err)
         return evd_err_set(err, EVD_EINVAL, "conversation[%zu].role must be a string", i);
     if (strcmp(role, "user") == 0) {
         if (!json_is_string(json_object_get(m, "content")))
-            return evd_err_set(err, EVD_EINVAL, "conversation[%zu].content must be a string",
-                               i);
+            return evd_err_set(err, EVD_EINVAL, "conversation[%zu].content must be a string", i);
     } else if (strcmp(role, "tool") == 0) {
         if (!json_is_string(json_object_get(m, "tool_call_id")) ||
             !json_is_string(json_object_get(m, "content")))
@@ -159,8 +158,7 @@ static enum evd_code check_message(json_t *m, size_t i, struct evd_err *err)
             return evd_err_set(err, EVD_EINVAL,
                                "conversation[%zu].content must be a string or null", i);
         if (tc != NULL && !json_is_array(tc))
-            return evd_err_set(err, EVD_EINVAL, "conversation[%zu].tool_calls must be an array",
-                               i);
+            return evd_err_set(err, EVD_EINVAL, "conversation[%zu].tool_calls must be an array", i);
         size_t j;
         json_t *call;
         json_array_foreach(tc, j, call)
@@ -168,8 +166,8 @@ static enum evd_code check_message(json_t *m, size_t i, struct evd_err *err)
             if (!json_is_string(json_object_get(call, "id")) ||
                 !json_is_string(json_object_get(call, "name")))
                 return evd_err_set(err, EVD_EINVAL,
-                                   "conversation[%zu].tool_calls[%zu] needs string id and name",
-                                   i, j);
+                                   "conversation[%zu].tool_calls[%zu] needs string id and name", i,
+                                   j);
         }
     } else {
         return evd_err_set(err, EVD_EINVAL,
@@ -225,8 +223,7 @@ static enum evd_code load_functions(struct run *r, struct evd_err *err)
                                i);
         if (schema != NULL && !json_is_object(schema) && !json_is_boolean(schema) &&
             !json_is_null(schema))
-            return evd_err_set(err, EVD_EINVAL, "tools[%zu].request_schema must be an object",
-                               i);
+            return evd_err_set(err, EVD_EINVAL, "tools[%zu].request_schema must be an object", i);
         add_function(r, id, opt_string(t, "description"), json_is_object(schema) ? schema : NULL,
                      url, to ? (int64_t)json_integer_value(to) : 30000);
     }
@@ -278,9 +275,8 @@ static enum evd_code build_wire_tools(struct run *r, struct evd_err *err)
         if (!r->allowed[i])
             continue;
         char *schema = f->request_schema ? json_dumps(f->request_schema, JSON_COMPACT) : NULL;
-        if (evd_buf_printf(&d, "\n- %s: %s%s%.1500s", f->id,
-                           f->description ? f->description : "", schema ? " Payload schema: " : "",
-                           schema ? schema : "") != 0) {
+        if (evd_buf_printf(&d, "\n- %s: %s%s%.1500s", f->id, f->description ? f->description : "",
+                           schema ? " Payload schema: " : "", schema ? schema : "") != 0) {
             free(schema);
             break; /* description full: the remaining functions stay callable by id */
         }
@@ -289,9 +285,9 @@ static enum evd_code build_wire_tools(struct run *r, struct evd_err *err)
     json_t *w = json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s],s:b}}", "name",
                           EVD_HX_AGENT_TRIGGER, "description", d.data ? d.data : "", "parameters",
                           "type", "object", "properties", "function_id", "type", "string",
-                          "description", "Id of the function to call", "payload", "type",
-                          "object", "description", "The function's payload", "required",
-                          "function_id", "payload", "additionalProperties", 0);
+                          "description", "Id of the function to call", "payload", "type", "object",
+                          "description", "The function's payload", "required", "function_id",
+                          "payload", "additionalProperties", 0);
     evd_buf_free(&d);
     if (w == NULL || json_array_append_new(r->wire_tools, w) != 0)
         goto nomem;
@@ -331,8 +327,7 @@ static enum evd_code setup(struct run *r, struct evd_err *err)
         return rc;
     json_t *mc = json_object_get(exec, "max_cost_usd");
     if (mc != NULL && !json_is_null(mc)) {
-        if (!json_is_number(mc) || !isfinite(json_number_value(mc)) ||
-            json_number_value(mc) < 0)
+        if (!json_is_number(mc) || !isfinite(json_number_value(mc)) || json_number_value(mc) < 0)
             return evd_err_set(err, EVD_EINVAL,
                                "limits.execution.max_cost_usd must be a finite non-negative "
                                "number");
@@ -430,8 +425,7 @@ static void add_usage(struct run *r, const struct evd_hx_usage *u)
 }
 
 /* Cost of one generation, or a negative number when it cannot be priced. */
-static double generation_cost(const struct run *r, const char *model,
-                              const struct evd_hx_usage *u)
+static double generation_cost(const struct run *r, const char *model, const struct evd_hx_usage *u)
 {
     struct evd_price p;
     if (!u->has_input || !u->has_output ||
@@ -504,17 +498,17 @@ json_t *evd_harness_traces_from_spans(const char *session_id, json_t *spans)
     json_int_t dur = n > 0 && last > first ? (json_int_t)(last - first) : 0;
     return json_pack("{s:I,s:I,s:I,s:I,s:[{s:s,s:n,s:i,s:I,s:I,s:I,s:I}]}", "trace_count",
                      (json_int_t)(n > 0), "span_count", (json_int_t)n, "error_span_count",
-                     (json_int_t)errors, "duration_ms", dur, "by_session", "session_id",
-                     session_id, "parent_session_id", "depth", 0, "trace_count",
-                     (json_int_t)(n > 0), "span_count", (json_int_t)n, "error_span_count",
-                     (json_int_t)errors, "duration_ms", dur);
+                     (json_int_t)errors, "duration_ms", dur, "by_session", "session_id", session_id,
+                     "parent_session_id", "depth", 0, "trace_count", (json_int_t)(n > 0),
+                     "span_count", (json_int_t)n, "error_span_count", (json_int_t)errors,
+                     "duration_ms", dur);
 }
 
 static json_t *build_metrics(const struct run *r)
 {
     json_t *totals = json_pack("{s:i}", "sessions", 1);
-    json_t *entry = json_pack("{s:s,s:n,s:i}", "session_id", r->in->session_id,
-                              "parent_session_id", "depth", 0);
+    json_t *entry = json_pack("{s:s,s:n,s:i}", "session_id", r->in->session_id, "parent_session_id",
+                              "depth", 0);
     json_t *traces = evd_harness_traces_from_spans(r->in->session_id, r->spans);
     if (totals == NULL || entry == NULL || traces == NULL) {
         json_decref(totals);
@@ -524,8 +518,8 @@ static json_t *build_metrics(const struct run *r)
     }
     put_totals(r, totals);
     put_totals(r, entry);
-    return json_pack("{s:s,s:b,s:o,s:[o],s:o}", "root_session_id", r->in->session_id,
-                     "complete", 1, "totals", totals, "by_session", entry, "traces", traces);
+    return json_pack("{s:s,s:b,s:o,s:[o],s:o}", "root_session_id", r->in->session_id, "complete", 1,
+                     "totals", totals, "by_session", entry, "traces", traces);
 }
 
 /* ---- function calls ------------------------------------------------------------------- */
@@ -570,8 +564,7 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
         } else if ((function_id = json_string_value(json_object_get(args, "function_id"))) ==
                    NULL) {
             function_id = name;
-            evd_err_set(&ferr, EVD_EINVAL, "%s needs a string function_id",
-                        EVD_HX_AGENT_TRIGGER);
+            evd_err_set(&ferr, EVD_EINVAL, "%s needs a string function_id", EVD_HX_AGENT_TRIGGER);
         } else {
             payload = json_object_get(args, "payload");
             fn = find_fn(r, function_id, true, &allowed);
@@ -623,17 +616,16 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
     }
     if (content != NULL && strlen(content) > MAX_TOOL_RESULT)
         strcpy(content + MAX_TOOL_RESULT - 16, "…[truncated]");
-    json_t *msg = json_pack("{s:s,s:s,s:s,s:s,s:b}", "role", "tool", "tool_call_id", call_id,
-                            "name", name, "content", content ? content : "{}", "is_error",
-                            is_error);
+    json_t *msg =
+        json_pack("{s:s,s:s,s:s,s:s,s:b}", "role", "tool", "tool_call_id", call_id, "name", name,
+                  "content", content ? content : "{}", "is_error", is_error);
     free(content);
     json_array_append_new(r->messages, msg);
 
-    json_t *entry = json_pack("{s:s,s:s,s:s,s:I,s:O,s:I,s:I,s:s}", "call_id", call_id,
-                              "function_id", function_id, "tool_name", name, "turn",
-                              (json_int_t)turn, "arguments", payload, "started_at_ms",
-                              (json_int_t)w0, "duration_ms", (json_int_t)dur, "status",
-                              is_error ? "error" : "ok");
+    json_t *entry = json_pack(
+        "{s:s,s:s,s:s,s:I,s:O,s:I,s:I,s:s}", "call_id", call_id, "function_id", function_id,
+        "tool_name", name, "turn", (json_int_t)turn, "arguments", payload, "started_at_ms",
+        (json_int_t)w0, "duration_ms", (json_int_t)dur, "status", is_error ? "error" : "ok");
     if (entry != NULL) {
         if (is_error)
             json_object_set_new(entry, "error", json_string(ferr.msg));
@@ -645,8 +637,8 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
     snprintf(span_name, sizeof(span_name), "function %s", function_id);
     json_array_append_new(r->spans,
                           new_span(span_name, "function", w0, w0 + dur, is_error ? ferr.msg : NULL,
-                                   json_pack("{s:s,s:s,s:I}", "function_id", function_id,
-                                             "call_id", call_id, "turn", (json_int_t)turn)));
+                                   json_pack("{s:s,s:s,s:I}", "function_id", function_id, "call_id",
+                                             call_id, "turn", (json_int_t)turn)));
     json_decref(result);
     json_decref(empty);
     return ferr.code == EVD_ECANCELLED ? EVD_ECANCELLED : EVD_OK;
@@ -676,13 +668,11 @@ static json_t *request_summary(const struct run *r, const struct evd_hx_request 
     json_t *names = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(q->tools, i, t)
-        json_array_append(names, json_object_get(t, "name"));
-    return json_pack("{s:s,s:s,s:I,s:o,s:I,s:s?,s:b}", "endpoint",
-                     evd_hx_endpoint(r->kind), "model", q->model, "messages",
-                     (json_int_t)json_array_size(q->messages), "tools", names,
-                     "max_output_tokens", (json_int_t)q->max_output_tokens, "thinking_level",
-                     q->thinking_level, "system_prompt", q->system != NULL);
+    json_array_foreach(q->tools, i, t) json_array_append(names, json_object_get(t, "name"));
+    return json_pack("{s:s,s:s,s:I,s:o,s:I,s:s?,s:b}", "endpoint", evd_hx_endpoint(r->kind),
+                     "model", q->model, "messages", (json_int_t)json_array_size(q->messages),
+                     "tools", names, "max_output_tokens", (json_int_t)q->max_output_tokens,
+                     "thinking_level", q->thinking_level, "system_prompt", q->system != NULL);
 }
 
 /* Gives calls without an id (some local servers) a stable one. */
@@ -717,9 +707,8 @@ static void loop(struct run *r, struct verdict *v)
             fail(v, EVD_HARNESS_FAILED, "await", EVD_ETIMEOUT, msg);
             break;
         }
-        struct evd_hx_request q = {r->rm.model,      r->system,   r->messages,
-                                   r->wire_tools,    r->max_out,  r->thinking,
-                                   r->provider_options, format};
+        struct evd_hx_request q = {r->rm.model, r->system,   r->messages,         r->wire_tools,
+                                   r->max_out,  r->thinking, r->provider_options, format};
         struct evd_err berr = {EVD_OK, ""};
         json_t *body = evd_hx_build_request(r->kind, &q, &berr);
         if (body == NULL) {
@@ -747,26 +736,29 @@ static void loop(struct run *r, struct verdict *v)
         int64_t w1 = w0 + call.latency_ms;
         const char *pname = evd_provider_name(r->rm.provider);
 
-        json_t *gen = json_pack("{s:I,s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:I,s:s}", "turn",
-                                (json_int_t)turn, "provider", pname, "kind",
-                                evd_provider_kind_name(r->kind), "model", r->rm.model, "request",
-                                request_summary(r, &q), "started_at_ms", (json_int_t)w0,
-                                "latency_ms", (json_int_t)call.latency_ms, "attempts",
-                                call.attempts, "http_status", (json_int_t)call.status, "status",
-                                call.code == EVD_OK ? "ok" : "error");
-        json_t *attrs = json_pack("{s:I,s:s,s:s,s:i,s:I}", "turn", (json_int_t)turn,
-                                  "provider", pname, "model", r->rm.model, "attempts",
-                                  call.attempts, "http_status", (json_int_t)call.status);
+        json_t *gen = json_pack(
+            "{s:I,s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:I,s:s}", "turn", (json_int_t)turn, "provider",
+            pname, "kind", evd_provider_kind_name(r->kind), "model", r->rm.model, "request",
+            request_summary(r, &q), "started_at_ms", (json_int_t)w0, "latency_ms",
+            (json_int_t)call.latency_ms, "attempts", call.attempts, "http_status",
+            (json_int_t)call.status, "status", call.code == EVD_OK ? "ok" : "error");
+        json_t *attrs = json_pack("{s:I,s:s,s:s,s:i,s:I}", "turn", (json_int_t)turn, "provider",
+                                  pname, "model", r->rm.model, "attempts", call.attempts,
+                                  "http_status", (json_int_t)call.status);
         if (call.code != EVD_OK) {
             if (gen != NULL) {
                 json_object_set_new(gen, "error", json_string(call.error));
                 json_array_append_new(r->generations, gen);
             }
-            json_array_append_new(r->spans, new_span("generation", "generation", w0, w1,
-                                                     call.error, attrs));
-            if (call.code == EVD_ECANCELLED)
+            json_array_append_new(r->spans,
+                                  new_span("generation", "generation", w0, w1, call.error, attrs));
+            if (call.code == EVD_ECANCELLED) {
                 fail(v, EVD_HARNESS_CANCELLED, "cancel", EVD_ECANCELLED, "run was cancelled");
-            else
+            } else if (call.code == EVD_ETIMEOUT && deadline == r->deadline) {
+                snprintf(msg, sizeof(msg), "run exceeded %llds scenario timeout",
+                         (long long)r->scenario_timeout_s);
+                fail(v, EVD_HARNESS_FAILED, "await", EVD_ETIMEOUT, msg);
+            } else
                 fail(v, EVD_HARNESS_FAILED, "send", call.code, call.error);
             break;
         }
@@ -788,8 +780,7 @@ static void loop(struct run *r, struct verdict *v)
                 json_object_set_new(gen, "cost_usd", json_real(cost));
             json_array_append_new(r->generations, gen);
         }
-        json_array_append_new(r->spans, new_span("generation", "generation", w0, w1, NULL,
-                                                 attrs));
+        json_array_append_new(r->spans, new_span("generation", "generation", w0, w1, NULL, attrs));
         json_array_append(r->messages, reply.message);
 
         size_t ncalls = json_array_size(reply.tool_calls);
@@ -916,12 +907,10 @@ enum evd_code evd_harness_run(const struct evd_providers *providers,
         loop(&r, &v);
     }
     int64_t end_wall = r.start_wall + (evd_mono_ms() - r.start_mono);
-    json_t *run_span =
-        new_span("run", "run", r.start_wall, end_wall,
-                 v.status == EVD_HARNESS_COMPLETED ? NULL : v.error,
-                 json_pack("{s:s,s:s?,s:s?}", "session_id", in->session_id ? in->session_id : "",
-                           "provider", r.rm.provider ? evd_provider_name(r.rm.provider) : NULL,
-                           "model", r.rm.model));
+    json_t *run_span = new_span(
+        "run", "run", r.start_wall, end_wall, v.status == EVD_HARNESS_COMPLETED ? NULL : v.error,
+        json_pack("{s:s,s:s?,s:s?}", "session_id", in->session_id ? in->session_id : "", "provider",
+                  r.rm.provider ? evd_provider_name(r.rm.provider) : NULL, "model", r.rm.model));
     if (run_span != NULL)
         json_array_insert_new(r.spans, 0, run_span);
 
@@ -934,8 +923,8 @@ enum evd_code evd_harness_run(const struct evd_providers *providers,
     out->wall_time_ms = end_wall - r.start_wall;
     out->metrics = in->session_id != NULL ? build_metrics(&r) : NULL;
     out->spans = json_incref(r.spans);
-    out->transcript = json_pack("{s:O,s:O}", "generations", r.generations, "function_calls",
-                                r.fcalls);
+    out->transcript =
+        json_pack("{s:O,s:O}", "generations", r.generations, "function_calls", r.fcalls);
     out->conversation = json_incref(r.messages);
     if (out->conversation == NULL)
         out->conversation = json_array();

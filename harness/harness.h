@@ -103,8 +103,8 @@ struct evd_harness_outcome {
     enum evd_harness_status status;
     json_t *output;
     char *result_error;
-    const char *phase;   /* when failed or cancelled: "setup", "send", "limit", "await" */
-    enum evd_code code;  /* EVD_OK when completed */
+    const char *phase;  /* when failed or cancelled: "setup", "send", "limit", "await" */
+    enum evd_code code; /* EVD_OK when completed */
     json_t *metrics;
     json_t *spans;
     json_t *transcript;

@@ -60,9 +60,9 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
-CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers,
-                          const char *body, size_t body_len, int64_t deadline_ms,
-                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp)
+CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers, const char *body,
+                          size_t body_len, int64_t deadline_ms, struct evd_cancel *cancel,
+                          struct evd_hx_http_resp *resp)
 {
     struct xfer x = {resp, cancel, deadline_ms, false};
     CURLM *multi = NULL;
@@ -137,8 +137,8 @@ CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *header
     if (rc == CURLE_OPERATION_TIMEDOUT)
         resp->timed_out = true;
     if (x.overflow)
-        snprintf(resp->curl_error, sizeof(resp->curl_error),
-                 "response body larger than %u bytes", EVD_HX_MAX_BODY);
+        snprintf(resp->curl_error, sizeof(resp->curl_error), "response body larger than %u bytes",
+                 EVD_HX_MAX_BODY);
     if (rc == CURLE_OK)
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
 out:
@@ -285,17 +285,16 @@ static bool retryable_curl(CURLcode c)
     }
 }
 
-static struct curl_slist *provider_headers(const struct evd_provider *pr,
-                                           const char *session_id)
+static struct curl_slist *provider_headers(const struct evd_provider *pr, const char *session_id)
 {
     struct curl_slist *h = NULL, *t;
     char line[2048];
     const char *key = evd_provider_api_key(pr);
-#define ADD(s)                                                                                 \
-    do {                                                                                       \
-        if ((t = curl_slist_append(h, (s))) == NULL)                                           \
-            goto fail;                                                                         \
-        h = t;                                                                                 \
+#define ADD(s)                                                                                     \
+    do {                                                                                           \
+        if ((t = curl_slist_append(h, (s))) == NULL)                                               \
+            goto fail;                                                                             \
+        h = t;                                                                                     \
     } while (0)
     ADD("Content-Type: application/json");
     ADD("Accept: application/json");
@@ -352,8 +351,7 @@ void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *bod
     headers = provider_headers(pr, session_id);
     if (text == NULL || headers == NULL) {
         call->code = EVD_ENOMEM;
-        snprintf(call->error, sizeof(call->error), "out of memory building the %s request",
-                 name);
+        snprintf(call->error, sizeof(call->error), "out of memory building the %s request", name);
         goto out;
     }
     for (;;) {
@@ -368,8 +366,8 @@ void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *bod
             snprintf(call->error, sizeof(call->error), "%s call cancelled", name);
         } else if (resp.timed_out) {
             call->code = EVD_ETIMEOUT;
-            snprintf(call->error, sizeof(call->error),
-                     "%s call exceeded %ds invocation timeout", name, invocation_timeout_s);
+            snprintf(call->error, sizeof(call->error), "%s call exceeded %ds invocation timeout",
+                     name, invocation_timeout_s);
         } else if (resp.curl_code != CURLE_OK) {
             call->code = EVD_EUPSTREAM;
             snprintf(call->error, sizeof(call->error), "could not reach %s: %s", name,
@@ -386,8 +384,7 @@ void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *bod
                 call->body = NULL;
                 call->code = EVD_EUPSTREAM;
                 snprintf(call->error, sizeof(call->error),
-                         "%s returned %ld with a malformed body: %s", name, resp.status,
-                         je.text);
+                         "%s returned %ld with a malformed body: %s", name, resp.status, je.text);
                 retry = true;
             }
         } else {

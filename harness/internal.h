@@ -30,8 +30,8 @@
 #define EVD_HX_MAX_BODY (8u << 20) /* largest response body read */
 
 struct evd_hx_http_resp {
-    long status;           /* HTTP status, 0 when no response arrived */
-    struct evd_buf body;   /* response body (bounded) */
+    long status;            /* HTTP status, 0 when no response arrived */
+    struct evd_buf body;    /* response body (bounded) */
     int64_t retry_after_ms; /* from Retry-After, -1 when absent */
     CURLcode curl_code;
     bool cancelled;
@@ -44,9 +44,9 @@ struct evd_hx_http_resp {
  * deadline `deadline_ms` or when `cancel` triggers (checked at least every 50 ms). Fills
  * *resp (caller frees resp->body). Returns CURLE_OK when a response arrived (any status).
  */
-CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers,
-                          const char *body, size_t body_len, int64_t deadline_ms,
-                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp);
+CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers, const char *body,
+                          size_t body_len, int64_t deadline_ms, struct evd_cancel *cancel,
+                          struct evd_hx_http_resp *resp);
 void evd_hx_http_resp_free(struct evd_hx_http_resp *resp);
 
 /* Parses a Retry-After value (delta-seconds or an HTTP date) into ms; -1 when unusable. */
@@ -62,11 +62,11 @@ void evd_hx_scrub(char *s, const char *secret);
 
 struct evd_hx_call {
     int attempts;
-    long status;          /* last HTTP status, 0 when none */
-    json_t *body;         /* new reference: the decoded 2xx body, else NULL */
-    int64_t latency_ms;   /* total, including backoff */
-    enum evd_code code;   /* EVD_OK, EVD_EUPSTREAM, EVD_ETIMEOUT, EVD_ECANCELLED, … */
-    char error[512];      /* names the provider and status; never a key */
+    long status;        /* last HTTP status, 0 when none */
+    json_t *body;       /* new reference: the decoded 2xx body, else NULL */
+    int64_t latency_ms; /* total, including backoff */
+    enum evd_code code; /* EVD_OK, EVD_EUPSTREAM, EVD_ETIMEOUT, EVD_ECANCELLED, … */
+    char error[512];    /* names the provider and status; never a key */
 };
 
 /*
@@ -82,17 +82,17 @@ void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *bod
 
 struct evd_hx_request {
     const char *model;
-    const char *system;        /* NULL = no system prompt */
-    json_t *messages;          /* neutral conversation, borrowed */
-    json_t *tools;             /* [{name, description, parameters}] borrowed; may be empty */
-    int64_t max_output_tokens; /* per-call cap */
+    const char *system;         /* NULL = no system prompt */
+    json_t *messages;           /* neutral conversation, borrowed */
+    json_t *tools;              /* [{name, description, parameters}] borrowed; may be empty */
+    int64_t max_output_tokens;  /* per-call cap */
     const char *thinking_level; /* NULL or minimal|low|medium|high|xhigh */
-    json_t *provider_options;  /* object merged into the body (borrowed) or NULL */
-    json_t *output_format;     /* structured-output hook: provider-specific, borrowed, or NULL */
+    json_t *provider_options;   /* object merged into the body (borrowed) or NULL */
+    json_t *output_format;      /* structured-output hook: provider-specific, borrowed, or NULL */
 };
 
 struct evd_hx_usage {
-    int64_t input;  /* every prompt token: uncached + cache read + cache write */
+    int64_t input; /* every prompt token: uncached + cache read + cache write */
     int64_t cache_read;
     int64_t cache_write;
     int64_t output; /* includes reasoning */
@@ -101,9 +101,9 @@ struct evd_hx_usage {
 };
 
 struct evd_hx_reply {
-    char *text;        /* concatenated answer text, never NULL after a successful parse */
+    char *text;         /* concatenated answer text, never NULL after a successful parse */
     json_t *tool_calls; /* new reference: [{id, name, arguments?, arguments_text}] */
-    json_t *message;   /* new reference: the neutral assistant message */
+    json_t *message;    /* new reference: the neutral assistant message */
     struct evd_hx_usage usage;
     char stop_reason[64];
     char model[160];
@@ -123,11 +123,9 @@ void evd_hx_error_detail(const char *body, size_t len, char *out, size_t outsz);
 
 /* Per-kind builders/parsers, in openai_responses.c, anthropic.c and openai_chat.c. */
 json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *err);
-enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out,
-                                     struct evd_err *err);
+enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err);
 json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *err);
-enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out,
-                                     struct evd_err *err);
+enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err);
 json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err);
 enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err);
 

@@ -26,11 +26,11 @@ static json_t *assistant_message(json_t *msg)
     json_array_foreach(calls, i, tc)
     {
         char *args = evd_hx_tool_call_args_text(tc);
-        json_t *w = args == NULL ? NULL
-                                 : json_pack("{s:O,s:s,s:{s:O,s:s}}", "id",
-                                             json_object_get(tc, "id"), "type", "function",
-                                             "function", "name", json_object_get(tc, "name"),
-                                             "arguments", args);
+        json_t *w = args == NULL
+                        ? NULL
+                        : json_pack("{s:O,s:s,s:{s:O,s:s}}", "id", json_object_get(tc, "id"),
+                                    "type", "function", "function", "name",
+                                    json_object_get(tc, "name"), "arguments", args);
         free(args);
         if (w == NULL || json_array_append_new(wire, w) != 0)
             goto fail;
@@ -48,9 +48,9 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
                              "max_tokens", (json_int_t)r->max_output_tokens, "stream", 0);
     if (body == NULL)
         goto nomem;
-    if (r->system != NULL && json_array_append_new(messages, json_pack("{s:s,s:s}", "role",
-                                                                       "system", "content",
-                                                                       r->system)) != 0)
+    if (r->system != NULL &&
+        json_array_append_new(messages,
+                              json_pack("{s:s,s:s}", "role", "system", "content", r->system)) != 0)
         goto nomem;
     size_t i;
     json_t *m;
@@ -80,8 +80,8 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
             goto nomem;
         json_array_foreach(r->tools, i, t)
         {
-            json_t *w = json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function",
-                                  "name", json_object_get(t, "name"), "description",
+            json_t *w = json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function", "name",
+                                  json_object_get(t, "name"), "description",
                                   json_object_get(t, "description"), "parameters",
                                   json_object_get(t, "parameters"));
             if (w == NULL || json_array_append_new(tools, w) != 0)
@@ -91,8 +91,7 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning_effort", json_string(r->thinking_level)))
         goto nomem;
-    if (r->output_format != NULL &&
-        json_object_set(body, "response_format", r->output_format) != 0)
+    if (r->output_format != NULL && json_object_set(body, "response_format", r->output_format) != 0)
         goto nomem;
     return body;
 nomem:
@@ -131,8 +130,7 @@ enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct e
         const char *args = json_string_value(json_object_get(fn, "arguments"));
         json_t *parsed = args ? json_loads(args, JSON_DECODE_ANY, NULL) : NULL;
         json_t *c = evd_hx_tool_call(json_string_value(json_object_get(tc, "id")),
-                                     json_string_value(json_object_get(fn, "name")), args,
-                                     parsed);
+                                     json_string_value(json_object_get(fn, "name")), args, parsed);
         json_decref(parsed);
         if (c == NULL || json_array_append_new(out->tool_calls, c) != 0)
             goto nomem;
@@ -141,12 +139,12 @@ enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct e
     struct evd_hx_usage *us = &out->usage;
     us->has_input = evd_hx_get_count(u, "prompt_tokens", &us->input);
     us->has_output = evd_hx_get_count(u, "completion_tokens", &us->output);
-    us->has_cache_read = evd_hx_get_count(u, "prompt_tokens_details.cached_tokens",
-                                          &us->cache_read);
-    us->has_cache_write = evd_hx_get_count(u, "prompt_tokens_details.cache_write_tokens",
-                                           &us->cache_write);
-    us->has_reasoning = evd_hx_get_count(u, "completion_tokens_details.reasoning_tokens",
-                                         &us->reasoning);
+    us->has_cache_read =
+        evd_hx_get_count(u, "prompt_tokens_details.cached_tokens", &us->cache_read);
+    us->has_cache_write =
+        evd_hx_get_count(u, "prompt_tokens_details.cache_write_tokens", &us->cache_write);
+    us->has_reasoning =
+        evd_hx_get_count(u, "completion_tokens_details.reasoning_tokens", &us->reasoning);
     out->message = json_pack("{s:s,s:s,s:O}", "role", "assistant", "content", out->text,
                              "tool_calls", out->tool_calls);
     if (out->message == NULL)

@@ -26,10 +26,10 @@ static int add_assistant(json_t *input, json_t *msg)
                 if (json_array_append(input, it) != 0)
                     return -1;
             } else if (strcmp(type, "function_call") == 0) {
-                json_t *fc = json_pack("{s:s,s:O*,s:O*,s:O*}", "type", "function_call", "call_id",
-                                       json_object_get(it, "call_id"), "name",
-                                       json_object_get(it, "name"), "arguments",
-                                       json_object_get(it, "arguments"));
+                json_t *fc =
+                    json_pack("{s:s,s:O*,s:O*,s:O*}", "type", "function_call", "call_id",
+                              json_object_get(it, "call_id"), "name", json_object_get(it, "name"),
+                              "arguments", json_object_get(it, "arguments"));
                 if (fc == NULL || json_array_append_new(input, fc) != 0)
                     return -1;
             } else if (strcmp(type, "message") == 0) {
@@ -47,9 +47,9 @@ static int add_assistant(json_t *input, json_t *msg)
                         return -1;
                     }
                 }
-                json_t *m = t.data == NULL ? NULL
-                                           : json_pack("{s:s,s:s}", "role", "assistant",
-                                                       "content", t.data);
+                json_t *m = t.data == NULL
+                                ? NULL
+                                : json_pack("{s:s,s:s}", "role", "assistant", "content", t.data);
                 evd_buf_free(&t);
                 if (m != NULL && json_array_append_new(input, m) != 0)
                     return -1;
@@ -98,9 +98,9 @@ json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *e
         if (role == NULL)
             continue;
         if (strcmp(role, "user") == 0) {
-            item = json_pack("{s:s,s:s,s:[{s:s,s:O}]}", "type", "message", "role", "user",
-                             "content", "type", "input_text", "text",
-                             json_object_get(m, "content"));
+            item =
+                json_pack("{s:s,s:s,s:[{s:s,s:O}]}", "type", "message", "role", "user", "content",
+                          "type", "input_text", "text", json_object_get(m, "content"));
         } else if (strcmp(role, "tool") == 0) {
             item = json_pack("{s:s,s:O,s:O}", "type", "function_call_output", "call_id",
                              json_object_get(m, "tool_call_id"), "output",
@@ -147,23 +147,22 @@ static void usage_of(json_t *u, struct evd_hx_usage *out)
 {
     out->has_input = evd_hx_get_count(u, "input_tokens", &out->input);
     out->has_output = evd_hx_get_count(u, "output_tokens", &out->output);
-    out->has_cache_read = evd_hx_get_count(u, "input_tokens_details.cached_tokens",
-                                           &out->cache_read);
-    out->has_cache_write = evd_hx_get_count(u, "input_tokens_details.cache_write_tokens",
-                                            &out->cache_write);
-    out->has_reasoning = evd_hx_get_count(u, "output_tokens_details.reasoning_tokens",
-                                          &out->reasoning);
+    out->has_cache_read =
+        evd_hx_get_count(u, "input_tokens_details.cached_tokens", &out->cache_read);
+    out->has_cache_write =
+        evd_hx_get_count(u, "input_tokens_details.cache_write_tokens", &out->cache_write);
+    out->has_reasoning =
+        evd_hx_get_count(u, "output_tokens_details.reasoning_tokens", &out->reasoning);
 }
 
-enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out,
-                                     struct evd_err *err)
+enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err)
 {
     struct evd_buf text = {0};
     const char *status = json_string_value(json_object_get(body, "status"));
     json_t *output = json_object_get(body, "output");
     if (status != NULL && (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0)) {
-        const char *msg = json_string_value(json_object_get(json_object_get(body, "error"),
-                                                            "message"));
+        const char *msg =
+            json_string_value(json_object_get(json_object_get(body, "error"), "message"));
         return evd_err_set(err, EVD_EUPSTREAM, "response %s: %.200s", status,
                            msg ? msg : "no error message");
     }
@@ -207,9 +206,9 @@ enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out,
         } else if (strcmp(type, "function_call") == 0) {
             const char *args = json_string_value(json_object_get(it, "arguments"));
             json_t *parsed = args ? json_loads(args, JSON_DECODE_ANY, NULL) : NULL;
-            json_t *c = evd_hx_tool_call(json_string_value(json_object_get(it, "call_id")),
-                                         json_string_value(json_object_get(it, "name")), args,
-                                         parsed);
+            json_t *c =
+                evd_hx_tool_call(json_string_value(json_object_get(it, "call_id")),
+                                 json_string_value(json_object_get(it, "name")), args, parsed);
             json_decref(parsed);
             if (c == NULL || json_array_append_new(out->tool_calls, c) != 0)
                 goto nomem;
@@ -220,8 +219,8 @@ enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out,
     text.data = NULL;
     if (out->text == NULL)
         goto nomem;
-    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content",
-                             out->text, "tool_calls", out->tool_calls, "provider_state", "kind",
+    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content", out->text,
+                             "tool_calls", out->tool_calls, "provider_state", "kind",
                              "openai-responses", "items", output);
     if (out->message == NULL)
         goto nomem;

@@ -51,8 +51,8 @@ enum evd_code evd_hx_policy_check(json_t *policy, struct evd_err *err)
         json_array_foreach(a, i, p)
         {
             if (!json_is_string(p) || json_string_length(p) == 0)
-                return evd_err_set(err, EVD_EINVAL,
-                                   "functions.%s[%zu] must be a non-empty string", lists[k], i);
+                return evd_err_set(err, EVD_EINVAL, "functions.%s[%zu] must be a non-empty string",
+                                   lists[k], i);
         }
     }
     json_t *ex = json_object_get(policy, "expose");

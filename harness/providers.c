@@ -143,8 +143,7 @@ static enum evd_code put_provider(struct evd_providers *p, const char *name,
     struct evd_provider *pr = find_provider(p, name);
     if (pr == NULL) {
         if (p->nproviders == MAX_PROVIDERS)
-            return evd_err_set(err, EVD_EINVAL, "too many providers (at most %d)",
-                               MAX_PROVIDERS);
+            return evd_err_set(err, EVD_EINVAL, "too many providers (at most %d)", MAX_PROVIDERS);
         pr = &p->providers[p->nproviders++];
         memset(pr, 0, sizeof(*pr));
     } else {
@@ -239,8 +238,8 @@ static enum evd_code load_prices(struct evd_providers *p, json_t *doc, const cha
             return evd_err_set(err, EVD_EINVAL, "%s: %s.model must be a non-empty string", src,
                                where);
         if (!json_is_array(provs) || json_array_size(provs) == 0)
-            return evd_err_set(err, EVD_EINVAL, "%s: %s.providers must be a non-empty array",
-                               src, where);
+            return evd_err_set(err, EVD_EINVAL, "%s: %s.providers must be a non-empty array", src,
+                               where);
         struct evd_price price;
         enum evd_code rc = read_price(e, src, where, &price, true, err);
         if (rc != EVD_OK)
@@ -250,8 +249,8 @@ static enum evd_code load_prices(struct evd_providers *p, json_t *doc, const cha
         json_array_foreach(provs, j, pn)
         {
             if (!json_is_string(pn))
-                return evd_err_set(err, EVD_EINVAL, "%s: %s.providers[%zu] must be a string",
-                                   src, where, j);
+                return evd_err_set(err, EVD_EINVAL, "%s: %s.providers[%zu] must be a string", src,
+                                   where, j);
             if ((rc = put_price(p, json_string_value(pn), model, &price, err)) != EVD_OK)
                 return rc;
         }
@@ -321,16 +320,16 @@ static enum evd_code load_providers_file(struct evd_providers *p, json_t *doc, c
                                "%s: providers[%zu].api_key_env must be an environment "
                                "variable name",
                                src, i);
-        enum evd_code rc = put_provider(p, name, (enum evd_provider_kind)k, base, key_env, env,
-                                        env_ctx, err);
+        enum evd_code rc =
+            put_provider(p, name, (enum evd_provider_kind)k, base, key_env, env, env_ctx, err);
         if (rc != EVD_OK)
             return rc;
         json_t *models = json_object_get(e, "models");
         if (models == NULL || json_is_null(models))
             continue;
         if (!json_is_array(models))
-            return evd_err_set(err, EVD_EINVAL, "%s: providers[%zu].models must be an array",
-                               src, i);
+            return evd_err_set(err, EVD_EINVAL, "%s: providers[%zu].models must be an array", src,
+                               i);
         size_t j;
         json_t *m;
         json_array_foreach(models, j, m)
@@ -400,10 +399,10 @@ enum evd_code evd_providers_load(evd_env_fn env, void *env_ctx, struct evd_provi
         rc = evd_err_set(err, EVD_EINVAL, "ANTHROPIC_BASE_URL must be an http(s) URL");
         goto out;
     }
-    if ((rc = put_provider(p, "openai", EVD_KIND_OPENAI_RESPONSES, oa_base, "OPENAI_API_KEY",
+    if ((rc = put_provider(p, "openai", EVD_KIND_OPENAI_RESPONSES, oa_base, "OPENAI_API_KEY", env,
+                           env_ctx, err)) != EVD_OK ||
+        (rc = put_provider(p, "openai-codex", EVD_KIND_OPENAI_RESPONSES, oa_base, "OPENAI_API_KEY",
                            env, env_ctx, err)) != EVD_OK ||
-        (rc = put_provider(p, "openai-codex", EVD_KIND_OPENAI_RESPONSES, oa_base,
-                           "OPENAI_API_KEY", env, env_ctx, err)) != EVD_OK ||
         (rc = put_provider(p, "anthropic", EVD_KIND_ANTHROPIC_MESSAGES, an_base,
                            "ANTHROPIC_API_KEY", env, env_ctx, err)) != EVD_OK)
         goto out;
@@ -504,8 +503,7 @@ bool evd_providers_price(const struct evd_providers *p, const struct evd_provide
 static const char *infer_provider(const char *model)
 {
     if (strncmp(model, "gpt-", 4) == 0 || strncmp(model, "codex", 5) == 0 ||
-        strncmp(model, "chatgpt-", 8) == 0 ||
-        (model[0] == 'o' && isdigit((unsigned char)model[1])))
+        strncmp(model, "chatgpt-", 8) == 0 || (model[0] == 'o' && isdigit((unsigned char)model[1])))
         return "openai";
     if (strncmp(model, "claude-", 7) == 0)
         return "anthropic";
@@ -618,11 +616,11 @@ json_t *evd_providers_list_models(const struct evd_providers *p)
         const struct evd_provider *pr = find_provider(p, m->provider);
         json_t *pricing = json_null();
         if (m->price.input_usd_per_mtok >= 0)
-            pricing = json_pack("{s:f,s:f,s:f,s:f}", "input_usd_per_mtok",
-                                m->price.input_usd_per_mtok, "cached_input_usd_per_mtok",
-                                m->price.cached_input_usd_per_mtok, "cache_write_usd_per_mtok",
-                                m->price.cache_write_usd_per_mtok, "output_usd_per_mtok",
-                                m->price.output_usd_per_mtok);
+            pricing =
+                json_pack("{s:f,s:f,s:f,s:f}", "input_usd_per_mtok", m->price.input_usd_per_mtok,
+                          "cached_input_usd_per_mtok", m->price.cached_input_usd_per_mtok,
+                          "cache_write_usd_per_mtok", m->price.cache_write_usd_per_mtok,
+                          "output_usd_per_mtok", m->price.output_usd_per_mtok);
         json_t *e = json_pack("{s:s,s:s,s:s,s:b,s:o*}", "provider", pr->name, "kind",
                               kind_names[pr->kind], "model", m->model, "available",
                               evd_provider_available(pr), "pricing", pricing);

@@ -65,8 +65,7 @@ json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json
         evd_err_set(err, EVD_ECANCELLED, "function %s cancelled", fn->id);
     } else if (resp.timed_out) {
         if (run_deadline_first)
-            evd_err_set(err, EVD_ETIMEOUT, "function %s stopped by the scenario timeout",
-                        fn->id);
+            evd_err_set(err, EVD_ETIMEOUT, "function %s stopped by the scenario timeout", fn->id);
         else
             evd_err_set(err, EVD_ETIMEOUT, "function %s timed out after %lld ms", fn->id,
                         (long long)timeout);

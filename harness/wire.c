@@ -24,8 +24,8 @@ const char *evd_hx_endpoint(enum evd_provider_kind kind)
 /* Keys a provider_options object may not replace: the harness owns them. */
 static bool protected_key(const char *k)
 {
-    static const char *keys[] = {"model", "input", "messages", "instructions", "system",
-                                 "tools", "stream", "previous_response_id"};
+    static const char *keys[] = {"model",  "input", "messages", "instructions",
+                                 "system", "tools", "stream",   "previous_response_id"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (strcmp(k, keys[i]) == 0)
             return true;

@@ -191,8 +191,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, json
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     (void)cls, (void)version;
     struct conn *cn = *con_cls;
@@ -253,11 +253,10 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 
 bool hs_tools_start(void)
 {
-    tools_d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                   MHD_USE_ERROR_LOG,
-                               0, NULL, NULL, on_request, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-                               on_done, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-                               MHD_OPTION_END);
+    tools_d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
     if (tools_d == NULL)
         return false;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(tools_d, MHD_DAEMON_INFO_BIND_PORT);

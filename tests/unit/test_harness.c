@@ -189,11 +189,11 @@ START_TEST(prices_lookup_and_overrides)
     env_set("OPENAI_API_KEY", "k");
     char *prices = write_temp("{\"prices\":[{\"providers\":[\"openai\"],\"model\":\"gpt-5\","
                               "\"input_usd_per_mtok\":2,\"output_usd_per_mtok\":20}]}");
-    char *provs = write_temp(
-        "{\"providers\":[{\"name\":\"vllm\",\"kind\":\"openai-chat\",\"base_url\":"
-        "\"http://127.0.0.1:8000/v1\",\"api_key_env\":\"VLLM_KEY\",\"models\":[{\"id\":"
-        "\"qwen3\",\"input_usd_per_mtok\":0.1,\"cached_input_usd_per_mtok\":0.01,"
-        "\"output_usd_per_mtok\":0.2},{\"id\":\"free\"}]}]}");
+    char *provs =
+        write_temp("{\"providers\":[{\"name\":\"vllm\",\"kind\":\"openai-chat\",\"base_url\":"
+                   "\"http://127.0.0.1:8000/v1\",\"api_key_env\":\"VLLM_KEY\",\"models\":[{\"id\":"
+                   "\"qwen3\",\"input_usd_per_mtok\":0.1,\"cached_input_usd_per_mtok\":0.01,"
+                   "\"output_usd_per_mtok\":0.2},{\"id\":\"free\"}]}]}");
     env_set("EVALD_PRICES_FILE", prices);
     env_set("EVALD_PROVIDERS_FILE", provs);
     env_set("VLLM_KEY", "vk");
@@ -409,12 +409,9 @@ START_TEST(retry_after_parsing)
     ck_assert_int_eq(evd_hx_parse_retry_after("soon", 0), -1);
     ck_assert_int_eq(evd_hx_parse_retry_after("-1", 0), -1);
     /* 2015-10-21T07:28:00Z, ten seconds from "now". */
-    ck_assert_int_eq(evd_hx_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT",
-                                              1445412470000LL),
+    ck_assert_int_eq(evd_hx_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470000LL),
                      10000);
-    ck_assert_int_eq(evd_hx_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT",
-                                              1445412490000LL),
-                     0);
+    ck_assert_int_eq(evd_hx_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412490000LL), 0);
 }
 END_TEST
 
@@ -574,8 +571,8 @@ START_TEST(anthropic_request_shape)
 {
     json_t *msgs = sample_conversation(), *tools = sample_tools();
     json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", "Thanks"));
-    struct evd_hx_request q = {"claude-sonnet-4-5", "Be terse.", msgs, tools, 1024, "minimal",
-                               NULL, NULL};
+    struct evd_hx_request q = {"claude-sonnet-4-5", "Be terse.", msgs, tools, 1024,
+                               "minimal",           NULL,        NULL};
     struct evd_err err;
     json_t *b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q, &err);
     ck_assert_ptr_nonnull(b);
@@ -588,8 +585,7 @@ START_TEST(anthropic_request_shape)
     ck_assert_int_eq(json_array_size(m), 3); /* user, assistant, user(tool_result + text) */
     json_t *u = json_array_get(m, 0);
     ck_assert_str_eq(JS(u, "role"), "user");
-    ck_assert_str_eq(JS(json_array_get(json_object_get(u, "content"), 0), "text"),
-                     "What is 2+3?");
+    ck_assert_str_eq(JS(json_array_get(json_object_get(u, "content"), 0), "text"), "What is 2+3?");
     json_t *a = json_array_get(m, 1);
     ck_assert_str_eq(JS(a, "role"), "assistant");
     json_t *ac = json_object_get(a, "content");
@@ -623,10 +619,8 @@ START_TEST(anthropic_request_shape)
     ck_assert_ptr_null(json_object_get(b, "thinking"));
     ck_assert_ptr_null(json_object_get(b, "output_config"));
     ck_assert_ptr_null(json_object_get(b, "system"));
-    json_t *tr2 = json_array_get(json_object_get(json_array_get(json_object_get(b, "messages"),
-                                                                2),
-                                                 "content"),
-                                 0);
+    json_t *tr2 = json_array_get(
+        json_object_get(json_array_get(json_object_get(b, "messages"), 2), "content"), 0);
     ck_assert(json_is_true(json_object_get(tr2, "is_error")));
     json_decref(b);
     json_decref(msgs);
@@ -702,15 +696,13 @@ START_TEST(responses_reply_parsing)
     ck_assert(r.usage.has_output && r.usage.output == 7);
     ck_assert(r.usage.has_reasoning && r.usage.reasoning == 2);
     ck_assert_str_eq(r.stop_reason, "completed");
-    ck_assert_str_eq(JS(json_object_get(r.message, "provider_state"), "kind"),
-                     "openai-responses");
+    ck_assert_str_eq(JS(json_object_get(r.message, "provider_state"), "kind"), "openai-responses");
     evd_hx_reply_clear(&r);
     json_decref(body);
 
-    body = json_loads("{\"status\":\"failed\",\"error\":{\"message\":\"boom\"},\"output\":[]}",
-                      0, NULL);
-    ck_assert_int_eq(evd_hx_parse_reply(EVD_KIND_OPENAI_RESPONSES, body, &r, &err),
-                     EVD_EUPSTREAM);
+    body = json_loads("{\"status\":\"failed\",\"error\":{\"message\":\"boom\"},\"output\":[]}", 0,
+                      NULL);
+    ck_assert_int_eq(evd_hx_parse_reply(EVD_KIND_OPENAI_RESPONSES, body, &r, &err), EVD_EUPSTREAM);
     ck_assert_str_eq(err.msg, "response failed: boom");
     json_decref(body);
     body = json_loads("{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":"
@@ -751,8 +743,7 @@ START_TEST(anthropic_reply_parsing)
     json_t *msgs = json_pack("[{s:s,s:s},O]", "role", "user", "content", "x", r.message);
     struct evd_hx_request q = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL};
     json_t *b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q, &err);
-    json_t *blocks = json_object_get(json_array_get(json_object_get(b, "messages"), 1),
-                                     "content");
+    json_t *blocks = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
     ck_assert_int_eq(json_array_size(blocks), 3);
     ck_assert_str_eq(JS(json_array_get(blocks, 0), "signature"), "sig");
     json_decref(b);
@@ -860,8 +851,8 @@ START_TEST(bad_input_fails_in_setup)
 {
     struct evd_providers *p = load_default();
     json_t *model = json_pack("{s:s,s:s}", "model", "gpt-5", "provider", "mystery");
-    struct evd_harness_input in = {"sess-1", "hi", NULL, model, NULL, NULL, NULL,
-                                   NULL,     NULL, NULL, NULL};
+    struct evd_harness_input in = {"sess-1", "hi", NULL, model, NULL, NULL,
+                                   NULL,     NULL, NULL, NULL,  NULL};
     struct evd_harness_outcome out;
     struct evd_err err;
     ck_assert_int_eq(evd_harness_run(p, &in, NULL, &out, &err), EVD_OK);
@@ -898,11 +889,11 @@ END_TEST
 
 START_TEST(traces_from_spans)
 {
-    json_t *spans = json_loads(
-        "[{\"name\":\"run\",\"start_ms\":100,\"end_ms\":400,\"status\":\"ok\"},"
-        "{\"name\":\"generation\",\"start_ms\":110,\"end_ms\":200,\"status\":\"error\"},"
-        "{\"name\":\"evaluator\",\"start_ms\":410,\"end_ms\":450,\"status\":\"ok\"}]",
-        0, NULL);
+    json_t *spans =
+        json_loads("[{\"name\":\"run\",\"start_ms\":100,\"end_ms\":400,\"status\":\"ok\"},"
+                   "{\"name\":\"generation\",\"start_ms\":110,\"end_ms\":200,\"status\":\"error\"},"
+                   "{\"name\":\"evaluator\",\"start_ms\":410,\"end_ms\":450,\"status\":\"ok\"}]",
+                   0, NULL);
     json_t *t = evd_harness_traces_from_spans("s1", spans);
     ck_assert_int_eq(JI(t, "trace_count"), 1);
     ck_assert_int_eq(JI(t, "span_count"), 3);
