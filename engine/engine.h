@@ -37,7 +37,11 @@ struct evd_engine_options {
 
 /* Creates the engine; starts its threads when opts->workers > 0. */
 struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struct evd_err *err);
-/* Stops the threads: in-flight runs are handed back (their attempt does not count). */
+/* Begins stopping: change subscriptions (SSE) and in-flight runs are told at once.
+ * NULL-safe; idempotent. */
+void evd_engine_signal_stop(struct evd_engine *e);
+/* Stops the threads: in-flight runs are handed back (their attempt does not count).
+ * NULL-safe. */
 void evd_engine_stop(struct evd_engine *e);
 
 /* The model catalogue of the configured providers {models:[…]} (new reference). */

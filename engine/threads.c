@@ -355,17 +355,23 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     return e;
 }
 
-void evd_engine_stop(struct evd_engine *e)
+void evd_engine_signal_stop(struct evd_engine *e)
 {
-    if (e == NULL)
+    if (e == NULL || atomic_exchange(&e->stopping, true))
         return;
-    atomic_store(&e->stopping, true);
     ssize_t w = write(e->wake_pipe[1], "x", 1);
     (void)w;
     evd_engine_inflight_cancel(e, NULL, 0, REASON_SHUTDOWN);
     pthread_mutex_lock(&e->hub_mu);
     pthread_cond_broadcast(&e->hub_cv);
     pthread_mutex_unlock(&e->hub_mu);
+}
+
+void evd_engine_stop(struct evd_engine *e)
+{
+    if (e == NULL)
+        return;
+    evd_engine_signal_stop(e);
     if (e->threads_started) {
         for (size_t i = 0; i < e->nworkers; i++)
             pthread_join(e->workers[i], NULL);

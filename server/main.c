@@ -14,11 +14,28 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "engine/engine.h"
 #include "handlers/api.h"
+#include "handlers/evaluations.h"
+#include "harness/providers.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/routes.h"
 #include "store/db.h"
+
+/* Provider settings come from the environment, except the base URLs, which a flag
+ * may also set (flags win). */
+static const char *provider_env(void *ctx, const char *name)
+{
+    const struct evd_config *cfg = ctx;
+    if (strcmp(name, "OPENAI_BASE_URL") == 0)
+        return cfg->openai_base_url;
+    if (strcmp(name, "ANTHROPIC_BASE_URL") == 0)
+        return cfg->anthropic_base_url;
+    if (strcmp(name, "EVALD_PROVIDERS_FILE") == 0)
+        return cfg->providers_file;
+    return getenv(name);
+}
 
 /* The database may still be starting (e.g. docker-compose): retry this long. */
 #define MIGRATE_PATIENCE_MS 30000
@@ -42,6 +59,8 @@ int main(int argc, char **argv)
     struct evd_err err = {0};
     struct evd_db *db = NULL;
     struct evd_http *http = NULL;
+    struct evd_providers *providers = NULL;
+    struct evd_engine *engine = NULL;
 
     if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
         fprintf(stderr, "evald: %s\n", err.msg);
@@ -79,16 +98,37 @@ int main(int argc, char **argv)
         evd_log(EVD_LOG_ERROR, "could not apply migrations", "error", err.msg, NULL);
         goto out;
     }
+    if (evd_providers_load(provider_env, &cfg, &providers, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "could not load providers", "error", err.msg, NULL);
+        status = 2;
+        goto out;
+    }
     db = evd_db_open(cfg.database_url, (int)cfg.db_pool_size, &err);
     if (db == NULL) {
         evd_log(EVD_LOG_ERROR, "could not open the database pool", "error", err.msg, NULL);
         goto out;
     }
+    struct evd_engine_options eopts = {
+        .conninfo = cfg.database_url,
+        .db = db,
+        .providers = providers,
+        .workers = cfg.workers,
+        .lease_ms = cfg.lease_ms,
+        .sweep_interval_ms = cfg.sweep_interval_ms,
+        .max_runs = cfg.max_runs,
+    };
+    engine = evd_engine_start(&eopts, &err);
+    if (engine == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not start the engine", "error", err.msg, NULL);
+        goto out;
+    }
+    evd_evaluations_register();
     struct evd_ctx ctx = {
         .db = db,
         .max_runs = cfg.max_runs,
         .version = EVALD_VERSION,
         .started_at_ms = evd_now_ms(),
+        .engine = engine,
     };
     struct evd_http_options hopts = {
         .host = cfg.listen_host,
@@ -116,10 +156,15 @@ int main(int argc, char **argv)
     sigwait(&stop_signals, &sig);
     evd_log(EVD_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
     evd_http_quiesce(http);
+    /* Streams (SSE) end when the engine says it is stopping; then in-flight requests
+     * finish, then workers hand their runs back. */
+    evd_engine_signal_stop(engine);
     status = 0;
 out:
     evd_http_stop(http);
+    evd_engine_stop(engine);
     evd_db_close(db);
+    evd_providers_free(providers);
     evd_config_free(&cfg);
     curl_global_cleanup();
     if (status == 0)

@@ -1,7 +1,9 @@
 /* The routing table (immutable). Later layers add their rows here. */
 #include "server/routes.h"
 
+#include "handlers/evaluations.h"
 #include "handlers/functions.h"
+#include "handlers/tools.h"
 #include "handlers/system.h"
 
 const struct evd_route evd_routes[] = {
@@ -13,6 +15,21 @@ const struct evd_route evd_routes[] = {
     {"GET", "/console/{path*}", evd_h_console_asset, EVD_ROUTE_PUBLIC},
     {"GET", "/v1/functions", evd_h_functions_list, 0},
     {"POST", "/v1/functions/{function_id}", evd_h_function_call, 0},
+    {"POST", "/v1/evaluations", evd_h_eval_create, 0},
+    {"GET", "/v1/evaluations", evd_h_eval_list, 0},
+    {"GET", "/v1/evaluations/{id}", evd_h_eval_get, 0},
+    {"DELETE", "/v1/evaluations/{id}", evd_h_eval_delete, 0},
+    {"GET", "/v1/evaluations/{id}/status", evd_h_eval_status, 0},
+    {"GET", "/v1/evaluations/{id}/events", evd_h_eval_events, EVD_ROUTE_QUERY_TOKEN},
+    {"POST", "/v1/evaluations/{id}/cancel", evd_h_eval_cancel, 0},
+    {"POST", "/v1/evaluations/{id}/rerun", evd_h_eval_rerun, 0},
+    {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
+    {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
+    {"GET", "/v1/models", evd_h_models, 0},
+    {"GET", "/v1/tools", evd_h_tools_list, 0},
+    {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
+    {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},
+    {"DELETE", "/v1/tools/{id}", evd_h_tool_delete, 0},
 };
 
 const size_t evd_nroutes = sizeof(evd_routes) / sizeof(evd_routes[0]);
