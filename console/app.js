@@ -5,8 +5,6 @@
 import { setTokenPrompt } from './api.js';
 import { h, replace } from './dom.js';
 import { createHistory } from './history.js';
-import { mountForm } from './form.js';
-import { mountDetail } from './detail.js';
 
 const main = document.getElementById('main');
 let view = null;
@@ -77,18 +75,35 @@ function parseHash() {
     return { name: 'home' };
 }
 
+// The form and detail views load on first use so the history renders without waiting for them.
+let routeSeq = 0;
+
+async function mount(loader, name, ...args) {
+    const seq = ++routeSeq;
+    let mod;
+    try {
+        mod = await loader();
+    } catch (e) {
+        replace(main, h('p', { class: 'error-text' }, `Could not load the console: ${e.message}`));
+        return;
+    }
+    if (seq !== routeSeq) return;
+    view = mod[name](main, ctx, ...args);
+}
+
 function route() {
     if (view && view.dispose) view.dispose();
     view = null;
+    routeSeq++;
     const r = parseHash();
     document.body.className = `route-${r.name}`;
     ctx.history.select(r.name === 'detail' ? r.id : null);
     if (r.name === 'new') {
         document.title = 'New evaluation · evald';
-        view = mountForm(main, ctx, { from: r.from });
+        mount(() => import('./form.js'), 'mountForm', { from: r.from });
     } else if (r.name === 'detail') {
         document.title = 'Evaluation · evald';
-        view = mountDetail(main, ctx, r.id);
+        mount(() => import('./detail.js'), 'mountDetail', r.id);
     } else {
         document.title = 'evald console';
         replace(main, home());
@@ -103,5 +118,6 @@ ctx.onHistoryLoaded = () => {
 };
 
 window.addEventListener('hashchange', route);
+ctx.history.load(true, window.evaldFirstHistory);
+window.evaldFirstHistory = null;
 route();
-ctx.history.load();

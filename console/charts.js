@@ -89,7 +89,7 @@ export function metricChart({ title, key, runs, valueOf, kind, labels }) {
         root.appendChild(bar);
         if (g.pair === 2) root.appendChild(svg('rect', { x: cx - 7, y: top, width: 14, height: Math.max(1, TOP + plotH - top), fill: `url(#hatch-${key})`, class: 'hatch', 'pointer-events': 'none' }));
     });
-    root.appendChild(svg('text', { x: SPLIT + 2, y: TOP - 5, class: 'tick' }, 'median by position'));
+    root.appendChild(svg('text', { x: W - 4, y: TOP - 5, class: 'tick', 'text-anchor': 'end' }, 'medians'));
     fig.appendChild(root);
     return fig;
 }

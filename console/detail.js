@@ -482,6 +482,7 @@ export function mountDetail(root, ctx, id) {
                 if (st.disposed) return;
                 st.result = r;
                 if (st.status && isTerminal(r.status)) st.status = { ...st.status, status: r.status };
+                if (r.report) ctx.history.patch(id, { status: r.status, eligible: r.report.eligible ?? null });
                 renderAll();
                 if (isTerminal(r.status)) closeStream();
             } while (st.refreshAgain && !st.disposed);

@@ -74,13 +74,23 @@ export function createHistory(root, ctx) {
                 : null);
     }
 
-    async function load(reset = true) {
+    // early: optional promise of a fetch Response for the first page, started by index.html.
+    async function load(reset = true, early = null) {
         if (state.loading) return;
         state.loading = true;
         state.error = null;
         renderFoot();
         try {
-            const page = await api.list({ limit: PAGE, before: reset ? undefined : state.next });
+            let page = null;
+            if (early) {
+                try {
+                    const res = await early;
+                    if (res.ok) page = await res.json();
+                } catch {
+                    page = null; /* fall back to the regular request (which handles 401) */
+                }
+            }
+            if (!page) page = await api.list({ limit: PAGE, before: reset ? undefined : state.next });
             const items = page.evaluations || [];
             state.items = reset ? items : state.items.concat(items.filter((s) => !state.items.some((o) => o.evaluation_id === s.evaluation_id)));
             state.next = page.next_cursor || null;

@@ -57,6 +57,7 @@ else describe('evald console', () => {
     async function shot(name) {
         mkdirSync(ARTIFACTS, { recursive: true });
         const file = path.join(ARTIFACTS, name);
+        await page.evaluate(() => window.scrollTo(0, 0));
         await page.locator('#main').screenshot({ path: file });
         return file;
     }
