@@ -24,7 +24,7 @@ if (!BASE) console.log('SKIPPED: EVALD_URL is not set; the console browser tests
 const STUB_SCRIPT = {
     rules: [
         { when: { prompt_contains: 'SLOW' }, latency_ms: 10000, reply: { text: 'late' } },
-        { when: { prompt_contains: 'ANSWER-NO' }, reply: { text: 'no' }, usage: { input_tokens: 12, output_tokens: 1 } },
+        { when: { prompt_contains: 'ANSWER-NO' }, reply: { text: 'no' } },
     ],
     default: { reply: { text: 'OK' }, usage: { input_tokens: 10, output_tokens: 2 } },
 };
@@ -58,7 +58,8 @@ else describe('evald console', () => {
         mkdirSync(ARTIFACTS, { recursive: true });
         const file = path.join(ARTIFACTS, name);
         await page.evaluate(() => window.scrollTo(0, 0));
-        await page.locator('#main').screenshot({ path: file });
+        // The sticky top bar would cover the top of a tall element capture: unstick it meanwhile.
+        await page.locator('#main').screenshot({ path: file, style: '.topbar, .history { position: static !important; }' });
         return file;
     }
 
@@ -229,8 +230,16 @@ else describe('evald console', () => {
         await page.goto(`${BASE}/#/`);
         await page.reload();
         await page.waitForSelector('[data-testid=history-row]');
-        const ids = await page.$$eval('[data-testid=history-row]', (els) => els.map((e) => e.dataset.id));
         const mine = [created.slow, created.reversed, created.first].filter(Boolean);
+        let ids = [];
+        // Other evaluations may have been created since: follow the cursor until ours are loaded.
+        for (let pages = 0; pages < 10; pages++) {
+            ids = await page.$$eval('[data-testid=history-row]', (els) => els.map((e) => e.dataset.id));
+            if (mine.every((id) => ids.includes(id)) || (await page.locator('[data-testid=history-more]').count()) === 0) break;
+            const before = ids.length;
+            await page.click('[data-testid=history-more]');
+            await page.waitForFunction((n) => document.querySelectorAll('[data-testid=history-row]').length > n, before, { timeout: 10000 });
+        }
         const positions = mine.map((id) => ids.indexOf(id));
         assert.ok(positions.every((p) => p >= 0), `history rows: ${positions}`);
         assert.deepEqual([...positions].sort((x, y) => x - y), positions, 'newest first');
