@@ -1,0 +1,124 @@
+// Client of the evald REST API (/v1). Owns the bearer token of this tab (sessionStorage) and turns
+// RFC 9457 problem+json answers into ApiError. When a request gets 401 the token prompt set by
+// the app is shown once and shared by every request waiting at that moment; then the request is
+// retried once. Module state: the token and the pending prompt only.
+
+const TOKEN_KEY = 'evald.token';
+
+export class ApiError extends Error {
+    constructor(status, problem) {
+        const detail = (problem && (problem.detail || problem.title)) || `request failed with status ${status}`;
+        super(detail);
+        this.name = 'ApiError';
+        this.status = status;
+        this.code = (problem && problem.code) || null;
+        this.detail = detail;
+        this.problem = problem || null;
+    }
+}
+
+let promptForToken = async () => null;
+let pendingPrompt = null;
+
+// fn: async (reason) => token string or null (the user declined).
+export function setTokenPrompt(fn) {
+    promptForToken = fn;
+}
+
+function storage() {
+    try {
+        return globalThis.sessionStorage || null;
+    } catch {
+        return null;
+    }
+}
+
+export function getToken() {
+    const s = storage();
+    return (s && s.getItem(TOKEN_KEY)) || '';
+}
+
+export function setToken(token) {
+    const s = storage();
+    if (!s) return;
+    if (token) s.setItem(TOKEN_KEY, token);
+    else s.removeItem(TOKEN_KEY);
+}
+
+function askToken(reason) {
+    if (!pendingPrompt) {
+        pendingPrompt = Promise.resolve(promptForToken(reason)).then((t) => {
+            pendingPrompt = null;
+            if (t) setToken(t);
+            return t || null;
+        });
+    }
+    return pendingPrompt;
+}
+
+async function parseBody(res) {
+    const type = res.headers.get('content-type') || '';
+    const text = await res.text();
+    if (!text) return null;
+    if (type.includes('json')) {
+        try {
+            return JSON.parse(text);
+        } catch {
+            return { detail: 'the server sent malformed JSON' };
+        }
+    }
+    return { detail: text.slice(0, 300) };
+}
+
+// Sends one request. body (optional) is serialised as JSON. Returns the decoded JSON answer;
+// throws ApiError on any non-2xx answer (after one token prompt on 401) or on a network failure.
+export async function request(method, path, body) {
+    for (let attempt = 0; ; attempt++) {
+        const headers = { Accept: 'application/json' };
+        const token = getToken();
+        if (token) headers.Authorization = `Bearer ${token}`;
+        if (body !== undefined) headers['Content-Type'] = 'application/json';
+        let res;
+        try {
+            res = await fetch(path, {
+                method,
+                headers,
+                body: body === undefined ? undefined : JSON.stringify(body),
+                cache: 'no-store',
+            });
+        } catch (e) {
+            throw new ApiError(0, { detail: `could not reach evald (${e.message})`, code: 'network' });
+        }
+        if (res.status === 401 && attempt === 0) {
+            const fresh = await askToken(token ? 'the saved token was refused' : 'this evald requires an API token');
+            if (fresh) continue;
+        }
+        const data = await parseBody(res);
+        if (!res.ok) throw new ApiError(res.status, data);
+        return data;
+    }
+}
+
+export const api = {
+    list: ({ limit = 50, before } = {}) => {
+        const q = new URLSearchParams({ limit: String(limit) });
+        if (before) q.set('before', before);
+        return request('GET', `/v1/evaluations?${q}`);
+    },
+    get: (id) => request('GET', `/v1/evaluations/${encodeURIComponent(id)}`),
+    status: (id) => request('GET', `/v1/evaluations/${encodeURIComponent(id)}/status`),
+    start: (body) => request('POST', '/v1/evaluations', body),
+    cancel: (id) => request('POST', `/v1/evaluations/${encodeURIComponent(id)}/cancel`, {}),
+    rerun: (id, reverseOrder) =>
+        request('POST', `/v1/evaluations/${encodeURIComponent(id)}/rerun`, { reverse_order: Boolean(reverseOrder) }),
+    remove: (id) => request('DELETE', `/v1/evaluations/${encodeURIComponent(id)}`),
+    models: () => request('GET', '/v1/models'),
+};
+
+// URL of the Server-Sent Events stream of one evaluation. EventSource cannot send headers, so
+// the token travels as access_token on this route only.
+export function eventsUrl(id) {
+    const token = getToken();
+    const base = `/v1/evaluations/${encodeURIComponent(id)}/events`;
+    return token ? `${base}?access_token=${encodeURIComponent(token)}` : base;
+}
