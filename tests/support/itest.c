@@ -367,3 +367,89 @@ unsigned evd_t_free_port(void)
     close(s);
     return ntohs(a.sin_port);
 }
+
+/* ---- helpers for suites that run evaluations ---- */
+
+#include "schema/jsonschema.h"
+#include "tests/support/testutil.h"
+
+int evd_t_stub_start(struct evd_t_proc *p, const char *script_json)
+{
+    static char path[512];
+    const char *bin = getenv("EVALD_STUB_BIN");
+    if (bin == NULL)
+        die("", "EVALD_STUB_BIN is not set (run the tests through ctest or make test)");
+    char *argv[] = {(char *)bin, "--listen", "127.0.0.1:0", NULL, NULL, NULL};
+    if (script_json != NULL) {
+        snprintf(path, sizeof(path), "/tmp/evald-stub-script-XXXXXX");
+        int fd = mkstemp(path);
+        if (fd < 0 || write(fd, script_json, strlen(script_json)) < 0)
+            die("cannot write a stub script: ", strerror(errno));
+        close(fd);
+        argv[3] = "--script";
+        argv[4] = path;
+    }
+    return evd_t_spawn(p, argv, NULL, true, 10000);
+}
+
+long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s/_stub/script", stub->base);
+    struct evd_t_resp r;
+    evd_t_http("PUT", url, NULL, script_json, strlen(script_json), &r);
+    evd_t_resp_free(&r);
+    return r.status;
+}
+
+bool evd_t_valid_response(const char *function, const json_t *response)
+{
+    static bool noted;
+    json_t *f = evd_test_seed_function(function);
+    if (f == NULL) {
+        if (!noted && evd_test_shared_dir() == NULL)
+            evd_test_skip_note("validation of mirror responses against the seed contract");
+        noted = true;
+        return evd_test_shared_dir() == NULL;
+    }
+    struct evd_schema_error errs[5];
+    struct evd_err err = {0};
+    size_t n = evd_jsonschema_check(json_object_get(f, "response_schema"), response, errs, 5, &err);
+    if (err.code != EVD_OK) {
+        fprintf(stderr, "itest: the seed schema of %s does not compile: %s\n", function, err.msg);
+        return false;
+    }
+    for (size_t i = 0; i < n && i < 5; i++)
+        fprintf(stderr, "itest: %s response invalid at \"%s\": %s\n", function,
+                errs[i].instance_path, errs[i].message);
+    return n == 0;
+}
+
+json_t *evd_t_call(const char *base, const char *function, const char *body, long *status)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "%s/v1/functions/%s", base, function);
+    return evd_t_http_json("POST", url, body, status);
+}
+
+const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int timeout_ms)
+{
+    static char status[32];
+    char url[512];
+    snprintf(url, sizeof(url), "%s/v1/evaluations/%s/status", base, evaluation_id);
+    int64_t deadline = evd_mono_ms() + timeout_ms;
+    snprintf(status, sizeof(status), "timeout");
+    while (evd_mono_ms() < deadline) {
+        long code = 0;
+        json_t *s = evd_t_http_json("GET", url, NULL, &code);
+        const char *st = json_string_value(json_object_get(s, "status"));
+        if (st && (!strcmp(st, "completed") || !strcmp(st, "failed") || !strcmp(st, "cancelled"))) {
+            snprintf(status, sizeof(status), "%s", st);
+            json_decref(s);
+            return status;
+        }
+        json_decref(s);
+        usleep(50000);
+    }
+    return status;
+}

@@ -83,3 +83,28 @@ const char *evd_t_evald_bin(void);
 const char *evd_t_source_dir(void);
 
 #endif
+
+/* ---- helpers for suites that run evaluations ---- */
+
+/* Starts evald-stub (EVALD_STUB_BIN) on a free loopback port with an optional script. */
+int evd_t_stub_start(struct evd_t_proc *p, const char *script_json);
+/* Replaces the stub's script (PUT /_stub/script); returns the HTTP status. */
+long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json);
+
+/*
+ * Validates a function-mirror response against the seed contract's response schema
+ * of `function` (../shared/spec/seed/eval-api-reference.json). Returns true when valid
+ * or when ../shared is absent (then it notes the skip once); on failure prints the
+ * errors and returns false.
+ */
+bool evd_t_valid_response(const char *function, const json_t *response);
+
+/* POSTs `body` to /v1/functions/<function> on `base`; returns the JSON answer (new
+ * reference) and asserts nothing; *status gets the HTTP status. */
+json_t *evd_t_call(const char *base, const char *function, const char *body, long *status);
+
+/*
+ * Polls GET /v1/evaluations/{id}/status until the evaluation is terminal or timeout_ms
+ * passes; returns the final status string (static buffer) or "timeout".
+ */
+const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int timeout_ms);

@@ -1,0 +1,667 @@
+/*
+ * End-to-end tests of the durable engine: real PostgreSQL, real evald processes and
+ * evald-stub over loopback. Covers the balanced plan and the report, the function
+ * mirror against the seed contract, refused input that writes nothing, cancel,
+ * delete, rerun, SSE, crash recovery, scale-out and graceful hand-back.
+ */
+#define _GNU_SOURCE /* asprintf */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "tests/support/itest.h"
+#include "tests/support/testutil.h"
+
+static char db_url[1024];
+static char db_name[64];
+static struct evd_t_proc stub;
+static char env_base[300], env_key[] = "OPENAI_API_KEY=stub-key";
+
+static void setup(void)
+{
+    evd_t_db_create(db_url, sizeof(db_url), db_name);
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL), 0);
+    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
+}
+
+static void teardown(void)
+{
+    evd_t_stop(&stub, SIGTERM, 5000);
+    evd_t_db_drop(db_name);
+}
+
+/* evald with the stub as provider, quick sweeps and leases, plus extra settings. */
+static void start_evald(struct evd_t_proc *p, const char *extra1, const char *extra2)
+{
+    char *env[8] = {env_base, env_key, "EVALD_SWEEP_INTERVAL_MS=300", "EVALD_LEASE_MS=1500"};
+    size_t n = 4;
+    if (extra1)
+        env[n++] = (char *)extra1;
+    if (extra2)
+        env[n++] = (char *)extra2;
+    env[n] = NULL;
+    ck_assert_int_eq(evd_t_evald_start(p, db_url, env), 0);
+}
+
+static const char PROMPT_REQUEST[] =
+    "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+    "\"control\":{\"label\":\"reply\",\"prompt\":\"Reply with exactly OK.\",\"system_prompt\":"
+    "\"Follow the user request exactly.\"},\"treatment\":{\"label\":\"return\",\"prompt\":"
+    "\"Return exactly the text OK.\",\"system_prompt\":\"Follow the user request exactly.\"},"
+    "\"evaluator\":{\"function_id\":\"eval::assert::normalized_text\",\"arguments\":{"
+    "\"expected\":\"OK\"}},\"runs\":3}";
+
+/* A two-run request whose prompts carry `tag` (stub scripts match on it). */
+static char *small_request(const char *tag, int runs, int concurrency)
+{
+    char *s = NULL;
+    if (asprintf(&s,
+                 "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+                 "\"openai\"},\"control\":{\"prompt\":\"%s control: Reply with exactly OK.\"},"
+                 "\"treatment\":{\"prompt\":\"%s treatment: Reply with exactly OK.\"},"
+                 "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":"
+                 "{\"expected\":\"OK\"}},\"runs\":%d,\"concurrency\":%d}",
+                 tag, tag, runs, concurrency) < 0)
+        return NULL;
+    return s;
+}
+
+static char *start_eval(const char *base, const char *body)
+{
+    long status = 0;
+    json_t *r = evd_t_call(base, "eval::start", body, &status);
+    ck_assert_msg(status == 200, "eval::start answered %ld", status);
+    ck_assert(evd_t_valid_response("eval::start", r));
+    char *id = strdup(json_string_value(json_object_get(r, "evaluation_id")));
+    json_decref(r);
+    return id;
+}
+
+static json_t *result_of(const char *base, const char *id)
+{
+    char body[128];
+    snprintf(body, sizeof(body), "{\"evaluation_id\":\"%s\"}", id);
+    long status = 0;
+    json_t *r = evd_t_call(base, "eval::result", body, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(evd_t_valid_response("eval::result", r));
+    return r;
+}
+
+static void sha256_of(const char *s, char out[65])
+{
+    evd_sha256_hex(s, strlen(s), out);
+}
+
+START_TEST(balanced_prompt_comparison_end_to_end)
+{
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *id = start_eval(p.base, PROMPT_REQUEST);
+    ck_assert(strncmp(id, "eval_", 5) == 0 && strlen(id) == 37);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
+
+    json_t *res = result_of(p.base, id);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "completed");
+    json_t *report = json_object_get(res, "report");
+    ck_assert_ptr_nonnull(report);
+    /* Balanced order C,T,T,C,C,T with pair positions 1,2,1,2,1,2. */
+    json_t *runs = json_object_get(json_object_get(res, "progress"), "runs");
+    ck_assert_int_eq(json_array_size(runs), 6);
+    static const char *roles[] = {"control", "treatment", "treatment", "control", "control",
+                                  "treatment"};
+    static const char *ids[] = {"control-1", "treatment-1", "treatment-2",
+                                "control-2", "control-3",   "treatment-3"};
+    for (size_t i = 0; i < 6; i++) {
+        json_t *r = json_array_get(runs, i);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "role")), roles[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "run_id")), ids[i]);
+        ck_assert_int_eq(json_integer_value(json_object_get(r, "execution_position")), i + 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(r, "pair_position")), i % 2 + 1);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "completed");
+        char sid[80];
+        snprintf(sid, sizeof(sid), "%s_%c_%s", id, roles[i][0], ids[i] + strlen(roles[i]) + 1);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "session_id")), sid);
+        /* The stub answers "Reply with exactly OK." with OK, the other wording not. */
+        ck_assert_int_eq(json_is_true(json_object_get(r, "passed")), roles[i][0] == 'c');
+        ck_assert_ptr_nonnull(json_object_get(r, "benchmark"));
+    }
+    json_t *eo = json_object_get(report, "effective_execution_order");
+    ck_assert_str_eq(json_string_value(json_array_get(eo, 0)), "1:control:1");
+    ck_assert_str_eq(json_string_value(json_array_get(eo, 2)), "3:treatment:2");
+    /* Aggregates, delta, eligibility. */
+    json_t *ca = json_object_get(report, "control_aggregate");
+    json_t *ta = json_object_get(report, "treatment_aggregate");
+    ck_assert_int_eq(json_integer_value(json_object_get(ca, "runs")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(ca, "passed")), 3);
+    ck_assert(json_real_value(json_object_get(ca, "pass_rate")) == 1.0);
+    ck_assert(json_real_value(json_object_get(ta, "pass_rate")) == 0.0);
+    ck_assert(json_real_value(json_object_get(json_object_get(report, "delta"), "pass_rate")) ==
+              -1.0);
+    ck_assert(json_is_false(json_object_get(report, "eligible")));
+    /* Hashes: raw prompt bytes, and the system prompt when present. */
+    char hex[65];
+    sha256_of("Reply with exactly OK.", hex);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(report, "control"), "prompt_sha256")),
+        hex);
+    sha256_of("Return exactly the text OK.", hex);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(report, "treatment"), "prompt_sha256")),
+        hex);
+    sha256_of("Follow the user request exactly.", hex);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(report, "control"),
+                                                       "system_prompt_sha256")),
+                     hex);
+    /* arguments_sha256 is the hash of the canonical arguments {"expected":"OK"}. */
+    sha256_of("{\"expected\":\"OK\"}", hex);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(report, "evaluator"),
+                                                       "arguments_sha256")),
+                     hex);
+    json_t *shared = json_object_get(report, "shared_artifacts");
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(shared, "model_sha256"))), 64);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(shared, "limits_sha256"))), 64);
+    json_decref(res);
+
+    /* status and list through the mirror, valid against the contract. */
+    char body[128];
+    long code;
+    snprintf(body, sizeof(body), "{\"evaluation_id\":\"%s\"}", id);
+    json_t *st = evd_t_call(p.base, "eval::status", body, &code);
+    ck_assert(evd_t_valid_response("eval::status", st));
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "terminal_runs")), 6);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "passed_runs")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "failed_runs")), 3);
+    json_decref(st);
+    json_t *list = evd_t_call(p.base, "eval::list", "{\"limit\":5,\"_caller_worker_id\":\"w\"}",
+                              &code);
+    ck_assert(evd_t_valid_response("eval::list", list));
+    json_t *first = json_array_get(json_object_get(list, "evaluations"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(first, "evaluation_id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(first, "control_label")), "reply");
+    ck_assert(json_is_false(json_object_get(first, "eligible")));
+    json_decref(list);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+struct bad_case {
+    const char *function;
+    const char *body;
+    long status;
+    const char *detail;
+};
+
+static const struct bad_case bad_cases[] = {
+    {"eval::start", "[]", 400, NULL},
+    {"eval::start", "{\"dimension\":\"prompt\"}", 400, NULL},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"  \"},\"control\":{\"prompt\":\"a\"},"
+     "\"treatment\":{\"prompt\":\"b\"}}",
+     400, "model.model cannot be empty"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"m\",\"provider\":\" \"},\"control\":{"
+     "\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"}}",
+     400, "model.provider cannot be empty when supplied"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"m\"},\"control\":{\"prompt\":\"\"},"
+     "\"treatment\":{\"prompt\":\"b\"}}",
+     400, "control.prompt cannot be empty"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"m\"},\"control\":{\"prompt\":\"a\"},"
+     "\"treatment\":{\"prompt\":\"a\"}}",
+     400, "prompt comparison requires different prompts"},
+    {"eval::start",
+     "{\"dimension\":\"system_prompt\",\"model\":{\"model\":\"m\"},\"control\":{\"prompt\":\"a\","
+     "\"system_prompt\":\"x\"},\"treatment\":{\"prompt\":\"b\",\"system_prompt\":\"y\"}}",
+     400, "system_prompt comparison requires identical prompts"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+     "\"control\":{\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"},\"runs\":1000}",
+     400, "runs must be between 1 and 100"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\"},\"control\":{\"prompt\":\"a\"},"
+     "\"treatment\":{\"prompt\":\"b\"},\"runs\":\"3\"}",
+     400, "runs must be an integer"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"colour\":1},\"control\":{"
+     "\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"}}",
+     400, "model.colour is not a known field"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+     "\"control\":{\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"},\"limits\":{\"execution\":"
+     "{\"max_turns\":0}}}",
+     400, "limits.execution.max_turns must be greater than zero"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+     "\"control\":{\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"},\"concurrency\":17}",
+     400, "concurrency must be between 1 and 16"},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"nope\"},"
+     "\"control\":{\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"}}",
+     400, NULL},
+    {"eval::start",
+     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+     "\"control\":{\"prompt\":\"a\"},\"treatment\":{\"prompt\":\"b\"},\"evaluator\":{"
+     "\"function_id\":\"no::such\"}}",
+     400, NULL},
+    {"eval::list", "{\"limit\":0}", 400, "limit must be between 1 and 100"},
+    {"eval::list", "{\"limit\":101}", 400, "limit must be between 1 and 100"},
+    {"eval::status", "{}", 400, "evaluation_id is required"},
+    {"eval::status", "{\"evaluation_id\":7}", 400, "evaluation_id must be a string"},
+    {"eval::cancel", "{\"evaluation_id\":\"eval_unknown\"}", 404, NULL},
+    {"eval::rerun", "{\"evaluation_id\":\"eval_unknown\"}", 404, NULL},
+    {"eval::rerun", "{\"evaluation_id\":\"eval_unknown\",\"reverse_order\":\"yes\"}", 400,
+     "reverse_order must be a boolean"},
+    {"eval::assert::exact",
+     "{\"evaluation_id\":\"e\",\"run_id\":\"r\",\"role\":\"control\",\"session_id\":\"s\","
+     "\"output\":1,\"metrics\":{\"root_session_id\":\"s\",\"complete\":true,\"by_session\":[],"
+     "\"totals\":{\"sessions\":1,\"turns\":1,\"function_calls\":0,\"function_call_errors\":0}},"
+     "\"arguments\":{}}",
+     400, "eval::assert::exact requires evaluator arguments.expected"},
+};
+
+START_TEST(refused_input_writes_nothing)
+{
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const struct bad_case *c = &bad_cases[i];
+        long status = 0;
+        json_t *r = evd_t_call(p.base, c->function, c->body, &status);
+        ck_assert_msg(status == c->status, "case %zu (%s): status %ld, want %ld", i, c->function,
+                      status, c->status);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "code")),
+                         c->status == 404 ? "not_found" : "invalid_request");
+        if (c->detail)
+            ck_assert_str_eq(json_string_value(json_object_get(r, "detail")), c->detail);
+        else
+            ck_assert(json_string_length(json_object_get(r, "detail")) > 0);
+        json_decref(r);
+    }
+    /* Unknown ids: null from status/result, deleted:false from delete. */
+    long status;
+    json_t *r = evd_t_call(p.base, "eval::status", "{\"evaluation_id\":\"eval_x\"}", &status);
+    ck_assert(json_is_null(r) && status == 200);
+    ck_assert(evd_t_valid_response("eval::status", r));
+    json_decref(r);
+    r = evd_t_call(p.base, "eval::result", "{\"evaluation_id\":\"eval_x\"}", &status);
+    ck_assert(json_is_null(r) && status == 200);
+    json_decref(r);
+    r = evd_t_call(p.base, "eval::delete", "{\"evaluation_id\":\"eval_x\"}", &status);
+    ck_assert(json_is_false(json_object_get(r, "deleted")));
+    ck_assert(evd_t_valid_response("eval::delete", r));
+    json_decref(r);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/evaluations/eval_x", p.base);
+    json_decref(evd_t_http_json("GET", url, NULL, &status));
+    ck_assert_int_eq(status, 404);
+    char *n = evd_t_sql(db_url, "SELECT (SELECT count(*) FROM evaluations) + (SELECT count(*)"
+                                " FROM runs) + (SELECT count(*) FROM jobs)");
+    ck_assert_str_eq(n, "0");
+    free(n);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+START_TEST(builtin_evaluators_behind_the_mirror)
+{
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    static const char METRICS[] = "\"metrics\":{\"root_session_id\":\"s\",\"complete\":true,"
+                                  "\"by_session\":[],\"totals\":{\"sessions\":1,\"turns\":1,"
+                                  "\"function_calls\":0,\"function_call_errors\":0}}";
+    char body[1024];
+    long status;
+    snprintf(body, sizeof(body),
+             "{\"evaluation_id\":\"e\",\"run_id\":\"r\",\"role\":\"control\",\"session_id\":\"s\","
+             "\"output\":\"  Olá,   mundo!  \",%s,\"arguments\":{\"expected\":\"olá, mundo\"}}",
+             METRICS);
+    json_t *r = evd_t_call(p.base, "eval::assert::normalized_text", body, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(evd_t_valid_response("eval::assert::normalized_text", r));
+    ck_assert(json_is_true(json_object_get(r, "passed")));
+    json_decref(r);
+    snprintf(body, sizeof(body),
+             "{\"evaluation_id\":\"e\",\"run_id\":\"r\",\"role\":\"control\",\"session_id\":\"s\","
+             "\"output\":1,%s,\"arguments\":{\"expected\":1.0}}",
+             METRICS);
+    r = evd_t_call(p.base, "eval::assert::exact", body, &status);
+    ck_assert(evd_t_valid_response("eval::assert::exact", r));
+    ck_assert(json_is_false(json_object_get(r, "passed")));
+    json_decref(r);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/evaluators/exact", p.base);
+    snprintf(body, sizeof(body),
+             "{\"evaluation_id\":\"e\",\"run_id\":\"r\",\"role\":\"control\",\"session_id\":\"s\","
+             "\"output\":{\"a\":[1,2]},%s,\"arguments\":{\"expected\":{\"a\":[1,2]}}}",
+             METRICS);
+    r = evd_t_http_json("POST", url, body, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(json_is_true(json_object_get(r, "passed")));
+    json_decref(r);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+static const char SLOW_SCRIPT[] =
+    "{\"rules\":[{\"when\":{\"prompt_contains\":\"SLOW\"},\"latency_ms\":20000,\"reply\":{"
+    "\"text\":\"late\"}}],\"default\":{\"reply\":{\"text\":\"OK\"},\"usage\":{\"input_tokens\":"
+    "10,\"output_tokens\":2}}}";
+
+/* Waits until the evaluation has an active run. */
+static void wait_active(const char *base, const char *id)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/evaluations/%s/status", base, id);
+    for (int i = 0; i < 200; i++) {
+        long code;
+        json_t *s = evd_t_http_json("GET", url, NULL, &code);
+        bool active = json_is_object(json_object_get(s, "active"));
+        json_decref(s);
+        if (active)
+            return;
+        usleep(50000);
+    }
+    ck_abort_msg("evaluation %s never had an active run", id);
+}
+
+START_TEST(cancel_delete_and_rerun)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, SLOW_SCRIPT), 200);
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *body = small_request("SLOW", 2, 1);
+    char *id = start_eval(p.base, body);
+    free(body);
+    wait_active(p.base, id);
+
+    /* Delete of a live evaluation: 409, nothing changes. */
+    char url[256], req[128];
+    snprintf(url, sizeof(url), "%s/v1/evaluations/%s", p.base, id);
+    long status;
+    json_t *r = evd_t_http_json("DELETE", url, NULL, &status);
+    ck_assert_int_eq(status, 409);
+    ck_assert(strstr(json_string_value(json_object_get(r, "detail")), "is still Running") != NULL);
+    json_decref(r);
+
+    /* Cancel during the slow provider call returns promptly. */
+    snprintf(req, sizeof(req), "{\"evaluation_id\":\"%s\"}", id);
+    int64_t t0 = evd_mono_ms();
+    r = evd_t_call(p.base, "eval::cancel", req, &status);
+    int64_t took = evd_mono_ms() - t0;
+    ck_assert_int_eq(status, 200);
+    ck_assert(evd_t_valid_response("eval::cancel", r));
+    ck_assert(json_is_true(json_object_get(r, "cancelled")));
+    json_decref(r);
+    ck_assert_msg(took < 1000, "cancel took %lld ms", (long long)took);
+    r = evd_t_call(p.base, "eval::cancel", req, &status); /* idempotent */
+    ck_assert(json_is_false(json_object_get(r, "cancelled")));
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "cancelled");
+    json_decref(r);
+
+    json_t *res = result_of(p.base, id);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "cancelled");
+    ck_assert_ptr_nonnull(json_object_get(res, "report"));
+    json_t *run0 = json_array_get(json_object_get(json_object_get(res, "progress"), "runs"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(run0, "status")), "cancelled");
+    json_t *f = json_array_get(json_object_get(run0, "failures"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(f, "phase")), "cancel");
+    json_decref(res);
+    /* The in-flight provider call was abandoned: its late answer changed nothing. */
+    usleep(300000);
+    res = result_of(p.base, id);
+    run0 = json_array_get(json_object_get(json_object_get(res, "progress"), "runs"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(run0, "status")), "cancelled");
+    json_decref(res);
+    char *events = evd_t_sql(db_url, "SELECT count(*) FROM completion_events");
+    ck_assert_str_eq(events, "1");
+    free(events);
+
+    /* Rerun reversed: a new id whose plan starts with treatment. */
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[]}"), 200);
+    snprintf(req, sizeof(req), "{\"evaluation_id\":\"%s\",\"reverse_order\":true}", id);
+    r = evd_t_call(p.base, "eval::rerun", req, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(evd_t_valid_response("eval::rerun", r));
+    const char *rid = json_string_value(json_object_get(r, "evaluation_id"));
+    ck_assert_str_ne(rid, id);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, rid, 30000), "completed");
+    res = result_of(p.base, rid);
+    json_t *rreq = json_object_get(res, "request");
+    ck_assert_str_eq(json_string_value(json_object_get(rreq, "execution_order")),
+                     "balanced_treatment_first");
+    ck_assert_str_eq(json_string_value(json_object_get(rreq, "source_evaluation_id")), id);
+    json_t *rruns = json_object_get(json_object_get(res, "progress"), "runs");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rruns, 0), "role")),
+                     "treatment");
+    json_decref(res);
+    json_decref(r);
+
+    /* Delete of a terminal evaluation. */
+    r = evd_t_http_json("DELETE", url, NULL, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(json_is_true(json_object_get(r, "deleted")));
+    json_decref(r);
+    json_decref(evd_t_http_json("GET", url, NULL, &status));
+    ck_assert_int_eq(status, 404);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+START_TEST(server_sent_events_follow_progress)
+{
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *id = start_eval(p.base, PROMPT_REQUEST);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/evaluations/%s/events", p.base, id);
+    struct evd_t_resp r;
+    ck_assert_int_eq(evd_t_http("GET", url, NULL, NULL, 0, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.content_type, "text/event-stream");
+    /* The stream ends by itself with the terminal status. */
+    const char *last = NULL;
+    for (const char *s = strstr(r.body, "event: status"); s; s = strstr(s + 1, "event: status"))
+        last = s;
+    ck_assert_ptr_nonnull(last);
+    ck_assert(strstr(last, "\"status\":\"completed\"") != NULL);
+    ck_assert(strstr(r.body, "event: run") != NULL);
+    evd_t_resp_free(&r);
+    snprintf(url, sizeof(url), "%s/v1/evaluations/eval_nope/events", p.base);
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 404);
+    evd_t_resp_free(&r);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+static json_t *stub_stats(void)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s/_stub/stats", stub.base);
+    long code;
+    return evd_t_http_json("GET", url, NULL, &code);
+}
+
+/* Every run of every evaluation appears once, and completed. */
+static void assert_all_complete(const char *base, char **ids, int n, int runs_each)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_str_eq(evd_t_wait_terminal(base, ids[i], 60000), "completed");
+        json_t *res = result_of(base, ids[i]);
+        json_t *runs = json_object_get(json_object_get(res, "report"), "runs");
+        ck_assert_int_eq(json_array_size(runs), 2 * runs_each);
+        for (size_t k = 0; k < json_array_size(runs); k++) {
+            json_t *r = json_array_get(runs, k);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "completed");
+            for (size_t j = 0; j < k; j++)
+                ck_assert_str_ne(json_string_value(json_object_get(r, "run_id")),
+                                 json_string_value(
+                                     json_object_get(json_array_get(runs, j), "run_id")));
+        }
+        json_decref(res);
+    }
+}
+
+START_TEST(crash_recovery_completes_every_evaluation)
+{
+    /* Every call takes 400 ms, so a kill -9 lands mid-call. */
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":400,"
+                                              "\"reply\":{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=8", NULL);
+    char *ids[10];
+    for (int i = 0; i < 10; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "crash%d", i);
+        char *body = small_request(tag, 2, 1);
+        ids[i] = start_eval(p.base, body);
+        free(body);
+    }
+    usleep(700000);
+    ck_assert_int_eq(evd_t_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
+    char *running = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE status = 'running'");
+    ck_assert_int_gt(atoi(running), 0);
+    free(running);
+    start_evald(&p, "EVALD_WORKERS=8", NULL);
+    assert_all_complete(p.base, ids, 10, 2);
+    /* Interrupted runs were attempted again, and the attempts are recorded. */
+    char *retried = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE attempt > 1");
+    ck_assert_int_gt(atoi(retried), 0);
+    free(retried);
+    char *events = evd_t_sql(db_url, "SELECT count(*) FROM completion_events");
+    ck_assert_str_eq(events, "10");
+    free(events);
+    /* The provider never saw one run executed twice at the same time. */
+    json_t *stats = stub_stats();
+    ck_assert_int_le(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
+    json_decref(stats);
+    for (int i = 0; i < 10; i++)
+        free(ids[i]);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+START_TEST(three_processes_share_the_work)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":60,"
+                                              "\"reply\":{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p[3];
+    for (int i = 0; i < 3; i++)
+        start_evald(&p[i], "EVALD_WORKERS=4", "EVALD_LOG_LEVEL=debug");
+    char *ids[30];
+    for (int i = 0; i < 30; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "scale%d", i);
+        char *body = small_request(tag, 1, 1);
+        ids[i] = start_eval(p[i % 3].base, body);
+        free(body);
+    }
+    assert_all_complete(p[0].base, ids, 30, 1);
+    /* No run executed twice: one attempt each, never two calls at once. */
+    char *multi = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE attempt <> 1");
+    ck_assert_str_eq(multi, "0");
+    free(multi);
+    json_t *stats = stub_stats();
+    ck_assert_int_le(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(stats, "requests")), 60);
+    json_decref(stats);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(evd_t_stop(&p[i], SIGTERM, 10000), 0);
+    /* Work was spread: every process started runs (its debug log says so). */
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(p[i].log_path, "r");
+        char line[4096];
+        int started = 0;
+        while (f && fgets(line, sizeof(line), f))
+            started += strstr(line, "\"run started\"") != NULL;
+        if (f)
+            fclose(f);
+        ck_assert_msg(started > 0, "process %d ran nothing", i);
+    }
+    for (int i = 0; i < 30; i++)
+        free(ids[i]);
+}
+END_TEST
+
+START_TEST(pairs_in_flight_with_concurrency)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":300,"
+                                              "\"reply\":{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *body = small_request("conc", 4, 4);
+    int64_t t0 = evd_mono_ms();
+    char *id = start_eval(p.base, body);
+    free(body);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
+    int64_t took = evd_mono_ms() - t0;
+    /* 8 runs of 300 ms: sequential ≥ 2.4 s; four pairs at once ≈ 2 × 300 ms. */
+    ck_assert_msg(took < 2000, "concurrency 4 took %lld ms", (long long)took);
+    json_t *res = result_of(p.base, id);
+    json_t *runs = json_object_get(json_object_get(res, "report"), "runs");
+    /* Inside each pair the planned order held: the second started after the first ended. */
+    for (size_t k = 0; k < json_array_size(runs); k += 2) {
+        json_t *a = json_array_get(runs, k), *b = json_array_get(runs, k + 1);
+        ck_assert_int_ge(json_integer_value(json_object_get(b, "started_at")),
+                         json_integer_value(json_object_get(a, "completed_at")));
+    }
+    json_decref(res);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+START_TEST(graceful_stop_hands_runs_back)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":1500,"
+                                              "\"reply\":{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *body = small_request("handback", 1, 1);
+    char *id = start_eval(p.base, body);
+    free(body);
+    wait_active(p.base, id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    start_evald(&p, NULL, NULL);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
+    /* The handed-back attempt did not count. */
+    char *attempts = evd_t_sql(db_url, "SELECT max(attempt) FROM runs");
+    ck_assert_str_eq(attempts, "1");
+    free(attempts);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 180);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, balanced_prompt_comparison_end_to_end);
+    tcase_add_test(tc, refused_input_writes_nothing);
+    tcase_add_test(tc, builtin_evaluators_behind_the_mirror);
+    tcase_add_test(tc, cancel_delete_and_rerun);
+    tcase_add_test(tc, server_sent_events_follow_progress);
+    tcase_add_test(tc, crash_recovery_completes_every_evaluation);
+    tcase_add_test(tc, three_processes_share_the_work);
+    tcase_add_test(tc, pairs_in_flight_with_concurrency);
+    tcase_add_test(tc, graceful_stop_hands_runs_back);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
