@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs a command against a whole evald stack made for it: a throwaway database on
+# the test PostgreSQL server (EVALD_TEST_DATABASE_URL), evald-stub and evald on free
+# loopback ports. The command sees EVALD_URL, EVALD_STUB_URL and EVALD_STACK_DATABASE_URL;
+# extra evald settings can be passed in EVALD_STACK_ENV ("K=V K=V"). Everything is
+# stopped and dropped afterwards, whatever the command's outcome, whose status is returned.
+#   usage: tests/stack.sh COMMAND [ARG...]
+set -euo pipefail
+: "${EVALD_BIN:?EVALD_BIN must name the evald binary}"
+: "${EVALD_STUB_BIN:?EVALD_STUB_BIN must name the evald-stub binary}"
+: "${EVALD_TEST_DATABASE_URL:?EVALD_TEST_DATABASE_URL must name a PostgreSQL server (make test sets it)}"
+
+work=$(mktemp -d /tmp/evald-stack-XXXXXX)
+db="evald_s_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  psql -q "$EVALD_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  if [ "${EVALD_STACK_KEEP_LOGS:-0}" = 1 ]; then echo "stack: logs kept in $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+case "$EVALD_TEST_DATABASE_URL" in
+  postgres://*|postgresql://*) url=$(printf '%s' "$EVALD_TEST_DATABASE_URL" | sed -E "s#^([^/]*//[^/]*)(/[^?]*)?#\1/$db#") ;;
+  *) url="$EVALD_TEST_DATABASE_URL dbname=$db" ;;
+esac
+psql -q "$EVALD_TEST_DATABASE_URL" -c "CREATE DATABASE $db" >/dev/null
+
+# Starts a binary and waits for its {"listen":"host:port"} ready line.
+start() {
+  local name=$1; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.log" &
+  pids+=($!)
+  for _ in $(seq 1 300); do
+    if grep -q '"listen"' "$work/$name.out" 2>/dev/null; then
+      sed -E 's/.*"listen":"([^"]+)".*/\1/' "$work/$name.out" | head -n 1
+      return 0
+    fi
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "stack: $name did not start; its log:" >&2
+  cat "$work/$name.log" >&2
+  return 1
+}
+
+stub=$(start stub "$EVALD_STUB_BIN" --listen 127.0.0.1:0)
+export EVALD_STUB_URL="http://$stub"
+# shellcheck disable=SC2086
+evald=$(start evald env EVALD_DATABASE_URL="$url" EVALD_LISTEN=127.0.0.1:0 \
+  OPENAI_BASE_URL="$EVALD_STUB_URL/v1" OPENAI_API_KEY=stub-key \
+  ANTHROPIC_BASE_URL="$EVALD_STUB_URL" ANTHROPIC_API_KEY=stub-key \
+  EVALD_SWEEP_INTERVAL_MS=500 ${EVALD_STACK_ENV:-} "$EVALD_BIN")
+export EVALD_URL="http://$evald"
+export EVALD_STACK_DATABASE_URL="$url"
+set +e
+"$@"
+status=$?
+set -e
+if [ $status -ne 0 ]; then
+  echo "stack: command failed ($status); evald log tail:" >&2
+  tail -n 30 "$work/evald.log" >&2
+fi
+exit $status
