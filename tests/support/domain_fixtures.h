@@ -48,4 +48,26 @@ json_t *evd_dt_normalized(uint32_t runs, enum evd_order order, bool with_evaluat
  */
 void evd_dt_finish_run(json_t *run, int passed, int64_t total_tokens, int64_t wall_ms);
 
+/* splitmix64: a fixed-seed generator for property tests; returns the next value. */
+uint64_t evd_dt_rand(uint64_t *state);
+
+/* A random evaluation driven through the domain API; both members are new references. */
+struct evd_dt_eval {
+    json_t *request; /* NormalizedEvalRequestV1 */
+    json_t *runs;    /* EvalRunV1 array in plan order */
+    bool cancelled;  /* the evaluation was cancelled part-way */
+};
+
+/*
+ * Builds a random normalized request (runs 1..max_runs, either order, with or without
+ * evaluator, random limits) and drives a random prefix of its plan to random outcomes:
+ * passed, not passed, unevaluated, failed in any phase, cancelled, with metrics that
+ * may be incomplete or lack tokens, cost or traces. The next run may be left running.
+ */
+void evd_dt_random_eval(uint64_t *rng, uint32_t max_runs, struct evd_dt_eval *out);
+void evd_dt_eval_release(struct evd_dt_eval *e);
+
+/* Swaps the roles of every run (control <-> treatment), in place. */
+void evd_dt_swap_roles(json_t *runs);
+
 #endif
