@@ -596,15 +596,12 @@ START_TEST(evaluation_id_requests)
 }
 END_TEST
 
-START_TEST(rerun_step_wake_sweep_requests)
+START_TEST(rerun_request)
 {
     struct evd_err err;
-    const char *id, *sid;
-    bool flag;
-    uint64_t step;
-    json_t *b;
-
-    b = evd_dt_parse("{\"evaluation_id\":\"e\"}");
+    const char *id;
+    bool flag = true;
+    json_t *b = evd_dt_parse("{\"evaluation_id\":\"e\"}");
     ck_assert_int_eq(evd_request_rerun_args(b, &id, &flag, &err), EVD_OK);
     ck_assert(!flag);
     json_decref(b);
@@ -620,8 +617,15 @@ START_TEST(rerun_step_wake_sweep_requests)
     ck_assert_int_eq(evd_request_rerun_args(b, &id, &flag, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, "evaluation_id is required");
     json_decref(b);
+}
+END_TEST
 
-    b = evd_dt_parse("{\"evaluation_id\":\"e\",\"step\":4}");
+START_TEST(step_request)
+{
+    struct evd_err err;
+    const char *id;
+    uint64_t step = 0;
+    json_t *b = evd_dt_parse("{\"evaluation_id\":\"e\",\"step\":4}");
     ck_assert_int_eq(evd_request_step(b, &id, &step, &err), EVD_OK);
     ck_assert_uint_eq(step, 4);
     json_decref(b);
@@ -637,8 +641,15 @@ START_TEST(rerun_step_wake_sweep_requests)
     ck_assert_int_eq(evd_request_step(b, &id, &step, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, "step must be an integer");
     json_decref(b);
+}
+END_TEST
 
-    b = evd_dt_parse("{\"turn_id\":\"t\"}");
+START_TEST(wake_request)
+{
+    struct evd_err err;
+    const char *sid = NULL;
+    bool flag = true;
+    json_t *b = evd_dt_parse("{\"turn_id\":\"t\"}");
     ck_assert_int_eq(evd_request_wake(b, &sid, &flag, &err), EVD_OK);
     ck_assert_str_eq(sid, "");
     ck_assert(!flag);
@@ -652,13 +663,22 @@ START_TEST(rerun_step_wake_sweep_requests)
     ck_assert_int_eq(evd_request_wake(b, &sid, &flag, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, "terminal must be a boolean");
     json_decref(b);
+}
+END_TEST
 
-    b = evd_dt_parse("{\"scheduled_at\":null,\"scheduled_time\":\"2026-01-01T00:00:00Z\"}");
+START_TEST(sweep_request)
+{
+    struct evd_err err;
+    json_t *b = evd_dt_parse("{\"scheduled_at\":null,\"scheduled_time\":\"2026-01-01T00:00:00Z\"}");
     ck_assert_int_eq(evd_request_sweep(b, &err), EVD_OK);
     json_decref(b);
     b = evd_dt_parse("{\"scheduled_at\":\"now\"}");
     ck_assert_int_eq(evd_request_sweep(b, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, "scheduled_at must be an integer");
+    json_decref(b);
+    b = evd_dt_parse("{\"scheduled_time\":5}");
+    ck_assert_int_eq(evd_request_sweep(b, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "scheduled_time must be a string");
     json_decref(b);
 }
 END_TEST
@@ -765,7 +785,10 @@ int main(void)
     TCase *small = tcase_create("other_requests");
     tcase_add_loop_test(small, list_limit, 0, sizeof(LISTS) / sizeof(LISTS[0]));
     tcase_add_loop_test(small, evaluation_id_requests, 0, sizeof(ID_CASES) / sizeof(ID_CASES[0]));
-    tcase_add_test(small, rerun_step_wake_sweep_requests);
+    tcase_add_test(small, rerun_request);
+    tcase_add_test(small, step_request);
+    tcase_add_test(small, wake_request);
+    tcase_add_test(small, sweep_request);
     tcase_add_loop_test(small, evaluator_input, 0, sizeof(INPUTS) / sizeof(INPUTS[0]));
     tcase_add_test(small, evaluator_input_requires_its_members);
     suite_add_tcase(s, small);
