@@ -1,0 +1,23 @@
+# Fails when a file of the domain layer includes a header it must not depend on:
+# PostgreSQL, curl, libmicrohttpd, threads, sockets, or another evald layer than
+# common/ and schema/. Run with -DDOMAIN_DIR=<source>/domain.
+file(GLOB sources ${DOMAIN_DIR}/*.c ${DOMAIN_DIR}/*.h)
+if(NOT sources)
+  message(FATAL_ERROR "no domain sources under ${DOMAIN_DIR}")
+endif()
+set(forbidden "libpq|postgres|curl/|microhttpd|pthread\\.h|threads\\.h|sys/socket\\.h|netdb\\.h|handlers/|store/|server/|harness/|adapter/")
+set(bad "")
+foreach(src ${sources})
+  file(STRINGS ${src} includes REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${includes})
+    if(line MATCHES "${forbidden}")
+      list(APPEND bad "${src}: ${line}")
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  string(REPLACE ";" "\n" bad "${bad}")
+  message(FATAL_ERROR "the domain layer must stay pure:\n${bad}")
+endif()
+list(LENGTH sources n)
+message(STATUS "domain is pure (${n} files checked)")
