@@ -225,9 +225,21 @@ void evd_h_evaluator_normalized(struct evd_req *req, struct evd_resp *resp)
     evaluator(req, resp, "eval::assert::normalized_text");
 }
 
+/* The REST shape of the catalogue names each model `id` (the value for model.model). */
 void evd_h_models(struct evd_req *req, struct evd_resp *resp)
 {
-    evd_resp_json(resp, 200, evd_engine_models(req->ctx->engine));
+    json_t *out = evd_engine_models(req->ctx->engine);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(out, "models"), i, m)
+    {
+        json_t *id = json_object_get(m, "model");
+        if (id != NULL) {
+            json_object_set(m, "id", id);
+            json_object_del(m, "model");
+        }
+    }
+    evd_resp_json(resp, 200, out);
 }
 
 /* ---- Server-Sent Events --------------------------------------------------------------- */

@@ -20,9 +20,12 @@ void evd_h_readyz(struct evd_req *req, struct evd_resp *resp)
 {
     struct evd_err err = {0};
     enum evd_code rc = evd_db_ready(req->ctx->db, &err);
-    json_t *body = json_pack("{s:s, s:s, s:i}", "status", rc == EVD_OK ? "ready" : "unavailable",
-                             "database", rc == EVD_OK ? "ok" : err.msg, "migrations",
-                             evd_db_migration_count());
+    /* EVD_EUNAVAIL: the database answered but migrations are missing; any other
+     * failure means it could not be asked. The reason itself goes to no client. */
+    const char *database = rc == EVD_OK || rc == EVD_EUNAVAIL ? "ok" : "unreachable";
+    const char *migrations = rc == EVD_OK ? "ok" : rc == EVD_EUNAVAIL ? "pending" : "unknown";
+    json_t *body = json_pack("{s:s, s:s, s:s}", "status", rc == EVD_OK ? "ok" : "unavailable",
+                             "database", database, "migrations", migrations);
     evd_resp_json(resp, rc == EVD_OK ? 200 : 503, body);
 }
 

@@ -2,7 +2,8 @@
  * /v1/tools: validation of a tool definition {description, request_schema, url,
  * timeout_ms} and its storage. The id names the function the agent sees (and an
  * evaluator.function_id may name it); request_schema must be a valid draft-07
- * schema because payloads are validated against it before every call.
+ * schema because payloads are validated against it before every call. The REST
+ * representation names the id `tool_id` (the store and the harness say `id`).
  */
 #include "handlers/tools.h"
 
@@ -17,12 +18,26 @@
 
 #define TOOL_TIMEOUT_DEFAULT_MS 30000
 #define TOOL_TIMEOUT_MAX_MS 600000
+#define TOOL_DESCRIPTION_MAX 4096
+
+static const char ALNUM[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 static bool valid_id(const char *id)
 {
     size_t n = strlen(id);
-    return n >= 1 && n <= 128 &&
+    return n >= 1 && n <= 128 && strchr(ALNUM, id[0]) != NULL &&
            strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") == n;
+}
+
+/* The REST shape of a stored tool: `id` becomes `tool_id`. Steals `t`; new reference. */
+static json_t *rest_tool(json_t *t)
+{
+    json_t *id = json_object_get(t, "id");
+    if (id != NULL) {
+        json_object_set(t, "tool_id", id);
+        json_object_del(t, "id");
+    }
+    return t;
 }
 
 static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, struct evd_err *err)
@@ -32,7 +47,9 @@ static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, st
     if (!valid_id(id))
         return evd_err_set(err, EVD_EINVAL,
                            "tool id must be 1-128 characters of letters, digits, '_', '.', ':' "
-                           "or '-'");
+                           "or '-', starting with a letter or digit");
+    if (strncmp(id, "eval::", 6) == 0)
+        return evd_err_set(err, EVD_EINVAL, "tool ids starting with eval:: are reserved");
     if (body == NULL || !json_is_object(body))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
     const char *key;
@@ -46,8 +63,10 @@ static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, st
             return evd_err_set(err, EVD_EINVAL, "%s is not a known field", key);
     }
     json_t *desc = json_object_get(body, "description");
-    if (!json_is_string(desc) || json_string_length(desc) == 0)
-        return evd_err_set(err, EVD_EINVAL, "description must be a non-empty string");
+    if (!json_is_string(desc) || json_string_length(desc) == 0 ||
+        json_string_length(desc) > TOOL_DESCRIPTION_MAX)
+        return evd_err_set(err, EVD_EINVAL, "description must be a string of 1 to %d bytes",
+                           TOOL_DESCRIPTION_MAX);
     json_t *schema = json_object_get(body, "request_schema");
     if (!json_is_object(schema))
         return evd_err_set(err, EVD_EINVAL, "request_schema must be a JSON Schema object");
@@ -86,10 +105,14 @@ void evd_h_tools_list(struct evd_req *req, struct evd_resp *resp)
     PGconn *c = evd_db_acquire(req->ctx->db, &err);
     json_t *tools = c ? evd_store_tools_json(c, &err) : NULL;
     evd_db_release(req->ctx->db, c);
-    if (tools == NULL)
+    if (tools == NULL) {
         evd_resp_error(resp, &err);
-    else
-        evd_resp_json(resp, 200, json_pack("{s:o}", "tools", tools));
+        return;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) rest_tool(t);
+    evd_resp_json(resp, 200, json_pack("{s:o}", "tools", tools));
 }
 
 void evd_h_tool_put(struct evd_req *req, struct evd_resp *resp)
@@ -115,7 +138,12 @@ void evd_h_tool_put(struct evd_req *req, struct evd_resp *resp)
         evd_resp_error(resp, &err);
         return;
     }
-    evd_resp_json(resp, created ? 201 : 200, evd_tool_to_json(&stored));
+    if (created) {
+        char loc[sizeof("/v1/tools/") + 128];
+        snprintf(loc, sizeof(loc), "/v1/tools/%s", id);
+        evd_resp_header(resp, "Location", loc);
+    }
+    evd_resp_json(resp, created ? 201 : 200, rest_tool(evd_tool_to_json(&stored)));
     evd_store_tool_clear(&stored);
 }
 
@@ -130,7 +158,7 @@ void evd_h_tool_get(struct evd_req *req, struct evd_resp *resp)
         evd_resp_error(resp, &err);
         return;
     }
-    evd_resp_json(resp, 200, evd_tool_to_json(&t));
+    evd_resp_json(resp, 200, rest_tool(evd_tool_to_json(&t)));
     evd_store_tool_clear(&t);
 }
 

@@ -44,6 +44,8 @@ static const struct setting settings[] = {
      "upper bound of runs per variant"},
     {"EVALD_PROVIDERS_FILE", "providers-file", K_STR, NULL, 0, 0, OFF(providers_file),
      "JSON file of extra model providers"},
+    {"EVALD_PRICES_FILE", "prices-file", K_STR, NULL, 0, 0, OFF(prices_file),
+     "JSON file of model prices that override the built-in price table"},
     {"EVALD_DB_POOL_SIZE", "db-pool-size", K_INT, "8", 1, 256, OFF(db_pool_size),
      "database connections shared by HTTP handlers"},
     {"EVALD_LOG_LEVEL", "log-level", K_STR, "info", 0, 0, OFF(log_level),

@@ -25,6 +25,7 @@ struct evd_config {
     char *api_token;         /* EVALD_API_TOKEN; NULL = no auth */
     long max_runs;           /* EVALD_MAX_RUNS */
     char *providers_file;    /* EVALD_PROVIDERS_FILE */
+    char *prices_file;       /* EVALD_PRICES_FILE */
     long db_pool_size;       /* EVALD_DB_POOL_SIZE */
     char *log_level;         /* EVALD_LOG_LEVEL */
     char *iii_url;           /* III_URL */

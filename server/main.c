@@ -23,8 +23,8 @@
 #include "server/routes.h"
 #include "store/db.h"
 
-/* Provider settings come from the environment, except the base URLs, which a flag
- * may also set (flags win). */
+/* Provider settings come from the environment, except the base URLs and the two
+ * files, which a flag may also set (flags win). */
 static const char *provider_env(void *ctx, const char *name)
 {
     const struct evd_config *cfg = ctx;
@@ -34,6 +34,8 @@ static const char *provider_env(void *ctx, const char *name)
         return cfg->anthropic_base_url;
     if (strcmp(name, "EVALD_PROVIDERS_FILE") == 0)
         return cfg->providers_file;
+    if (strcmp(name, "EVALD_PRICES_FILE") == 0)
+        return cfg->prices_file;
     return getenv(name);
 }
 

@@ -64,7 +64,9 @@ START_TEST(health_ready_and_errors)
     url_of(&p, "/readyz", url, sizeof(url));
     json_t *ready = evd_t_http_json("GET", url, NULL, &r.status);
     ck_assert_int_eq(r.status, 200);
-    ck_assert_str_eq(json_string_value(json_object_get(ready, "status")), "ready");
+    ck_assert_str_eq(json_string_value(json_object_get(ready, "status")), "ok");
+    ck_assert_str_eq(json_string_value(json_object_get(ready, "database")), "ok");
+    ck_assert_str_eq(json_string_value(json_object_get(ready, "migrations")), "ok");
     json_decref(ready);
 
     url_of(&p, "/v1/no/such/route", url, sizeof(url));

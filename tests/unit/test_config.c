@@ -141,7 +141,7 @@ START_TEST(usage_lists_every_variable)
     fclose(f);
     const char *names[] = {"EVALD_DATABASE_URL", "EVALD_LISTEN", "EVALD_WORKERS",
                            "EVALD_SWEEP_INTERVAL_MS", "EVALD_API_TOKEN", "EVALD_MAX_RUNS",
-                           "EVALD_PROVIDERS_FILE", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                           "EVALD_PROVIDERS_FILE", "EVALD_PRICES_FILE", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                            "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "III_URL"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         ck_assert_msg(strstr(text, names[i]) != NULL, "--help lacks %s", names[i]);
