@@ -20,10 +20,9 @@ import {
   sharedDir,
   staleSeedSchemas,
 } from '../../openapi/build.mjs';
+import { makeValidator } from './schema.mjs';
 
 const require = createRequire(import.meta.url);
-const Ajv2020 = require('ajv/dist/2020.js').default;
-const addFormats = require('ajv-formats').default;
 const YAML = require('yaml');
 
 const yamlDoc = readDocument();
@@ -68,7 +67,9 @@ const ROUTES = [
   'GET /console/{}',
 ];
 
-// The functions of the mirror: the public seed functions and evald's eval::compare-sessions.
+// The functions of the mirror: every seed function (the internal ones too: the spec requires
+// them behind the mirror) and evald's eval::compare-sessions.
+const SEED_INTERNAL_FUNCTIONS = ['eval::on-turn-completed', 'eval::step', 'eval::sweep', 'eval::ui-content'];
 const SEED_PUBLIC_FUNCTIONS = [
   'eval::assert::exact',
   'eval::assert::normalized_text',
@@ -80,7 +81,7 @@ const SEED_PUBLIC_FUNCTIONS = [
   'eval::start',
   'eval::status',
 ];
-const MIRRORED = [...SEED_PUBLIC_FUNCTIONS, 'eval::compare-sessions'];
+const MIRRORED = [...SEED_PUBLIC_FUNCTIONS, ...SEED_INTERNAL_FUNCTIONS, 'eval::compare-sessions'];
 
 const ERROR_RESPONSES = {
   400: ['BadRequest', 'invalid_request', 'Bad Request'],
@@ -142,47 +143,7 @@ function seedSchemaNames() {
 }
 
 // ------------------------------------------------------------------- JSON Schema validator
-function makeAjv() {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
-  addFormats(ajv);
-  const intRange = (lo, hi) => (n) => Number.isInteger(n) && n >= lo && n <= hi;
-  ajv.addFormat('uint8', { type: 'number', validate: intRange(0, 255) });
-  ajv.addFormat('uint32', { type: 'number', validate: intRange(0, 4294967295) });
-  ajv.addFormat('uint64', { type: 'number', validate: intRange(0, 18446744073709551615) });
-  ajv.addFormat('int64', {
-    type: 'number',
-    validate: intRange(-9223372036854775808, 9223372036854775807),
-  });
-  ajv.addFormat('double', { type: 'number', validate: Number.isFinite });
-  const ROOT = 'urn:evald:openapi';
-  const rewrite = (node, prefix) => {
-    if (Array.isArray(node)) return node.map((n) => rewrite(n, prefix));
-    if (node === null || typeof node !== 'object') return node;
-    const out = {};
-    for (const [k, v] of Object.entries(node)) {
-      out[k] =
-        k === '$ref' && typeof v === 'string'
-          ? v.replace(/^#\/components\/schemas\//, `${prefix}#/$defs/`)
-          : rewrite(v, prefix);
-    }
-    return out;
-  };
-  ajv.addSchema({ $id: ROOT, $defs: rewrite(api.components.schemas, '') });
-  const cache = new Map();
-  return {
-    /** A compiled validator for a schema of the document (refs into components). */
-    compile(schema) {
-      if (typeof schema === 'object' && schema !== null && cache.has(schema)) return cache.get(schema);
-      const fn = ajv.compile(typeof schema === 'boolean' ? schema : rewrite(schema, ROOT));
-      if (typeof schema === 'object' && schema !== null) cache.set(schema, fn);
-      return fn;
-    },
-    errors(fn) {
-      return ajv.errorsText(fn.errors, { separator: '; ' });
-    },
-  };
-}
-const validator = makeAjv();
+const validator = makeValidator(api);
 
 function assertValid(schema, value, where) {
   let fn;
@@ -267,10 +228,12 @@ test('every route named in the spec (evald.md) is documented', (t) => {
   assert.deepEqual(missing, []);
 });
 
-test('the function mirror serves every public seed function with its seed schemas', () => {
+test('the function mirror serves every seed function with its seed schemas', () => {
   if (seed !== null) {
     const publicNames = seed.functions.filter((f) => !f.metadata?.internal).map((f) => f.name);
     assert.deepEqual([...publicNames].sort(), [...SEED_PUBLIC_FUNCTIONS].sort());
+    const internalNames = seed.functions.filter((f) => f.metadata?.internal).map((f) => f.name);
+    assert.deepEqual([...internalNames].sort(), [...SEED_INTERNAL_FUNCTIONS].sort());
   }
   for (const name of MIRRORED) {
     const item = api.paths[`/v1/functions/${name}`];
@@ -292,16 +255,25 @@ test('the function mirror serves every public seed function with its seed schema
 
 test('the REST resources extend the seed shapes without changing them', () => {
   const s = api.components.schemas;
+  // [evald's schema, the seed's, the properties evald types differently]
   const pairs = [
-    ['EvaluationV1', 'EvalResultResponseV1'],
-    ['EvaluationListV1', 'EvalListResponseV1'],
+    ['EvaluationV1', 'EvalResultResponseV1', ['progress']],
+    ['EvaluationProgressV1', 'EvalProgressV1', ['runs']],
+    ['EvaluationRunV1', 'EvalRunReportV1', []],
+    ['EvaluationListV1', 'EvalListResponseV1', []],
   ];
-  for (const [mine, theirs] of pairs) {
-    for (const [prop, schema] of Object.entries(s[theirs].properties))
-      assert.deepEqual(s[mine].properties[prop], schema, `${mine}.${prop} differs from ${theirs}`);
-    assert.deepEqual(s[mine].required, s[theirs].required, `${mine}.required`);
+  for (const [mine, theirs, retyped] of pairs) {
+    for (const [prop, schema] of Object.entries(s[theirs].properties)) {
+      assert.ok(prop in s[mine].properties, `${mine} lacks ${theirs}.${prop}`);
+      if (!retyped.includes(prop))
+        assert.deepEqual(s[mine].properties[prop], schema, `${mine}.${prop} differs from ${theirs}`);
+    }
+    for (const req of s[theirs].required ?? [])
+      assert.ok(s[mine].required.includes(req), `${mine} does not require ${req} as ${theirs} does`);
     assert.equal(s[mine].additionalProperties, false);
   }
+  assert.equal(s.EvaluationV1.properties.progress.$ref, '#/components/schemas/EvaluationProgressV1');
+  assert.equal(s.EvaluationProgressV1.properties.runs.items.$ref, '#/components/schemas/EvaluationRunV1');
   const start = s.EvaluationStartRequestV1.allOf;
   assert.equal(start[0].$ref, '#/components/schemas/EvalStartRequestV1');
   assert.deepEqual(start[1].properties.concurrency, {
@@ -407,7 +379,7 @@ test('201 and 202 answers carry a Location header', () => {
 test('the events stream names a schema for each event, and its example matches them', () => {
   const media = api.paths['/v1/evaluations/{evaluation_id}/events'].get.responses['200'].content['text/event-stream'];
   const events = media['x-evald-events'];
-  assert.deepEqual(Object.keys(events).sort(), ['run', 'status']);
+  assert.deepEqual(Object.keys(events).sort(), ['deleted', 'run', 'status']);
   let name = null;
   let seen = 0;
   for (const line of media.example.split('\n')) {
@@ -539,4 +511,39 @@ test('the mirror and the REST routes answer the same shapes for the same operati
   ];
   for (const [p1, m1, s1, p2, m2, s2] of same)
     assert.ok(isDeepStrictEqual(schemaOf(p1, m1, s1), schemaOf(p2, m2, s2)), `${p1} vs ${p2}`);
+});
+
+test('objects are closed wherever evald controls their shape', () => {
+  // A schema that lists `properties` must refuse others (additionalProperties or
+  // unevaluatedProperties false), unless it is a member of an allOf (the composition
+  // closes it) or says why it stays open in `x-evald-open`. The seed's copy is checked
+  // against the seed instead.
+  const seedNames = new Set(seedSchemaNames());
+  const open = [];
+  const walk = (node, where, inAllOf) => {
+    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}/${i}`, inAllOf));
+    if (!node || typeof node !== 'object') return;
+    if (node.properties && !inAllOf && node['x-evald-open'] === undefined) {
+      if (node.additionalProperties !== false && node.unevaluatedProperties !== false) open.push(where);
+    }
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'examples' || k === 'example' || k === 'x-evald-events') continue;
+      if (k === 'allOf') v.forEach((n, i) => walk(n, `${where}/allOf/${i}`, true));
+      else walk(v, `${where}/${k}`, false);
+    }
+  };
+  for (const [name, schema] of Object.entries(api.components.schemas))
+    if (!seedNames.has(name)) walk(schema, `#/components/schemas/${name}`, false);
+  walk(api.paths, '#/paths', false);
+  walk(api.components.responses, '#/components/responses', false);
+  assert.deepEqual(open, [], 'open objects (close them, or say why in x-evald-open)');
+  // An allOf that composes evald's own objects is closed as a whole.
+  for (const [name, schema] of Object.entries(api.components.schemas)) {
+    if (seedNames.has(name) || !schema.allOf || schema['x-evald-open'] !== undefined) continue;
+    const closedMember = schema.allOf.some((m) => {
+      const target = m.$ref ? deref(m) : m;
+      return target.additionalProperties === false || target.unevaluatedProperties === false;
+    });
+    assert.ok(schema.unevaluatedProperties === false || closedMember, `${name}: its allOf is open`);
+  }
 });
