@@ -2,10 +2,14 @@
 # Runs a command against a whole evald stack made for it: a throwaway database on
 # the test PostgreSQL server (EVALD_TEST_DATABASE_URL), evald-stub and evald on free
 # loopback ports. The command sees EVALD_URL, EVALD_STUB_URL and EVALD_STACK_DATABASE_URL;
-# extra evald settings can be passed in EVALD_STACK_ENV ("K=V K=V"). Everything is
-# stopped and dropped afterwards, whatever the command's outcome, whose status is returned.
+# extra evald settings can be passed in EVALD_STACK_ENV ("K=V K=V"). When
+# EVALD_CONTRACT_RECORD names a folder (and node is installed), EVALD_URL is a recording
+# proxy in front of evald (tests/support/contract_proxy.mjs) and EVALD_DIRECT_URL is evald
+# itself, so the contract check sees the command's traffic. Everything is stopped and
+# dropped afterwards, whatever the command's outcome, whose status is returned.
 #   usage: tests/stack.sh COMMAND [ARG...]
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 : "${EVALD_BIN:?EVALD_BIN must name the evald binary}"
 : "${EVALD_STUB_BIN:?EVALD_STUB_BIN must name the evald-stub binary}"
 : "${EVALD_TEST_DATABASE_URL:?EVALD_TEST_DATABASE_URL must name a PostgreSQL server (make test sets it)}"
@@ -53,6 +57,13 @@ evald=$(start evald env EVALD_DATABASE_URL="$url" EVALD_LISTEN=127.0.0.1:0 \
   ANTHROPIC_BASE_URL="$EVALD_STUB_URL" ANTHROPIC_API_KEY=stub-key \
   EVALD_SWEEP_INTERVAL_MS=500 ${EVALD_STACK_ENV:-} "$EVALD_BIN")
 export EVALD_URL="http://$evald"
+export EVALD_DIRECT_URL="$EVALD_URL"
+if [ -n "${EVALD_CONTRACT_RECORD:-}" ] && command -v node >/dev/null 2>&1; then
+  mkdir -p "$EVALD_CONTRACT_RECORD"
+  proxy=$(start proxy node "$here/support/contract_proxy.mjs" --target "$EVALD_URL" \
+    --record "$EVALD_CONTRACT_RECORD" --suite "${EVALD_CONTRACT_SUITE:-stack}")
+  export EVALD_URL="http://$proxy"
+fi
 export EVALD_STACK_DATABASE_URL="$url"
 set +e
 "$@"

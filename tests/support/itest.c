@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "tests/support/contract_record.h"
 
 static void die(const char *what, const char *detail)
 {
@@ -184,6 +185,10 @@ int evd_t_spawn(struct evd_t_proc *p, char *const argv[], char *const env[], boo
         evd_t_stop(p, SIGKILL, 2000);
         return -1;
     }
+    /* Exchanges with evald (not with the stub) are recorded for the contract check. */
+    const char *evald = getenv("EVALD_BIN");
+    if (evald != NULL && strcmp(argv[0], evald) == 0)
+        evd_t_contract_note_evald(p->base);
     return 0;
 }
 
@@ -210,6 +215,7 @@ int evd_t_wait(struct evd_t_proc *p, int timeout_ms)
         pid_t r = waitpid(p->pid, &st, WNOHANG);
         if (r == p->pid) {
             p->pid = 0;
+            evd_t_contract_forget(p->base);
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
         usleep(10000);
@@ -228,6 +234,7 @@ int evd_t_stop(struct evd_t_proc *p, int sig, int timeout_ms)
         kill(p->pid, SIGKILL);
         waitpid(p->pid, NULL, 0);
         p->pid = 0;
+        evd_t_contract_forget(p->base);
     }
     return rc;
 }
@@ -311,6 +318,9 @@ int evd_t_http(const char *method, const char *url, const char *const *headers,
     }
     CURLcode rc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    if (rc == CURLE_OK)
+        evd_t_contract_record(method, url, headers, body ? body_len : 0, out->status,
+                              s.headers.data, s.body.data ? s.body.data : "", s.body.len);
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);
     if (s.body.data == NULL)

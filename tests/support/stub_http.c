@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "tests/support/contract_record.h"
 
 #define BODY_LIMIT (64u * 1024u * 1024u)
 
@@ -76,6 +77,10 @@ out:
     r->len = data.len;
     r->body = take(&data);
     r->headers = take(&head);
+    /* Only exchanges with an evald under test are recorded (never the stub's own). */
+    if (r->curl_code == 0)
+        evd_t_contract_record(method, url, headers, body ? strlen(body) : 0, r->status,
+                              r->headers, r->body, r->len);
     if (r->body != NULL && r->len > 0)
         r->json = json_loadb(r->body, r->len, 0, NULL);
     curl_slist_free_all(list);
