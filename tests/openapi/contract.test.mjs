@@ -97,6 +97,18 @@ test('an undocumented route, status, field, type, header or event is refused', (
   }
 });
 
+test('a documented operation the router does not know yet is noted, not failed', () => {
+  const ex = {
+    method: 'POST', url: '/v1/subscriptions', status: 404, headers: headers(404, PROBLEM),
+    body: JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'POST /v1/subscriptions: no such resource', code: 'not_found' }),
+  };
+  const r = checkExchange(api, routes, validator, ex);
+  assert.equal(r.unserved, true);
+  assert.deepEqual(r.problems, []);
+  const other = checkExchange(api, routes, validator, { ...ex, body: problem(404, 'Not Found', 'not_found') });
+  assert.ok(other.problems.some((p) => /status 404 is not documented/.test(p)));
+});
+
 test('the command fails on an empty record and on a mismatch, and passes on good traffic', () => {
   const dir = mkdtempSync(join(tmpdir(), 'evald-contract-'));
   try {
