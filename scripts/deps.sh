@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git curl ca-certificates
+  build-essential cmake pkg-config git curl jq ca-certificates
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
   libpcre2-dev libunistring-dev check libsubunit-dev
   postgresql

@@ -1,0 +1,12 @@
+#!/bin/sh
+# CTest entry of the README check (tests/cmake/readme.cmake): runs readme.test.mjs against a
+# whole stack made for it (tests/stack.sh). Exits 77 (skipped) with a SKIPPED line when
+# node, curl or jq is missing; fails when they are present and a check fails.
+dir=$(cd "$(dirname "$0")" && pwd)
+for tool in node curl jq; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "SKIPPED: readme/examples: $tool is not installed (scripts/deps.sh installs it)"; exit 77; }
+done
+# The walkthrough's webhook example targets a receiver on this machine.
+EVALD_STACK_ENV="${EVALD_STACK_ENV:-} EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1"
+export EVALD_STACK_ENV
+exec "$dir/../stack.sh" node --test "$dir/readme.test.mjs"
