@@ -729,7 +729,7 @@ static void loop(struct run *r, struct verdict *v)
         if (call.code == EVD_OK &&
             evd_hx_parse_reply(r->kind, call.body, &reply, &perr) != EVD_OK) {
             call.code = perr.code == EVD_ENOMEM ? EVD_ENOMEM : EVD_EUPSTREAM;
-            snprintf(call.error, sizeof(call.error), "%s returned an unusable reply: %s",
+            snprintf(call.error, sizeof(call.error), "%s returned an unusable reply: %.400s",
                      evd_provider_name(r->rm.provider), perr.msg);
         }
         json_decref(call.body);
