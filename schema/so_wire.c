@@ -497,17 +497,20 @@ static bool pattern_simple(const char *s)
     return true;
 }
 
+/* Annotations and bookkeeping that no wire schema carries. */
 static const char *const STRIPPED[] = {
-    "$schema",         "$id",       "$comment",    "default", "examples",
-    "readOnly",        "writeOnly", "definitions", "$defs",   "contentMediaType",
-    "contentEncoding", "title",     "description", NULL};
+    "$schema",   "$id",         "$comment", "default",          "examples",        "readOnly",
+    "writeOnly", "definitions", "$defs",    "contentMediaType", "contentEncoding", NULL};
 
 /* What happens to keyword k of a schema whose single wire type is `kind`. */
 static enum kw_fate fate(enum evd_so_provider p, unsigned kind, const char *k, json_t *v)
 {
+    if (strcmp(k, "title") == 0)
+        return KW_KEEP;
     if (in_list(k, STRIPPED))
-        return strcmp(k, "title") == 0 ? KW_KEEP : KW_HANDLED;
-    if (strcmp(k, "type") == 0 || strcmp(k, "enum") == 0 || strcmp(k, "const") == 0)
+        return KW_DROP;
+    if (strcmp(k, "type") == 0 || strcmp(k, "enum") == 0 || strcmp(k, "const") == 0 ||
+        strcmp(k, "description") == 0)
         return KW_HANDLED;
     bool openai = p != EVD_SO_ANTHROPIC;
     if (strcmp(k, "not") == 0 || strcmp(k, "if") == 0 || strcmp(k, "then") == 0 ||

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,58 @@ START_TEST(plain_text_mode_decodes_flat_objects)
 }
 END_TEST
 
+struct decode_arg {
+    const struct evd_so_contract *c;
+    const struct evd_so_wire *w;
+    int mismatches;
+};
+
+static void *decode_many(void *p)
+{
+    struct decode_arg *a = p;
+    const char *good =
+        "{\"result\":{\"verdict\":\"GREEN\",\"verdictFields\":{\"tree\":"
+        "{\"name\":\"r\",\"children\":[\"{\\\"name\\\":\\\"l\\\",\\\"children\\\":[]}\"]}}}}";
+    const char *bad = "{\"result\":{\"verdict\":\"GREEN\",\"verdictFields\":{\"tree\":"
+                      "{\"name\":\"r\",\"children\":[\"{\\\"name\\\":1,\\\"children\\\":[]}\"]}}}}";
+    for (int i = 0; i < 1000; i++) {
+        json_t *out = NULL;
+        struct evd_so_failure f;
+        if (evd_so_decode(a->c, a->w, good, strlen(good), &out, &f) != EVD_SO_VALID)
+            a->mismatches++;
+        json_decref(out);
+        if (evd_so_decode(a->c, a->w, bad, strlen(bad), &out, &f) != EVD_SO_INVALID ||
+            f.nlines != 1 || strcmp(f.lines[0].path, "/tree/children/0/name") != 0)
+            a->mismatches++;
+    }
+    return NULL;
+}
+
+START_TEST(contract_and_wire_are_shared_between_threads)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/tests/unit/jsonschema_golden/recursion.json",
+             EVALD_SOURCE_DIR);
+    json_t *golden = evd_test_load_json(path);
+    struct evd_so_contract *c = contract_of(golden);
+    struct evd_so_wire *w = evd_so_wire_new(c, EVD_SO_RESPONSES, NULL);
+    ck_assert_ptr_nonnull(w);
+    pthread_t th[4];
+    struct decode_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct decode_arg){c, w, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, decode_many, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].mismatches, 0);
+    }
+    evd_so_wire_free(w);
+    evd_so_contract_free(c);
+    json_decref(golden);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonschema_wire");
@@ -426,6 +479,8 @@ int main(void)
                         sizeof(ROUND_TRIPS) / sizeof(ROUND_TRIPS[0]));
     tcase_add_test(tr, optional_null_is_kept_only_when_accepted);
     tcase_add_test(tr, plain_text_mode_decodes_flat_objects);
+    tcase_add_test(tr, contract_and_wire_are_shared_between_threads);
+    tcase_set_timeout(tr, 60);
     suite_add_tcase(s, tr);
     return evd_test_run_suite(s);
 }
