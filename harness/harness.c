@@ -587,11 +587,12 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
     json_t *empty = payload == NULL ? json_object() : NULL;
     if (payload == NULL)
         payload = empty;
-    if (ferr.code == EVD_OK && fn->url != NULL &&
-        evd_hx_validate_payload(fn->request_schema, payload, &ferr) == EVD_OK) {
+    if (ferr.code == EVD_OK)
+        evd_hx_validate_payload(fn->id, fn->request_schema, payload, &ferr);
+    if (ferr.code == EVD_OK && fn->url != NULL) {
         result = evd_hx_call_http_tool(r->easy, fn, payload, r->in->session_id, r->deadline,
                                        r->cancel, &ferr);
-    } else if (ferr.code == EVD_OK && fn->url == NULL) {
+    } else if (ferr.code == EVD_OK) {
         int64_t left = r->deadline - evd_mono_ms();
         int64_t to = fn->timeout_ms < left ? fn->timeout_ms : left;
         result = r->in->dispatch->call(r->in->dispatch->ctx, fn->id, payload, to, &ferr);

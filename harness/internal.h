@@ -164,10 +164,12 @@ void evd_hx_tool_name(const char *function_id, char *out, size_t outsz,
 #define EVD_HX_AGENT_TRIGGER "agent_trigger"
 
 /*
- * Validates an HTTP tool payload against its request_schema before the call. Until the
- * JSON Schema validator is merged this accepts every payload; see harness/tools.c.
+ * Validates a function payload (borrowed) against its request_schema (borrowed; NULL
+ * accepts anything) with the draft-07 validator. EVD_EINVAL names the function and the
+ * failing instance paths, or says the schema itself is invalid.
  */
-enum evd_code evd_hx_validate_payload(json_t *schema, json_t *payload, struct evd_err *err);
+enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, json_t *payload,
+                                      struct evd_err *err);
 
 /*
  * POSTs payload (borrowed) to an HTTP tool and returns its JSON result (new reference; a

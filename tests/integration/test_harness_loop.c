@@ -18,6 +18,7 @@
 
 #include "common/util.h"
 #include "harness/harness.h"
+#include "schema/jsonschema.h"
 #include "tests/support/harness_support.h"
 #include "tests/support/testutil.h"
 
@@ -250,6 +251,26 @@ static void assert_completed(const struct evd_harness_outcome *o)
                   evd_harness_status_name(o->status), o->result_error ? o->result_error : "");
 }
 
+/* Validates metrics against the seed's SessionMetricsResponseV1 when ../shared is present. */
+static void assert_seed_metrics_shape(json_t *metrics)
+{
+    json_t *fn = evd_test_seed_function("eval::assert::exact");
+    json_t *defs = json_object_get(json_object_get(fn, "request_schema"), "definitions");
+    if (defs == NULL) {
+        evd_test_skip_note("seed SessionMetricsResponseV1 check");
+        return;
+    }
+    json_t *schema = json_pack("{s:O,s:s}", "definitions", defs, "$ref",
+                               "#/definitions/SessionMetricsResponseV1");
+    struct evd_schema_error errs[3];
+    struct evd_err err;
+    size_t n = evd_jsonschema_check(schema, metrics, errs, 3, &err);
+    ck_assert_msg(n == 0, "metrics do not match the seed: %s %s",
+                  n > 0 && n != (size_t)-1 ? errs[0].instance_path : err.msg,
+                  n > 0 && n != (size_t)-1 ? errs[0].message : "");
+    json_decref(schema);
+}
+
 /* ---- tests ---------------------------------------------------------------------------- */
 
 START_TEST(plain_text)
@@ -286,6 +307,7 @@ START_TEST(plain_text)
     ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(12, 4, 2, 3),
                             1e-12);
     ck_assert(json_is_true(json_object_get(o.metrics, "complete")));
+    assert_seed_metrics_shape(o.metrics);
     ck_assert_str_eq(JS(o.metrics, "root_session_id"), "sess-plain");
     json_t *bs = json_array_get(json_object_get(o.metrics, "by_session"), 0);
     ck_assert_int_eq(JI(bs, "input_tokens"), 18);
@@ -535,7 +557,8 @@ START_TEST(failing_and_slow_tools_are_error_results)
            "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
            "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
            "\"slow\",\"payload\":{}}},{\"name\":\"agent_trigger\",\"arguments\":"
-           "{\"function_id\":\"nope\",\"payload\":{}}}]}},"
+           "{\"function_id\":\"nope\",\"payload\":{}}},{\"name\":\"agent_trigger\","
+           "\"arguments\":{\"function_id\":\"math::add\",\"payload\":{\"a\":\"two\"}}}]}},"
            "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"done\"}}]}",
            k->api);
     struct evd_harness_outcome o;
@@ -545,9 +568,15 @@ START_TEST(failing_and_slow_tools_are_error_results)
     assert_completed(&o);
     ck_assert_int_lt(evd_mono_ms() - t0, 2500); /* the slow tool's 500 ms timeout held */
     json_t *tot = json_object_get(o.metrics, "totals");
-    ck_assert_int_eq(JI(tot, "function_calls"), 2);
-    ck_assert_int_eq(JI(tot, "function_call_errors"), 2);
+    ck_assert_int_eq(JI(tot, "function_calls"), 3);
+    ck_assert_int_eq(JI(tot, "function_call_errors"), 3);
+    ck_assert_int_eq(hs_tools_calls("/add"), 0); /* an invalid payload is never sent */
     json_t *fcs = json_object_get(o.transcript, "function_calls");
+    const char *perr = JS(json_array_get(fcs, 2), "error");
+    ck_assert_msg(strncmp(perr, "payload of math::add does not match its request_schema: ", 56) ==
+                          0 &&
+                      strstr(perr, "\"/a\": \"two\" is not of type \"integer\"") != NULL,
+                  "%s", perr);
     ck_assert_str_eq(JS(json_array_get(fcs, 0), "error"), "function slow timed out after 500 ms");
     ck_assert_str_eq(JS(json_array_get(fcs, 1), "error"), "function nope does not exist");
     evd_harness_outcome_clear(&o);
@@ -852,6 +881,48 @@ START_TEST(scenario_timeout_ends_the_run)
 }
 END_TEST
 
+struct par_ctx {
+    const struct kind_case *k;
+    char session[32];
+    struct evd_harness_outcome out;
+};
+
+static void *par_run(void *arg)
+{
+    struct par_ctx *c = arg;
+    struct run_args a = {.k = c->k, .session = c->session};
+    run(&a, &c->out, NULL);
+    return NULL;
+}
+
+START_TEST(concurrent_runs_share_the_registry)
+{
+    NEED_STUB();
+    script("{\"rules\":[],\"default\":{\"latency_ms\":100,\"reply\":{\"text\":\"OK\"},"
+           "\"usage\":{\"input_tokens\":2,\"output_tokens\":1}}}");
+    struct par_ctx c[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].k = &kinds[i % NKINDS];
+        snprintf(c[i].session, sizeof(c[i].session), "sess-par-%d", i);
+        pthread_create(&t[i], NULL, par_run, &c[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        assert_completed(&c[i].out);
+        ck_assert_str_eq(JS(c[i].out.metrics, "root_session_id"), c[i].session);
+        ck_assert_int_eq(JI(json_object_get(c[i].out.metrics, "totals"), "input_tokens"), 2);
+        evd_harness_outcome_clear(&c[i].out);
+    }
+    json_t *stats = hs_stub_stats(&stub);
+    ck_assert_int_eq(JI(stats, "requests"), 6);
+    ck_assert_int_eq(JI(stats, "max_in_flight_per_session"), 1);
+    ck_assert_int_ge(JI(stats, "max_in_flight"), 2);
+    json_decref(stats);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("harness_integration");
@@ -867,6 +938,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, cost_budget_stops_before_a_tool_runs, 0, NKINDS);
     tcase_add_loop_test(tc, ask_mode_offers_no_functions, 0, NKINDS);
     tcase_add_loop_test(tc, json_output_is_decoded, 0, NKINDS);
+    tcase_add_test(tc, concurrent_runs_share_the_registry);
     suite_add_tcase(s, tc);
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 60);
