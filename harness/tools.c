@@ -37,8 +37,8 @@ enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, j
                        function_id, detail);
 }
 
-json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json_t *payload,
-                              const char *session_id, int64_t deadline_ms,
+json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_function *fn,
+                              json_t *payload, const char *session_id, int64_t deadline_ms,
                               struct evd_cancel *cancel, struct evd_err *err)
 {
     json_t *result = NULL;
@@ -74,7 +74,7 @@ json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json
         goto nomem;
     h = t;
 
-    evd_hx_http_post(easy, fn->url, h, body, strlen(body), until, cancel, &resp);
+    evd_hx_http_post(cl, fn->url, h, body, strlen(body), until, cancel, &resp);
     have_resp = true;
     if (resp.cancelled) {
         evd_err_set(err, EVD_ECANCELLED, "function %s cancelled", fn->id);

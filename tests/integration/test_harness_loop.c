@@ -169,6 +169,7 @@ struct run_args {
     const char *output;      /* JSON or NULL */
     json_t *conversation;    /* borrowed or NULL */
     const struct evd_providers *providers;
+    const struct evd_harness_dispatch *dispatch;
 };
 
 static json_t *tools_json(void)
@@ -215,7 +216,7 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
                                    NULL,
                                    tools,
                                    a->conversation,
-                                   NULL};
+                                   a->dispatch};
     struct evd_err err;
     ck_assert_int_eq(
         evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out, &err), EVD_OK);
@@ -881,6 +882,57 @@ START_TEST(scenario_timeout_ends_the_run)
 }
 END_TEST
 
+static int dispatch_calls;
+
+static json_t *double_it(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                         struct evd_err *err)
+{
+    (void)ctx;
+    dispatch_calls++;
+    if (strcmp(function_id, "iii::double") != 0 || timeout_ms <= 0) {
+        evd_err_set(err, EVD_ENOTFOUND, "unexpected call of %s", function_id);
+        return NULL;
+    }
+    return json_pack("{s:I}", "doubled", 2 * json_integer_value(json_object_get(payload, "n")));
+}
+
+START_TEST(dispatch_functions_are_callable)
+{
+    NEED_STUB();
+    const struct kind_case *k = &kinds[_i];
+    script("{\"rules\":["
+           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+           "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
+           "\"iii::double\",\"payload\":{\"n\":21}}}]}},"
+           "{\"when\":{\"tool_result_contains\":\"\\\"doubled\\\":42\"},\"reply\":{\"text\":\"42\"}"
+           "}]}",
+           k->api);
+    json_t *fns = json_loads("[{\"id\":\"iii::double\",\"description\":\"Doubles n\","
+                             "\"request_schema\":{\"type\":\"object\",\"properties\":{\"n\":"
+                             "{\"type\":\"integer\"}}}}]",
+                             0, NULL);
+    struct evd_harness_dispatch d = {fns, double_it, NULL};
+    struct evd_harness_outcome o;
+    struct run_args a = {.k = k, .functions = "{\"allow\":[\"iii::*\"]}", .dispatch = &d};
+    dispatch_calls = 0;
+    run(&a, &o, NULL);
+    assert_completed(&o);
+    ck_assert_str_eq(json_string_value(o.output), "42");
+    ck_assert_int_eq(dispatch_calls, 1);
+    ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "function_calls"), 1);
+    /* The agent_trigger tool lists the function and its payload schema. */
+    json_t *reqs = last_requests(2);
+    json_t *tool = json_array_get(
+        json_object_get(json_object_get(json_array_get(reqs, 0), "body"), "tools"), 0);
+    char *dump = json_dumps(tool, 0);
+    ck_assert_ptr_nonnull(strstr(dump, "iii::double: Doubles n"));
+    free(dump);
+    json_decref(reqs);
+    json_decref(fns);
+    evd_harness_outcome_clear(&o);
+}
+END_TEST
+
 struct par_ctx {
     const struct kind_case *k;
     char session[32];
@@ -939,6 +991,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, ask_mode_offers_no_functions, 0, NKINDS);
     tcase_add_loop_test(tc, json_output_is_decoded, 0, NKINDS);
     tcase_add_test(tc, concurrent_runs_share_the_registry);
+    tcase_add_loop_test(tc, dispatch_functions_are_callable, 0, NKINDS);
     suite_add_tcase(s, tc);
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 60);

@@ -119,8 +119,12 @@ long hs_stub_script(struct hs_stub *s, json_t *script)
     snprintf(url, sizeof(url), "%s/_stub/script", s->base);
     char *resp = NULL;
     long st = hs_http("PUT", url, text, &resp);
-    if (st != 200)
-        fprintf(stderr, "stub script refused (%ld): %s\n", st, resp ? resp : "");
+    if (st != 200) {
+        int ws = 0;
+        pid_t w = waitpid(s->pid, &ws, WNOHANG);
+        fprintf(stderr, "stub script refused (%ld): %s; stub %s (status %d)\n", st,
+                resp ? resp : "", w == s->pid ? "exited" : "alive", ws);
+    }
     free(resp);
     free(text);
     return st;
