@@ -159,6 +159,8 @@ int main(int argc, char **argv)
     /* Streams (SSE) end when the engine says it is stopping; then in-flight requests
      * finish, then workers hand their runs back. */
     evd_engine_signal_stop(engine);
+    if (!evd_http_drain(http, 10000))
+        evd_log(EVD_LOG_WARN, "requests still in flight after 10 s; closing them", NULL);
     status = 0;
 out:
     evd_http_stop(http);
