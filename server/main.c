@@ -22,6 +22,7 @@
 #include "server/http.h"
 #include "server/routes.h"
 #include "store/db.h"
+#include "webhooks/webhooks.h"
 
 /* Provider settings come from the environment, except the base URLs, which a flag
  * may also set (flags win). */
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
     struct evd_http *http = NULL;
     struct evd_providers *providers = NULL;
     struct evd_engine *engine = NULL;
+    struct evd_webhooks *webhooks = NULL;
 
     if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
         fprintf(stderr, "evald: %s\n", err.msg);
@@ -122,6 +124,20 @@ int main(int argc, char **argv)
         evd_log(EVD_LOG_ERROR, "could not start the engine", "error", err.msg, NULL);
         goto out;
     }
+    struct evd_webhooks_options wopts = {
+        .conninfo = cfg.database_url,
+        .db = db,
+        .allow_hosts = cfg.webhook_allow_hosts,
+        .secret_key = cfg.secret_key,
+        .workers = cfg.webhook_workers,
+        .backoff_ms = cfg.webhook_backoff_ms,
+    };
+    webhooks = evd_webhooks_start(&wopts, &err);
+    if (webhooks == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not start webhooks", "error", err.msg, NULL);
+        status = err.code == EVD_EINVAL ? 2 : 1;
+        goto out;
+    }
     evd_evaluations_register();
     struct evd_ctx ctx = {
         .db = db,
@@ -129,6 +145,7 @@ int main(int argc, char **argv)
         .version = EVALD_VERSION,
         .started_at_ms = evd_now_ms(),
         .engine = engine,
+        .webhooks = webhooks,
     };
     struct evd_http_options hopts = {
         .host = cfg.listen_host,
@@ -159,11 +176,13 @@ int main(int argc, char **argv)
     /* Streams (SSE) end when the engine says it is stopping; then in-flight requests
      * finish, then workers hand their runs back. */
     evd_engine_signal_stop(engine);
+    evd_webhooks_signal_stop(webhooks);
     if (!evd_http_drain(http, 10000))
         evd_log(EVD_LOG_WARN, "requests still in flight after 10 s; closing them", NULL);
     status = 0;
 out:
     evd_http_stop(http);
+    evd_webhooks_stop(webhooks);
     evd_engine_stop(engine);
     evd_db_close(db);
     evd_providers_free(providers);

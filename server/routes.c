@@ -3,6 +3,7 @@
 
 #include "handlers/evaluations.h"
 #include "handlers/functions.h"
+#include "handlers/subscriptions.h"
 #include "handlers/tools.h"
 #include "handlers/system.h"
 
@@ -26,6 +27,11 @@ const struct evd_route evd_routes[] = {
     {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
     {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
     {"GET", "/v1/models", evd_h_models, 0},
+    {"GET", "/v1/subscriptions", evd_h_subs_list, 0},
+    {"POST", "/v1/subscriptions", evd_h_sub_create, 0},
+    {"GET", "/v1/subscriptions/{id}", evd_h_sub_get, 0},
+    {"DELETE", "/v1/subscriptions/{id}", evd_h_sub_delete, 0},
+    {"GET", "/v1/subscriptions/{id}/deliveries", evd_h_sub_deliveries, 0},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
     {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
     {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},

@@ -131,6 +131,7 @@ json_t *evd_store_timed_out_runs(PGconn *c, int64_t now, struct evd_err *err);
 #define EVD_CHANNEL_EVENTS "evald_events"
 #define EVD_CHANNEL_CANCEL "evald_cancel"
 #define EVD_CHANNEL_JOBS "evald_jobs"
+#define EVD_CHANNEL_COMPLETED "evald_completed" /* a completion event was recorded */
 enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *payload,
                                struct evd_err *err);
 

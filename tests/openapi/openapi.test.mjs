@@ -53,6 +53,7 @@ const ROUTES = [
   'GET /v1/sessions/compare',
   'GET /v1/subscriptions',
   'POST /v1/subscriptions',
+  'GET /v1/subscriptions/{}',
   'DELETE /v1/subscriptions/{}',
   'GET /v1/subscriptions/{}/deliveries',
   'GET /v1/tools',
