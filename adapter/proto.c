@@ -130,9 +130,12 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
         const char *name = str(t, "name");
         if (name == NULL || strcmp(name, EVD_III_TRIGGER) != 0)
             continue;
-        json_t *msg = json_pack("{s:s, s:s, s:s, s:O, s:o}", "type", "registertriggertype", "id",
+        /* Copies: the catalogue is shared by every thread and must never see its
+         * reference counts change. */
+        json_t *msg = json_pack("{s:s, s:s, s:s, s:o*, s:o}", "type", "registertriggertype", "id",
                                 name, "description", str(t, "description") ?: "",
-                                "trigger_request_format", json_object_get(t, "invocation_schema"),
+                                "trigger_request_format",
+                                json_deep_copy(json_object_get(t, "invocation_schema")),
                                 "call_request_format", completed_payload_schema());
         evd_iii_send(a, gen, msg, NULL, &err);
     }
@@ -150,7 +153,7 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
         for (size_t k = 0; k < 3; k++) {
             json_t *v = json_object_get(f, keys[k][0]);
             if (v != NULL)
-                json_object_set(msg, keys[k][1], v);
+                json_object_set_new(msg, keys[k][1], json_deep_copy(v));
         }
         if (evd_iii_send(a, gen, msg, NULL, &err) == 0)
             nfunctions++;
@@ -217,7 +220,8 @@ static void on_invoke(struct evd_iii *a, uint64_t gen, json_t *msg)
     }
     j->generation = gen;
     snprintf(j->invocation_id, sizeof(j->invocation_id), "%s", invocation_id ? invocation_id : "");
-    j->data = json_incref(json_object_get(msg, "data"));
+    json_t *data = json_object_get(msg, "data");
+    j->data = data ? json_deep_copy(data) : NULL; /* owned by the handler thread alone */
     j->traceparent = dup_or_null(str(msg, "traceparent"));
     j->baggage = dup_or_null(str(msg, "baggage"));
     const char *refusal = NULL;
@@ -258,8 +262,13 @@ static void on_result(struct evd_iii *a, json_t *msg)
             snprintf(w->code, sizeof(w->code), "%s", str(error, "code") ?: "invocation_error");
             snprintf(w->message, sizeof(w->message), "%s", str(error, "message") ?: "");
         } else {
+            /* A copy: the waiting thread must not share json_t with this one. */
             json_t *r = json_object_get(msg, "result");
-            w->result = r ? json_incref(r) : json_null();
+            w->result = r ? json_deep_copy(r) : json_null();
+            if (w->result == NULL) {
+                snprintf(w->code, sizeof(w->code), "invocation_error");
+                snprintf(w->message, sizeof(w->message), "out of memory copying the result");
+            }
         }
         pthread_cond_broadcast(&a->cv);
         break;

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -215,7 +215,13 @@ after(async () => {
   if (process.exitCode) {
     for (const f of ['evald.log', 'evald-stub.log']) {
       try {
-        console.error(`---- ${f}\n${readFileSync(join(scratch, f), 'utf8').slice(-20000)}`);
+        const text = readFileSync(join(scratch, f), 'utf8');
+        console.error(`---- ${f} (last 20000 characters)\n${text.slice(-20000)}`);
+        // The whole log goes with the other test artifacts when there is a place for them.
+        if (process.env.EVALD_ARTIFACTS_DIR) {
+          mkdirSync(join(process.env.EVALD_ARTIFACTS_DIR, 'iii'), { recursive: true });
+          writeFileSync(join(process.env.EVALD_ARTIFACTS_DIR, 'iii', f), text);
+        }
       } catch {}
     }
   }
