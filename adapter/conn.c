@@ -216,8 +216,8 @@ static int tcp_connect(struct evd_iii *a, int64_t deadline, struct evd_err *err)
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        evd_err_set(err, EVD_EUNAVAIL, "could not connect to %s:%u: %s", a->url.host,
-                    a->url.port, strerror(last_errno ? last_errno : ECONNREFUSED));
+        evd_err_set(err, EVD_EUNAVAIL, "could not connect to %s:%u: %s", a->url.host, a->url.port,
+                    strerror(last_errno ? last_errno : ECONNREFUSED));
         return -1;
     }
     int one = 1;
@@ -307,8 +307,8 @@ static size_t handle_frames(struct evd_iii *a, uint64_t gen, struct evd_ws_decod
         size_t used = 0;
         int close_code = 0;
         struct evd_err err = {0};
-        enum evd_ws_result r = evd_ws_decode(dec, in + off, len - off, &used, &ev, &close_code,
-                                             &err);
+        enum evd_ws_result r =
+            evd_ws_decode(dec, in + off, len - off, &used, &ev, &close_code, &err);
         if (r == EVD_WS_MORE)
             break;
         off += used;
@@ -332,8 +332,9 @@ static size_t handle_frames(struct evd_iii *a, uint64_t gen, struct evd_ws_decod
             break;
         case EVD_WS_OP_CLOSE:
             if (!close_sent)
-                send_close(a, ev.close_code == EVD_WS_CLOSE_NO_STATUS ? EVD_WS_CLOSE_NORMAL
-                                                                       : ev.close_code,
+                send_close(a,
+                           ev.close_code == EVD_WS_CLOSE_NO_STATUS ? EVD_WS_CLOSE_NORMAL
+                                                                   : ev.close_code,
                            "");
             else {
                 char code[16];
@@ -457,7 +458,7 @@ static int64_t jittered(int64_t ms)
 {
     unsigned char r[2] = {0};
     RAND_bytes(r, sizeof(r));
-    double u = ((r[0] << 8) | r[1]) / 65535.0; /* 0..1 */
+    double u = ((r[0] << 8) | r[1]) / 65535.0;      /* 0..1 */
     return (int64_t)((double)ms * (0.7 + 0.6 * u)); /* ±30 % */
 }
 

@@ -60,8 +60,9 @@ enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_i
         return evd_err_set(err, EVD_EINVAL,
                            "invalid eval::completed config: evaluation_id must be a string");
     if (json_string_length(id) == 0 || json_string_length(id) > 200)
-        return evd_err_set(err, EVD_EINVAL, "invalid eval::completed config: evaluation_id "
-                                            "must be 1 to 200 characters");
+        return evd_err_set(err, EVD_EINVAL,
+                           "invalid eval::completed config: evaluation_id "
+                           "must be 1 to 200 characters");
     *evaluation_id = strdup(json_string_value(id));
     if (*evaluation_id == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
@@ -79,8 +80,7 @@ static void binding_clear(struct evd_iii_binding *b)
 }
 
 enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *function_id,
-                                  char *evaluation_id_take, const json_t *metadata,
-                                  const char *ns)
+                                  char *evaluation_id_take, const json_t *metadata, const char *ns)
 {
     struct evd_iii_binding nb = {
         .id = strdup(id),
@@ -166,9 +166,9 @@ static bool take_snapshot(struct evd_iii *a, struct snapshot *s)
     s->version = a->bindings_version;
     for (size_t i = 0; live && i < a->nbindings; i++) {
         const struct evd_iii_binding *b = &a->bindings[i];
-        json_t *r = json_pack("{s:s, s:s, s:s?, s:I}", "binding_id", b->id, "function_id",
-                              b->function_id, "evaluation_id", b->evaluation_id, "seen_at",
-                              (json_int_t)b->received_at);
+        json_t *r =
+            json_pack("{s:s, s:s, s:s?, s:I}", "binding_id", b->id, "function_id", b->function_id,
+                      "evaluation_id", b->evaluation_id, "seen_at", (json_int_t)b->received_at);
         if (r != NULL && b->metadata)
             json_object_set_new(r, "metadata", json_deep_copy(b->metadata));
         if (r != NULL && b->ns)
@@ -199,9 +199,8 @@ static const char SQL_DUE[] =
     "                  WHERE d.event_id = e.event_id AND d.binding_id = b.binding_id)"
     " ORDER BY e.created_at, e.event_id, b.binding_id LIMIT $3::int";
 
-static const char SQL_CLAIM[] =
-    "INSERT INTO iii_deliveries (event_id, binding_id, delivered_at)"
-    " VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING";
+static const char SQL_CLAIM[] = "INSERT INTO iii_deliveries (event_id, binding_id, delivered_at)"
+                                " VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING";
 
 static enum evd_code upsert_bindings(PGconn *c, const struct snapshot *s, struct evd_err *err)
 {
@@ -231,7 +230,7 @@ enum outcome { FIRED, SKIPPED, FAILED };
 
 /* Fires one event to one binding and records it. */
 static enum outcome deliver_one(struct evd_iii *a, PGconn *c, const struct snapshot *s,
-                        const char *event_id, const char *binding_id, const char *payload)
+                                const char *event_id, const char *binding_id, const char *payload)
 {
     struct evd_err err = {0};
     const json_t *b = binding_row(s, binding_id);
@@ -318,8 +317,8 @@ static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_versio
         goto out;
     for (int k = 0; k < PQntuples(r) && !atomic_load(&a->stopping); k++) {
         worked++;
-        if (deliver_one(a, c, &s, PQgetvalue(r, k, 0), PQgetvalue(r, k, 1),
-                        PQgetvalue(r, k, 2)) == FAILED) {
+        if (deliver_one(a, c, &s, PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2)) ==
+            FAILED) {
             worked = 0; /* the session is gone or the database failed: wait for the next pass */
             break;
         }
@@ -339,8 +338,8 @@ static void prune(struct evd_iii *a, PGconn *c)
     snprintf(before, sizeof(before), "%lld", (long long)(evd_now_ms() - a->opts.retention_ms));
     const char *p[] = {before};
     struct evd_err err = {0};
-    if (evd_db_exec(c, "DELETE FROM iii_deliveries WHERE delivered_at < $1::bigint", 1, p,
-                    &err) != EVD_OK ||
+    if (evd_db_exec(c, "DELETE FROM iii_deliveries WHERE delivered_at < $1::bigint", 1, p, &err) !=
+            EVD_OK ||
         evd_db_exec(c, "DELETE FROM iii_bindings WHERE last_seen_at < $1::bigint", 1, p, &err) !=
             EVD_OK)
         evd_log(EVD_LOG_WARN, "could not prune iii delivery records", "error", err.msg, NULL);

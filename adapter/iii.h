@@ -28,14 +28,14 @@ struct evd_iii_options {
     const char *conninfo; /* PostgreSQL, for the delivery thread's own connection */
     int handler_threads;  /* 0 = 4 */
     /* Timings; 0 = the default in brackets. */
-    long ping_interval_ms;    /* WebSocket ping period [20000] */
-    long idle_timeout_ms;     /* reconnect when nothing arrived this long [60000] */
-    long backoff_initial_ms;  /* first reconnect delay [1000], doubled up to max */
-    long backoff_max_ms;      /* [30000] */
-    long connect_timeout_ms;  /* TCP connect + upgrade handshake [10000] */
-    long retention_ms;        /* completion events older than this are not delivered
-                                 and delivery records are pruned [86400000] */
-    long deliver_poll_ms;     /* outbox poll when no notification came [2000] */
+    long ping_interval_ms;   /* WebSocket ping period [20000] */
+    long idle_timeout_ms;    /* reconnect when nothing arrived this long [60000] */
+    long backoff_initial_ms; /* first reconnect delay [1000], doubled up to max */
+    long backoff_max_ms;     /* [30000] */
+    long connect_timeout_ms; /* TCP connect + upgrade handshake [10000] */
+    long retention_ms;       /* completion events older than this are not delivered
+                                and delivery records are pruned [86400000] */
+    long deliver_poll_ms;    /* outbox poll when no notification came [2000] */
 };
 
 /* Validates the options (the URL above all) and allocates the adapter; no thread yet.

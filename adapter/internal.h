@@ -126,9 +126,8 @@ void evd_iii_on_close(struct evd_iii *a, uint64_t generation);
 void *evd_iii_handler_main(void *arg);
 void evd_iii_jobs_clear(struct evd_iii *a);
 
-json_t *evd_iii_remote_call(void *ctx, const char *function_id, json_t *payload,
-                            int64_t timeout_ms, struct evd_cancel *cancel, bool at_least_once,
-                            struct evd_err *err);
+json_t *evd_iii_remote_call(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                            struct evd_cancel *cancel, bool at_least_once, struct evd_err *err);
 json_t *evd_iii_remote_functions(void *ctx, json_t *policy, int64_t timeout_ms,
                                  struct evd_err *err);
 
@@ -154,8 +153,7 @@ enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_i
                                        struct evd_err *err);
 /* Adds or replaces a binding (under mu, by the connection thread); steals nothing. */
 enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *function_id,
-                                  char *evaluation_id_take, const json_t *metadata,
-                                  const char *ns);
+                                  char *evaluation_id_take, const json_t *metadata, const char *ns);
 void evd_iii_binding_remove(struct evd_iii *a, const char *id);
 /* Drops every binding (the session ended). Caller holds mu. */
 void evd_iii_bindings_clear_locked(struct evd_iii *a);

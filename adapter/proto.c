@@ -78,8 +78,7 @@ static json_t *completed_payload_schema(void)
                      "EvalCompletedEventV1", "type", "object", "properties", "evaluation_id",
                      "type", "string", "status", "type", "string", "enum", "completed", "failed",
                      "cancelled", "timestamp", "type", "integer", "eligible", "type", "boolean",
-                     "required", "evaluation_id", "status", "timestamp", "additionalProperties",
-                     0);
+                     "required", "evaluation_id", "status", "timestamp", "additionalProperties", 0);
 }
 
 static bool is_our_function(const char *id)
@@ -119,8 +118,8 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
                  json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:I}, s:{s:s}}", "type",
                            "invokefunction", "function_id", "engine::workers::register", "data",
                            "runtime", "c", "version", EVALD_VERSION, "name", a->worker_name,
-                           "description", "evald: durable prompt A/B evaluation service", "os",
-                           os, "pid", (json_int_t)getpid(), "action", "type", "void"),
+                           "description", "evald: durable prompt A/B evaluation service", "os", os,
+                           "pid", (json_int_t)getpid(), "action", "type", "void"),
                  NULL, &err);
     const json_t *cat = evd_functions_catalogue();
     size_t i;
@@ -132,11 +131,11 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
             continue;
         /* Copies: the catalogue is shared by every thread and must never see its
          * reference counts change. */
-        json_t *msg = json_pack("{s:s, s:s, s:s, s:o*, s:o}", "type", "registertriggertype", "id",
-                                name, "description", str(t, "description") ?: "",
-                                "trigger_request_format",
-                                json_deep_copy(json_object_get(t, "invocation_schema")),
-                                "call_request_format", completed_payload_schema());
+        json_t *msg =
+            json_pack("{s:s, s:s, s:s, s:o*, s:o}", "type", "registertriggertype", "id", name,
+                      "description", str(t, "description") ?: "", "trigger_request_format",
+                      json_deep_copy(json_object_get(t, "invocation_schema")),
+                      "call_request_format", completed_payload_schema());
         evd_iii_send(a, gen, msg, NULL, &err);
     }
     json_t *f;
@@ -292,18 +291,19 @@ static void on_register_trigger(struct evd_iii *a, uint64_t gen, json_t *msg)
     if (strcmp(type, EVD_III_TRIGGER) != 0) {
         evd_err_set(&err, EVD_ENOTFOUND, "trigger type %.200s is not provided by this worker",
                     type);
-        json_object_set_new(ack, "error",
-                            json_pack("{s:s, s:s}", "code", "trigger_type_not_found", "message",
-                                      err.msg));
+        json_object_set_new(
+            ack, "error",
+            json_pack("{s:s, s:s}", "code", "trigger_type_not_found", "message", err.msg));
     } else if (evd_iii_completed_config(json_object_get(msg, "config"), &filter, &err) != EVD_OK ||
                evd_iii_binding_put(a, id, fid, filter, json_object_get(msg, "metadata"),
                                    str(msg, "namespace")) != EVD_OK) {
         if (err.code == EVD_OK)
-            evd_err_set(&err, EVD_ENOMEM, "could not keep the binding (too many or out of "
-                                          "memory)");
-        json_object_set_new(ack, "error",
-                            json_pack("{s:s, s:s}", "code", "trigger_registration_failed",
-                                      "message", err.msg));
+            evd_err_set(&err, EVD_ENOMEM,
+                        "could not keep the binding (too many or out of "
+                        "memory)");
+        json_object_set_new(
+            ack, "error",
+            json_pack("{s:s, s:s}", "code", "trigger_registration_failed", "message", err.msg));
     } else {
         evd_log(EVD_LOG_INFO, "eval::completed bound", "binding", id, "function_id", fid, NULL);
         evd_iii_wake(a->dwake[1]);
@@ -348,8 +348,7 @@ void evd_iii_on_message(struct evd_iii *a, uint64_t gen, const char *text, size_
         evd_iii_send(a, gen, json_pack("{s:s}", "type", "pong"), NULL, NULL);
     } else if (strcmp(type, "registrationrejected") == 0) {
         evd_log(EVD_LOG_ERROR, "iii engine rejected a registration", "code", str(msg, "code"),
-                "function_id", str(msg, "function_id"), "owner",
-                str(msg, "owner_worker_id"), NULL);
+                "function_id", str(msg, "function_id"), "owner", str(msg, "owner_worker_id"), NULL);
     } else if (strcmp(type, "triggerregistrationresult") == 0) {
         json_t *e = json_object_get(msg, "error");
         if (e != NULL && !json_is_null(e))
@@ -575,17 +574,15 @@ static enum attempt_outcome attempt(struct evd_iii *a, const char *fid, json_t *
         evd_err_set(err, EVD_EUPSTREAM, "iii function %s stopped: %s", fid, w->message);
         out = ATT_LOST; /* its worker went away mid-call */
     } else {
-        evd_err_set(err, EVD_EUPSTREAM, "iii function %s failed: %s: %s", fid, w->code,
-                    w->message);
+        evd_err_set(err, EVD_EUPSTREAM, "iii function %s failed: %s: %s", fid, w->code, w->message);
     }
     json_decref(w->result);
     free(w);
     return out;
 }
 
-json_t *evd_iii_remote_call(void *ctx, const char *function_id, json_t *payload,
-                            int64_t timeout_ms, struct evd_cancel *cancel, bool at_least_once,
-                            struct evd_err *err)
+json_t *evd_iii_remote_call(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                            struct evd_cancel *cancel, bool at_least_once, struct evd_err *err)
 {
     struct evd_iii *a = ctx;
     int64_t deadline = evd_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -596,7 +593,8 @@ json_t *evd_iii_remote_call(void *ctx, const char *function_id, json_t *payload,
             attempt(a, function_id, payload, deadline, cancel, timeout_ms, &result, &aerr);
         if (o == ATT_OK)
             return result;
-        bool again = o == ATT_UNSENT || o == ATT_NOT_FOUND_EARLY || (o == ATT_LOST && at_least_once);
+        bool again =
+            o == ATT_UNSENT || o == ATT_NOT_FOUND_EARLY || (o == ATT_LOST && at_least_once);
         if (!again || deadline - evd_mono_ms() <= RETRY_PAUSE_MS || atomic_load(&a->stopping)) {
             if (err)
                 *err = aerr;
@@ -641,8 +639,8 @@ static void add_schemas(struct evd_iii *a, json_t *out, int64_t deadline)
             json_array_append(ids, json_object_get(json_array_get(out, i), "id"));
         json_t *req = json_pack("{s:o}", "function_ids", ids);
         struct evd_err err = {0};
-        json_t *info = evd_iii_remote_call(a, "engine::functions::info", req, left, NULL, true,
-                                           &err);
+        json_t *info =
+            evd_iii_remote_call(a, "engine::functions::info", req, left, NULL, true, &err);
         json_decref(req);
         if (info == NULL) {
             evd_log(EVD_LOG_DEBUG, "engine::functions::info failed; schemas left open", "error",
@@ -669,14 +667,13 @@ static void add_schemas(struct evd_iii *a, json_t *out, int64_t deadline)
     }
 }
 
-json_t *evd_iii_remote_functions(void *ctx, json_t *policy, int64_t timeout_ms,
-                                 struct evd_err *err)
+json_t *evd_iii_remote_functions(void *ctx, json_t *policy, int64_t timeout_ms, struct evd_err *err)
 {
     struct evd_iii *a = ctx;
     int64_t deadline = evd_mono_ms() + timeout_ms;
     json_t *req = json_object();
-    json_t *list = evd_iii_remote_call(a, "engine::functions::list", req, timeout_ms, NULL, true,
-                                       err);
+    json_t *list =
+        evd_iii_remote_call(a, "engine::functions::list", req, timeout_ms, NULL, true, err);
     json_decref(req);
     if (list == NULL)
         return NULL;
@@ -689,8 +686,10 @@ json_t *evd_iii_remote_functions(void *ctx, json_t *policy, int64_t timeout_ms,
         if (id == NULL || !evd_iii_policy_allows(policy, id))
             continue;
         if (json_array_size(out) >= MAX_LISTED) {
-            evd_log(EVD_LOG_WARN, "the function policy allows too many iii functions; the rest "
-                    "are not offered", "limit", "128", NULL);
+            evd_log(EVD_LOG_WARN,
+                    "the function policy allows too many iii functions; the rest "
+                    "are not offered",
+                    "limit", "128", NULL);
             break;
         }
         json_t *e = json_pack("{s:s}", "id", id);

@@ -35,8 +35,9 @@ enum evd_code evd_ws_url_parse(const char *url, struct evd_ws_url *out, struct e
         return evd_err_set(err, EVD_EINVAL,
                            "III_URL: wss:// is not supported (the iii engine serves plain ws://)");
     if (strncmp(url, "ws://", 5) != 0)
-        return evd_err_set(err, EVD_EINVAL, "III_URL must start with ws://, e.g. "
-                                            "ws://127.0.0.1:49134");
+        return evd_err_set(err, EVD_EINVAL,
+                           "III_URL must start with ws://, e.g. "
+                           "ws://127.0.0.1:49134");
     const char *p = url + 5;
     const char *end = p + strcspn(p, "/?#");
     if (memchr(p, '@', (size_t)(end - p)) != NULL)
@@ -90,12 +91,13 @@ enum evd_code evd_ws_url_parse(const char *url, struct evd_ws_url *out, struct e
     if (out->port == 80)
         snprintf(out->host_header, sizeof(out->host_header), v6 ? "[%s]" : "%s", out->host);
     else
-        snprintf(out->host_header, sizeof(out->host_header), v6 ? "[%s]:%u" : "%s:%u",
-                 out->host, out->port);
+        snprintf(out->host_header, sizeof(out->host_header), v6 ? "[%s]:%u" : "%s:%u", out->host,
+                 out->port);
     for (const char *q = out->path; *q; q++)
         if ((unsigned char)*q <= 0x20 || *q == 0x7f)
-            return evd_err_set(err, EVD_EINVAL, "III_URL path must not contain spaces or "
-                                                "control characters");
+            return evd_err_set(err, EVD_EINVAL,
+                               "III_URL path must not contain spaces or "
+                               "control characters");
     return EVD_OK;
 }
 
@@ -233,15 +235,15 @@ int evd_ws_handshake_check(const char *buf, size_t len, const char *key, size_t 
             header_value(line, n, 20, value, sizeof(value));
             accept = expected[0] != '\0' && strcmp(value, expected) == 0;
             if (!accept) {
-                evd_err_set(err, EVD_EUPSTREAM,
-                            "iii engine answered a wrong Sec-WebSocket-Accept");
+                evd_err_set(err, EVD_EUPSTREAM, "iii engine answered a wrong Sec-WebSocket-Accept");
                 return -1;
             }
         } else if (header_is(line, n, "Sec-WebSocket-Extensions")) {
             evd_err_set(err, EVD_EUPSTREAM, "iii engine selected an extension evald did not offer");
             return -1;
         } else if (header_is(line, n, "Sec-WebSocket-Protocol")) {
-            evd_err_set(err, EVD_EUPSTREAM, "iii engine selected a subprotocol evald did not offer");
+            evd_err_set(err, EVD_EUPSTREAM,
+                        "iii engine selected a subprotocol evald did not offer");
             return -1;
         }
     }
@@ -379,8 +381,7 @@ enum evd_ws_result evd_ws_decode(struct evd_ws_decoder *d, const uint8_t *in, si
             return fail(close_code, EVD_WS_CLOSE_PROTOCOL, err, "fragmented control frame");
         if (plen > 125)
             return fail(close_code, EVD_WS_CLOSE_PROTOCOL, err, "control frame over 125 bytes");
-    } else if (opcode != EVD_WS_OP_CONT && opcode != EVD_WS_OP_TEXT &&
-               opcode != EVD_WS_OP_BINARY) {
+    } else if (opcode != EVD_WS_OP_CONT && opcode != EVD_WS_OP_TEXT && opcode != EVD_WS_OP_BINARY) {
         return fail(close_code, EVD_WS_CLOSE_PROTOCOL, err, "unknown data opcode");
     }
     if (plen > d->max_frame)
@@ -451,8 +452,7 @@ void evd_ws_uuid4(char out[37])
     random_bytes(r, sizeof(r));
     r[6] = (uint8_t)((r[6] & 0x0f) | 0x40);
     r[8] = (uint8_t)((r[8] & 0x3f) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1],
-             r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14],
-             r[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+             r[14], r[15]);
 }

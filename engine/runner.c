@@ -137,8 +137,7 @@ static json_t *remote_source_call(void *ctx, const char *function_id, json_t *pa
 {
     const struct remote_source *s = ctx;
     /* A tool call may have effects: it is never repeated behind the model's back. */
-    return s->remote->call(s->remote->ctx, function_id, payload, timeout_ms, s->cancel, false,
-                           err);
+    return s->remote->call(s->remote->ctx, function_id, payload, timeout_ms, s->cancel, false, err);
 }
 
 /* True when a function policy could allow anything (a non-empty allow list). */
@@ -291,8 +290,10 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         remote_fns = e->opts.remote->functions(e->opts.remote->ctx, (json_t *)view.functions,
                                                REMOTE_LIST_TIMEOUT_MS, &lerr);
         if (remote_fns == NULL) {
-            evd_log(EVD_LOG_WARN, "could not list the iii engine's functions; the run sees "
-                    "HTTP tools only", "evaluation_id", ev.id, "error", lerr.msg, NULL);
+            evd_log(EVD_LOG_WARN,
+                    "could not list the iii engine's functions; the run sees "
+                    "HTTP tools only",
+                    "evaluation_id", ev.id, "error", lerr.msg, NULL);
         } else {
             source.cancel = cancel;
             dispatch = (struct evd_harness_dispatch){remote_fns, remote_source_call, &source};

@@ -85,6 +85,17 @@ int main(int argc, char **argv)
         return 2;
     }
     evd_log_set_level((enum evd_log_level)evd_log_level_parse(cfg.log_level));
+    if (cfg.iii_url != NULL) {
+        /* Validated before anything runs; created before the engine (which calls iii
+         * functions through it), started after it (the adapter calls the eval functions). */
+        struct evd_iii_options iopts = {.url = cfg.iii_url, .conninfo = cfg.database_url};
+        iii = evd_iii_new(&iopts, &err);
+        if (iii == NULL) {
+            fprintf(stderr, "evald: %s\n", err.msg);
+            evd_config_free(&cfg);
+            return 2;
+        }
+    }
 
     /* Library initialisation, before any thread exists. */
     json_object_seed(0);
@@ -109,17 +120,6 @@ int main(int argc, char **argv)
     if (db == NULL) {
         evd_log(EVD_LOG_ERROR, "could not open the database pool", "error", err.msg, NULL);
         goto out;
-    }
-    if (cfg.iii_url != NULL) {
-        /* Created before the engine (which calls iii functions through it), started
-         * after it (the adapter calls the eval functions). */
-        struct evd_iii_options iopts = {.url = cfg.iii_url, .conninfo = cfg.database_url};
-        iii = evd_iii_new(&iopts, &err);
-        if (iii == NULL) {
-            evd_log(EVD_LOG_ERROR, "invalid iii adapter settings", "error", err.msg, NULL);
-            status = 2;
-            goto out;
-        }
     }
     struct evd_engine_options eopts = {
         .conninfo = cfg.database_url,

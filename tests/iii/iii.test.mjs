@@ -450,6 +450,24 @@ test('an engine restart while runs are in flight: the iii evaluator still scores
   await waitUntil(() => seen.completed.some((x) => x.event.evaluation_id === e.evaluation_id), 20000, 'the completion');
 });
 
+test('an unusable III_URL stops evald at start-up with status 2', async () => {
+  for (const [url, part] of [
+    ['wss://127.0.0.1:49134', 'wss:// is not supported'],
+    ['http://127.0.0.1:49134', 'must start with ws://'],
+    ['ws://127.0.0.1:0', 'invalid port'],
+  ]) {
+    const child = spawn(EVALD_BIN, [], {
+      env: { ...process.env, EVALD_DATABASE_URL: dbUrl, EVALD_LISTEN: '127.0.0.1:0', III_URL: url },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, new RegExp(`III_URL.*${part.replace(/[/.]/g, '\\$&')}`));
+  }
+});
+
 test('evald closes its session with a Close frame when it stops', async () => {
   const w = await evaldWorker();
   const status = await stopChild(evald);

@@ -311,8 +311,8 @@ static json_t *invoke(struct srv *s, const char *id, const char *fid, json_t *da
 
 static json_t *bind_trigger(struct srv *s, const char *id, const char *type, json_t *config)
 {
-    srv_send(s, json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:i}}", "type", "registertrigger", "id",
-                          id, "trigger_type", type, "function_id", "sink::fn", "config", config,
+    srv_send(s, json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:i}}", "type", "registertrigger", "id", id,
+                          "trigger_type", type, "function_id", "sink::fn", "config", config,
                           "metadata", "k", 1));
     json_t *m = srv_expect(s, "triggerregistrationresult", NULL);
     ck_assert_str_eq(json_string_value(json_object_get(m, "id")), id);
@@ -399,8 +399,8 @@ START_TEST(a_session_registers_answers_and_survives_a_reconnect)
     struct call c;
     call_start(&c, a, "x::y", false);
     const char *id = srv_call(&s, "x::y");
-    srv_send(&s, json_pack("{s:s, s:s, s:s, s:{s:b}}", "type", "invocationresult",
-                           "invocation_id", id, "function_id", "x::y", "result", "ok", 1));
+    srv_send(&s, json_pack("{s:s, s:s, s:s, s:{s:b}}", "type", "invocationresult", "invocation_id",
+                           id, "function_id", "x::y", "result", "ok", 1));
     pthread_join(c.t, NULL);
     ck_assert_msg(c.result != NULL, "%s", c.err.msg);
     ck_assert(json_is_true(json_object_get(c.result, "ok")));
@@ -438,8 +438,8 @@ START_TEST(a_session_registers_answers_and_survives_a_reconnect)
     srv_registration(&s, "w-1");
     ck_assert_uint_eq(nbindings(a), 0); /* the engine replays them */
     id = srv_call(&s, "x::y");
-    srv_send(&s, json_pack("{s:s, s:s, s:s, s:s}", "type", "invocationresult", "invocation_id",
-                           id, "function_id", "x::y", "result", "again"));
+    srv_send(&s, json_pack("{s:s, s:s, s:s, s:s}", "type", "invocationresult", "invocation_id", id,
+                           "function_id", "x::y", "result", "again"));
     pthread_join(c.t, NULL);
     ck_assert_msg(c.result != NULL, "%s", c.err.msg);
     ck_assert_str_eq(json_string_value(c.result), "again");

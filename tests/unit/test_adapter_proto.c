@@ -66,8 +66,9 @@ static const struct error_case errors[] = {
     {EVD_ENOTFOUND, "evaluation not found: eval_1", "evaluation not found: eval_1"},
     {EVD_ENOTFOUND, "eval_2", "evaluation not found: eval_2"},
     {EVD_ECONFLICT, "eval_1 is still Running", "evaluation conflict: eval_1 is still Running"},
-    {EVD_EDB, "could not connect to the database", "dependency error: could not connect to the "
-                                                   "database"},
+    {EVD_EDB, "could not connect to the database",
+     "dependency error: could not connect to the "
+     "database"},
     {EVD_EUPSTREAM, "provider failed", "dependency error: provider failed"},
     {EVD_ETIMEOUT, "late", "dependency error: late"},
     {EVD_EINTERNAL, "bug", "state error: bug"},
@@ -91,8 +92,8 @@ END_TEST
 
 START_TEST(policies_match_like_the_harness)
 {
-    json_t *p = json_pack("{s:[s,s], s:[s]}", "allow", "test::*", "weather::get", "deny",
-                          "test::secret*");
+    json_t *p =
+        json_pack("{s:[s,s], s:[s]}", "allow", "test::*", "weather::get", "deny", "test::secret*");
     ck_assert(evd_iii_policy_allows(p, "test::lookup"));
     ck_assert(evd_iii_policy_allows(p, "weather::get"));
     ck_assert(!evd_iii_policy_allows(p, "test::secret_key"));

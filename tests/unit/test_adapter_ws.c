@@ -191,8 +191,8 @@ END_TEST
 START_TEST(masked_text_frame_matches_rfc_example)
 {
     static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
-    static const uint8_t want[] = {0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f,
-                                   0x9f, 0x4d, 0x51, 0x58};
+    static const uint8_t want[] = {0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+                                   0x7f, 0x9f, 0x4d, 0x51, 0x58};
     struct evd_buf b = {0};
     ck_assert_int_eq(evd_ws_frame_encode(&b, EVD_WS_OP_TEXT, true, "Hello", 5, mask), 0);
     ck_assert_uint_eq(b.len, sizeof(want));
