@@ -160,7 +160,7 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
     char n[16];
     snprintf(n, sizeof(n), "%zu", nfunctions);
     evd_log(EVD_LOG_INFO, "registered with the iii engine", "worker", a->worker_name, "functions",
-            n, err.code ? "error" : NULL, err.msg, NULL);
+            n, "error", err.code ? err.msg : NULL, NULL);
 }
 
 /* ---- inbound messages ------------------------------------------------------------------ */
