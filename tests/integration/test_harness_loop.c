@@ -214,6 +214,8 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
                                    NULL,
                                    tools,
                                    a->conversation,
+                                   NULL,
+                                   NULL,
                                    NULL};
     struct evd_err err;
     ck_assert_int_eq(
