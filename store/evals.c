@@ -280,8 +280,9 @@ enum evd_code evd_store_run_progress(PGconn *c, const char *id, int position, in
     enum evd_code rc = evd_db_exec(
         c,
         "WITH u AS (UPDATE runs SET progress = $4::jsonb WHERE evaluation_id = $1"
-        " AND position = $2::int AND attempt = $3::int AND status = 'running' RETURNING 1)"
-        " SELECT pg_notify($5, $1) FROM u",
+        " AND position = $2::int AND attempt = $3::int AND status = 'running'"
+        " RETURNING session_id)"
+        " SELECT pg_notify($5, u.session_id) FROM u",
         5, p, err);
     free(m);
     return rc;

@@ -71,8 +71,9 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                                    struct evd_err *err);
 /*
  * Keeps the metrics snapshot of a running run (progress, SessionMetricsResponseV1 with
- * complete:false) if it is still running with `attempt`, and notifies the evaluation's
- * change. Autocommits when no transaction is open.
+ * complete:false) if it is still running with `attempt`, and notifies the change under the
+ * run's session id (comparison streams watch it; the evaluation's own stream, which has
+ * nothing new to show, is not woken). Autocommits when no transaction is open.
  */
 enum evd_code evd_store_run_progress(PGconn *c, const char *id, int position, int attempt,
                                      const json_t *metrics, struct evd_err *err);

@@ -68,11 +68,14 @@ static void setup(void)
 
 static void teardown(void)
 {
-    if (evd_t_stop(&evald, SIGTERM, 15000) != 0)
+    /* evald must stop cleanly: under the sanitizers a leak or an error makes it exit non-zero. */
+    int rc = evd_t_stop(&evald, SIGTERM, 15000);
+    if (rc != 0)
         evd_t_dump_log(&evald);
     evd_test_proc_stop(&stub, 5000);
     unlink(providers_path);
     evd_t_db_drop(db_name);
+    ck_assert_msg(rc == 0, "evald exited with status %d", rc);
 }
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -716,11 +719,13 @@ END_TEST
 
 START_TEST(evaluation_runs_compared_with_a_session)
 {
+    /* The control run answers like ALPHA; the treatment run, second in the balanced order,
+     * like CHARLIE (a function call, then a 4 s answer), so it is compared while it runs. */
     long st = 0;
     json_t *ev = call("POST", "/v1/evaluations",
                       "{\"dimension\":\"prompt\",\"model\":" MODEL ",\"runs\":1,"
                       "\"control\":{\"label\":\"terse\",\"prompt\":\"ALPHA: tell me\"},"
-                      "\"treatment\":{\"label\":\"wordy\",\"prompt\":\"BRAVO: tell me\"}}",
+                      "\"treatment\":{\"label\":\"tooled\",\"prompt\":\"CHARLIE: tell me\"}}",
                       &st);
     ck_assert_msg(st == 202, "start answered %ld", st);
     char eval_id[64], path[256];
@@ -730,33 +735,50 @@ START_TEST(evaluation_runs_compared_with_a_session)
     char a[64];
     create("{\"title\":\"ad hoc\",\"model\":" MODEL ",\"prompt\":\"ALPHA: tell me\"}", 202, a,
            sizeof(a));
-    snprintf(path, sizeof(path), "/v1/evaluations/%s", eval_id);
-    json_t *res = NULL;
-    int64_t deadline = evd_mono_ms() + 20000;
+    /* Run session ids are <evaluation_id>_c_1 and _t_1. */
+    char control[128], treatment[128], ids[512];
+    snprintf(control, sizeof(control), "%s_c_1", eval_id);
+    snprintf(treatment, sizeof(treatment), "%s_t_1", eval_id);
+    snprintf(ids, sizeof(ids), "%s,%s,%s", a, control, treatment);
+    wait_status(a, "done", 15000);
+
+    json_t *cmp = NULL;
+    int64_t deadline = evd_mono_ms() + 15000;
     for (;;) {
-        res = call("GET", path, NULL, &st);
-        if (strcmp(json_string_value(json_object_get(res, "status")) ?: "", "completed") == 0)
+        cmp = compare(ids, a, &st);
+        ck_assert_int_eq(st, 200);
+        if (json_is_object(json_object_get(item(cmp, 2), "metrics")))
             break;
+        json_decref(cmp);
+        ck_assert_msg(evd_mono_ms() < deadline, "no partial metrics for the treatment run");
+        usleep(50 * 1000);
+    }
+    assert_contract(cmp);
+    ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "kind")), "evaluation_run");
+    ck_assert(lifecycle(cmp, 2, "partial") && !lifecycle(cmp, 2, "terminal"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(item(cmp, 2), "lifecycle"),
+                                                       "turn_status")),
+                     "running");
+    ck_assert(json_is_false(json_object_get(json_object_get(item(cmp, 2), "metrics"), "complete")));
+    ASSERT_INT(summary(cmp, 2, "generations"), 1);
+    ASSERT_INT(summary(cmp, 2, "total_tokens"), 60);
+    ASSERT_INT(delta(cmp, 2, "total_tokens", "absolute"), -60);
+    ck_assert(lifecycle(cmp, 1, "terminal") && !lifecycle(cmp, 1, "partial"));
+    json_decref(cmp);
+
+    snprintf(path, sizeof(path), "/v1/evaluations/%s", eval_id);
+    deadline = evd_mono_ms() + 20000;
+    for (;;) {
+        json_t *res = call("GET", path, NULL, &st);
+        bool done = strcmp(json_string_value(json_object_get(res, "status")) ?: "", "completed") == 0;
         json_decref(res);
+        if (done)
+            break;
         ck_assert_msg(evd_mono_ms() < deadline, "evaluation did not complete");
         usleep(100 * 1000);
     }
-    char control[128] = "", treatment[128] = "";
-    size_t i;
-    json_t *run;
-    json_array_foreach(json_object_get(json_object_get(res, "progress"), "runs"), i, run)
-    {
-        const char *role = json_string_value(json_object_get(run, "role"));
-        snprintf(strcmp(role, "control") == 0 ? control : treatment, sizeof(control), "%s",
-                 json_string_value(json_object_get(run, "session_id")));
-    }
-    json_decref(res);
-    ck_assert(control[0] && treatment[0]);
-    wait_status(a, "done", 15000);
 
-    char ids[512];
-    snprintf(ids, sizeof(ids), "%s,%s,%s", a, control, treatment);
-    json_t *cmp = compare(ids, a, &st);
+    cmp = compare(ids, a, &st);
     ck_assert_int_eq(st, 200);
     assert_contract(cmp);
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 0), "kind")), "session");
@@ -775,22 +797,25 @@ START_TEST(evaluation_runs_compared_with_a_session)
                          k == 1 ? control : treatment);
     }
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 1), "title")), "terse · run 1");
+    ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "title")), "tooled · run 1");
     /* The control run had the same script as the ad-hoc session: no difference in usage. */
     ASSERT_INT(summary(cmp, 1, "total_tokens"), 120);
     ASSERT_INT(delta(cmp, 1, "total_tokens", "absolute"), 0);
     ASSERT_NEAR(delta(cmp, 1, "cost_usd", "absolute"), 0.0);
-    ASSERT_INT(summary(cmp, 2, "total_tokens"), 340);
-    ASSERT_INT(delta(cmp, 2, "total_tokens", "absolute"), 220);
-    ASSERT_NEAR(delta(cmp, 2, "total_tokens", "percent"), 220.0 / 120.0 * 100.0);
-    ck_assert(json_is_integer(summary(cmp, 2, "wall_time_ms")));
+    ASSERT_INT(summary(cmp, 2, "total_tokens"), 145);
+    ASSERT_INT(summary(cmp, 2, "function_call_errors"), 1);
+    ASSERT_INT(delta(cmp, 2, "total_tokens", "absolute"), 25);
+    ASSERT_NEAR(delta(cmp, 2, "total_tokens", "percent"), 25.0 / 120.0 * 100.0);
+    ASSERT_NEAR(delta(cmp, 2, "cost_usd", "absolute"), 30e-6);
+    ck_assert_int_ge(json_integer_value(summary(cmp, 2, "wall_time_ms")), 4000);
     json_decref(cmp);
 
     /* A run as the baseline. */
     cmp = compare(ids, treatment, &st);
     ck_assert_int_eq(st, 200);
     ck_assert_str_eq(json_string_value(json_object_get(cmp, "baseline_session_id")), treatment);
-    ASSERT_INT(delta(cmp, 0, "input_tokens", "absolute"), -200);
-    ASSERT_NEAR(delta(cmp, 0, "input_tokens", "percent"), -200.0 / 300.0 * 100.0);
+    ASSERT_INT(delta(cmp, 0, "input_tokens", "absolute"), -20);
+    ASSERT_NEAR(delta(cmp, 0, "input_tokens", "percent"), -20.0 / 120.0 * 100.0);
     json_decref(cmp);
 }
 END_TEST
