@@ -15,15 +15,28 @@
 
 static const char *const REQUEST_FIELDS[] = {"session_ids", "baseline_session_id", NULL};
 
-const char *const EVD_COMPARE_METRICS[] = {
-    "generations",       "input_tokens",       "output_tokens",
-    "total_tokens",      "cache_read_tokens",  "cache_write_tokens",
-    "reasoning_tokens",  "cost_usd",           "tokens_per_generation",
-    "cost_per_generation_usd", "function_calls", "function_call_errors",
-    "function_error_rate", "trace_count",      "span_count",
-    "error_span_count",  "trace_duration_ms",  "wall_time_ms",
-    "sessions",          "descendants",        "max_depth",
-    NULL};
+const char *const EVD_COMPARE_METRICS[] = {"generations",
+                                           "input_tokens",
+                                           "output_tokens",
+                                           "total_tokens",
+                                           "cache_read_tokens",
+                                           "cache_write_tokens",
+                                           "reasoning_tokens",
+                                           "cost_usd",
+                                           "tokens_per_generation",
+                                           "cost_per_generation_usd",
+                                           "function_calls",
+                                           "function_call_errors",
+                                           "function_error_rate",
+                                           "trace_count",
+                                           "span_count",
+                                           "error_span_count",
+                                           "trace_duration_ms",
+                                           "wall_time_ms",
+                                           "sessions",
+                                           "descendants",
+                                           "max_depth",
+                                           NULL};
 
 enum evd_code evd_compare_request_decode(const json_t *body, struct evd_compare_request *out,
                                          struct evd_err *err)
@@ -119,11 +132,10 @@ json_t *evd_compare_summary(const json_t *metrics, bool has_wall_time, int64_t w
     bad |= json_object_set_new(s, "function_calls", calls);
     bad |= json_object_set_new(s, "function_call_errors", errors);
     json_int_t nc = json_is_integer(calls) ? json_integer_value(calls) : 0;
-    bad |= json_object_set_new(
-        s, "function_error_rate",
-        nc > 0 && json_is_integer(errors)
-            ? json_real((double)json_integer_value(errors) / (double)nc)
-            : json_null());
+    bad |= json_object_set_new(s, "function_error_rate",
+                               nc > 0 && json_is_integer(errors)
+                                   ? json_real((double)json_integer_value(errors) / (double)nc)
+                                   : json_null());
     bad |= json_object_set_new(s, "trace_count", count_or_null(traces, "trace_count"));
     bad |= json_object_set_new(s, "span_count", count_or_null(traces, "span_count"));
     bad |= json_object_set_new(s, "error_span_count", count_or_null(traces, "error_span_count"));
@@ -213,8 +225,8 @@ static json_t *metrics_of(const struct evd_compare_source *src, json_t *errors)
     bool has_p = !src->terminal && usable(src->progress, "progress", errors);
     json_t *out = NULL;
     if (has_p && strcmp(src->kind, "session") == 0)
-        out = evd_session_metrics_add(has_m ? src->metrics : NULL, src->progress,
-                                      src->session_id, false);
+        out = evd_session_metrics_add(has_m ? src->metrics : NULL, src->progress, src->session_id,
+                                      false);
     else if (has_p)
         out = json_deep_copy(src->progress);
     else if (has_m)
@@ -237,16 +249,16 @@ json_t *evd_compare_build(const struct evd_compare_source *sources, size_t n, si
         if (src->error != NULL)
             json_array_append_new(errors, json_string(src->error));
         json_t *metrics = metrics_of(src, errors);
-        bool complete = metrics ? json_is_true(json_object_get(metrics, "complete"))
-                                : src->terminal;
+        bool complete =
+            metrics ? json_is_true(json_object_get(metrics, "complete")) : src->terminal;
         summaries[i] = evd_compare_summary(metrics, src->has_wall_time, src->wall_time_ms);
-        json_t *item = json_pack(
-            "{s:s, s:s, s:s?, s:O, s:{s:s?, s:b, s:b, s:b}, s:O, s:O, s:o}", "session_id",
-            src->session_id, "kind", src->kind, "title", src->title, "session",
-            src->session ? src->session : json_null(), "lifecycle", "turn_status",
-            src->turn_status, "terminal", src->terminal, "complete", complete, "partial",
-            !complete, "metrics", metrics ? metrics : json_null(), "summary",
-            summaries[i] ? summaries[i] : json_null(), "errors", errors);
+        json_t *item =
+            json_pack("{s:s, s:s, s:s?, s:O, s:{s:s?, s:b, s:b, s:b}, s:O, s:O, s:o}", "session_id",
+                      src->session_id, "kind", src->kind, "title", src->title, "session",
+                      src->session ? src->session : json_null(), "lifecycle", "turn_status",
+                      src->turn_status, "terminal", src->terminal, "complete", complete, "partial",
+                      !complete, "metrics", metrics ? metrics : json_null(), "summary",
+                      summaries[i] ? summaries[i] : json_null(), "errors", errors);
         json_decref(metrics);
         if (item != NULL && src->title == NULL)
             json_object_set_new(item, "title", json_null());

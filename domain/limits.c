@@ -127,8 +127,7 @@ enum evd_code evd_limits_decode_execution(const json_t *execution, const char *p
     return decode_execution(execution, path, out, err);
 }
 
-enum evd_code evd_limits_validate_at(const struct evd_limits *l, const char *p,
-                                     struct evd_err *err)
+enum evd_code evd_limits_validate_at(const struct evd_limits *l, const char *p, struct evd_err *err)
 {
     if (l->invocation_timeout_seconds == 0)
         return evd_err_set(err, EVD_EINVAL,

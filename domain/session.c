@@ -11,9 +11,8 @@
 #include "domain/request.h"
 #include "domain/text.h"
 
-static const char *const CREATE_FIELDS[] = {"title",  "model",  "system_prompt", "prompt",
-                                            "functions", "output", "limits",        "metadata",
-                                            NULL};
+static const char *const CREATE_FIELDS[] = {
+    "title", "model", "system_prompt", "prompt", "functions", "output", "limits", "metadata", NULL};
 static const char *const MESSAGE_FIELDS[] = {"content", NULL};
 
 void evd_session_create_clear(struct evd_session_create *c)
@@ -158,8 +157,8 @@ static int add_usage(json_t *out, const json_t *a, const json_t *b)
         bad |= json_object_set_new(out, *k, json_integer(count_of(a, *k) + count_of(b, *k)));
     for (const char *const *k = OPTIONAL_COUNTS; *k; k++) {
         json_t *va = json_object_get(a, *k), *vb = json_object_get(b, *k);
-        bool ok = (a_gen || b_gen) && (!a_gen || json_is_integer(va)) &&
-                  (!b_gen || json_is_integer(vb));
+        bool ok =
+            (a_gen || b_gen) && (!a_gen || json_is_integer(va)) && (!b_gen || json_is_integer(vb));
         if (ok)
             bad |= json_object_set_new(out, *k,
                                        json_integer((a_gen ? json_integer_value(va) : 0) +
@@ -185,8 +184,8 @@ json_t *evd_session_metrics_add(const json_t *acc, const json_t *turn, const cha
 {
     const json_t *ta = json_object_get(acc, "totals"), *tb = json_object_get(turn, "totals");
     json_t *totals = json_pack("{s:i}", "sessions", 1);
-    json_t *entry = json_pack("{s:s, s:n, s:i}", "session_id", session_id, "parent_session_id",
-                              "depth", 0);
+    json_t *entry =
+        json_pack("{s:s, s:n, s:i}", "session_id", session_id, "parent_session_id", "depth", 0);
     json_t *out = NULL, *traces = json_null();
     int bad = totals == NULL || entry == NULL;
     if (!bad)
@@ -220,9 +219,9 @@ json_t *evd_session_metrics_add(const json_t *acc, const json_t *turn, const cha
 
 static json_t *usage_view(const json_t *gen)
 {
-    static const char *const keys[] = {"input_tokens",       "output_tokens",
-                                       "cache_read_tokens",  "cache_write_tokens",
-                                       "reasoning_tokens",   NULL};
+    static const char *const keys[] = {"input_tokens",      "output_tokens",
+                                       "cache_read_tokens", "cache_write_tokens",
+                                       "reasoning_tokens",  NULL};
     json_t *u = json_object_get(gen, "usage");
     json_t *o = json_object();
     if (o == NULL)
@@ -265,8 +264,7 @@ size_t evd_session_transcript_messages(const json_t *transcript)
 }
 
 /* Appends the assistant message of one generation and the results of its calls. */
-static int add_generation(json_t *out, const char *turn_id, const json_t *gen,
-                          const json_t *fcalls)
+static int add_generation(json_t *out, const char *turn_id, const json_t *gen, const json_t *fcalls)
 {
     json_int_t turn = json_integer_value(json_object_get(gen, "turn"));
     json_int_t at = json_integer_value(json_object_get(gen, "started_at_ms")) +
@@ -301,14 +299,13 @@ static int add_generation(json_t *out, const char *turn_id, const json_t *gen,
         const char *error = json_string_value(json_object_get(tc, "error"));
         bad |= json_array_append_new(
             results,
-            json_pack("{s:s, s:s, s:I, s:s, s:s, s:O, s:s?, s:I}", "turn_id", turn_id, "role",
-                      "function", "created_at",
-                      (json_int_t)json_integer_value(json_object_get(tc, "started_at_ms")),
-                      "call_id", json_string_value(json_object_get(tc, "call_id")) ?: "",
-                      "function_id", json_string_value(json_object_get(tc, "function_id")) ?: "",
-                      "result", result && !error ? result : json_null(), "error", error,
-                      "duration_ms",
-                      (json_int_t)json_integer_value(json_object_get(tc, "duration_ms"))));
+            json_pack(
+                "{s:s, s:s, s:I, s:s, s:s, s:O, s:s?, s:I}", "turn_id", turn_id, "role", "function",
+                "created_at", (json_int_t)json_integer_value(json_object_get(tc, "started_at_ms")),
+                "call_id", json_string_value(json_object_get(tc, "call_id")) ?: "", "function_id",
+                json_string_value(json_object_get(tc, "function_id")) ?: "", "result",
+                result && !error ? result : json_null(), "error", error, "duration_ms",
+                (json_int_t)json_integer_value(json_object_get(tc, "duration_ms"))));
         if (!bad && error == NULL)
             bad |= json_object_set_new(json_array_get(results, json_array_size(results) - 1),
                                        "error", json_null());
@@ -342,8 +339,7 @@ json_t *evd_session_messages(const json_t *turns)
         if (turn_id == NULL || prompt == NULL)
             continue;
         bad |= json_array_append_new(
-            out, json_pack("{s:s, s:s, s:I, s:s}", "turn_id", turn_id, "role", "user",
-                           "created_at",
+            out, json_pack("{s:s, s:s, s:I, s:s}", "turn_id", turn_id, "role", "user", "created_at",
                            (json_int_t)json_integer_value(json_object_get(t, "created_at")),
                            "content", prompt));
         json_t *tr = json_object_get(t, "transcript");
@@ -356,7 +352,8 @@ json_t *evd_session_messages(const json_t *turns)
                 bad |= add_generation(out, turn_id, g, fcalls);
         }
     }
-    json_array_foreach(out, i, t) bad |= json_object_set_new(t, "index", json_integer((json_int_t)i));
+    json_array_foreach(out, i, t) bad |=
+        json_object_set_new(t, "index", json_integer((json_int_t)i));
     if (bad) {
         json_decref(out);
         return NULL;

@@ -158,13 +158,11 @@ static void write_late_transcript(PGconn *c, const char *id, int seq, int attemp
         return;
     struct evd_store_session s = {0};
     if (evd_store_session_get(c, id, true, &s, &err) == EVD_OK &&
-        evd_store_turn_late_transcript(c, id, seq, attempt, transcript, &written, &err) ==
-            EVD_OK &&
-        (!written ||
-         (evd_store_session_after_turn(c, id, s.status, NULL, NULL, 0,
-                                       (int)evd_session_transcript_messages(transcript),
-                                       evd_now_ms(), &err) == EVD_OK &&
-          evd_store_notify(c, EVD_CHANNEL_EVENTS, id, &err) == EVD_OK)))
+        evd_store_turn_late_transcript(c, id, seq, attempt, transcript, &written, &err) == EVD_OK &&
+        (!written || (evd_store_session_after_turn(c, id, s.status, NULL, NULL, 0,
+                                                   (int)evd_session_transcript_messages(transcript),
+                                                   evd_now_ms(), &err) == EVD_OK &&
+                      evd_store_notify(c, EVD_CHANNEL_EVENTS, id, &err) == EVD_OK)))
         evd_db_commit(c, &err);
     evd_db_rollback(c);
     evd_store_session_clear(&s);

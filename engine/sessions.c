@@ -174,9 +174,9 @@ enum evd_code evd_session_send(struct evd_engine *e, const char *id, json_t *req
         (rc = evd_store_notify(c, EVD_CHANNEL_JOBS, "", err)) ||
         (rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, id, err)) || (rc = evd_db_commit(c, err)))
         goto out;
-    *response = json_pack("{s:s, s:s, s:s, s:I, s:n, s:n, s:[]}", "turn_id", turn_id,
-                          "session_id", id, "status", "queued", "created_at", (json_int_t)now,
-                          "started_at", "completed_at", "failures");
+    *response = json_pack("{s:s, s:s, s:s, s:I, s:n, s:n, s:[]}", "turn_id", turn_id, "session_id",
+                          id, "status", "queued", "created_at", (json_int_t)now, "started_at",
+                          "completed_at", "failures");
     if (*response == NULL)
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
 out:
@@ -194,7 +194,8 @@ enum evd_code evd_session_cancel(struct evd_engine *e, const char *id, json_t **
         return err ? err->code : EVD_EDB;
     struct evd_store_session s = {0};
     json_t *progress = NULL, *merged = NULL;
-    json_t *failure = json_pack("{s:s, s:s}", "phase", "cancel", "message", "session turn cancelled");
+    json_t *failure =
+        json_pack("{s:s, s:s}", "phase", "cancel", "message", "session turn cancelled");
     int64_t now = evd_now_ms(), started = 0;
     bool found = false;
     enum evd_code rc;
@@ -241,8 +242,9 @@ enum evd_code evd_session_delete(struct evd_engine *e, const char *id, json_t **
         (rc = evd_store_session_get(c, id, true, &s, err)) != EVD_OK)
         goto out;
     if (working(s.status)) {
-        rc = evd_err_set(err, EVD_ECONFLICT, "%s is still working; cancel it or wait before "
-                                             "deleting it",
+        rc = evd_err_set(err, EVD_ECONFLICT,
+                         "%s is still working; cancel it or wait before "
+                         "deleting it",
                          id);
         goto out;
     }

@@ -173,8 +173,8 @@ void evd_h_sessions_compare(struct evd_req *req, struct evd_resp *resp)
 struct stream {
     struct evd_engine *engine;
     struct evd_subscription *sub;
-    char id[256];     /* the session (session stream) */
-    json_t *request;  /* the compare request (comparison stream) */
+    char id[256];    /* the session (session stream) */
+    json_t *request; /* the compare request (comparison stream) */
     struct evd_buf pending;
     size_t off;
     bool started, done;

@@ -60,10 +60,11 @@ enum evd_code evd_store_session_insert(PGconn *c, const char *id, const char *ti
     if (cfg == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *p[] = {id, title, cfg, ts};
-    enum evd_code rc = evd_db_exec(c,
-                                   "INSERT INTO sessions (id, title, config, created_at, updated_at)"
-                                   " VALUES ($1, $2, $3::jsonb, $4::bigint, $4::bigint)",
-                                   4, p, err);
+    enum evd_code rc =
+        evd_db_exec(c,
+                    "INSERT INTO sessions (id, title, config, created_at, updated_at)"
+                    " VALUES ($1, $2, $3::jsonb, $4::bigint, $4::bigint)",
+                    4, p, err);
     free(cfg);
     return rc;
 }
@@ -104,28 +105,29 @@ enum evd_code evd_store_session_get(PGconn *c, const char *id, bool lock,
     return EVD_OK;
 }
 
-/* The SessionV1 projection of `s` with its last turn `t` (SessionTurnV1 or null). */
-#define SQL_TURN_JSON(t)                                                                           \
-    "(jsonb_build_object('turn_id', " t ".turn_id, 'session_id', " t ".session_id, 'status', " t   \
-    ".status, 'created_at', " t ".created_at, 'started_at', " t ".started_at, 'completed_at', " t  \
-    ".completed_at, 'failures', " t ".failures) || CASE WHEN " t ".status = 'completed' AND " t     \
-    ".output IS NOT NULL THEN jsonb_build_object('output', " t ".output) ELSE '{}'::jsonb END)"
+/* The SessionV1 projection of `s` with its last turn `t` (SessionTurnV1, or null). */
+#define SQL_TURN_JSON                                                                              \
+    "(jsonb_build_object('turn_id', t.turn_id, 'session_id', t.session_id, 'status', t.status,"    \
+    " 'created_at', t.created_at, 'started_at', t.started_at, 'completed_at', t.completed_at,"     \
+    " 'failures', t.failures) || CASE WHEN t.status = 'completed' AND t.output IS NOT NULL"        \
+    " THEN jsonb_build_object('output', t.output) ELSE '{}'::jsonb END)"
 
 #define SQL_SESSION_JSON                                                                           \
     "(jsonb_build_object('session_id', s.id, 'title', s.title, 'status', s.status, 'model',"       \
     " s.config->'model', 'system_prompt', s.config->'system_prompt', 'functions',"                 \
     " s.config->'functions', 'output', s.config->'output', 'limits', s.config->'limits',"          \
     " 'message_count', s.message_count, 'created_at', s.created_at, 'updated_at', s.updated_at,"   \
-    " 'last_turn', CASE WHEN t.turn_id IS NULL THEN 'null'::jsonb ELSE " SQL_TURN_JSON("t")        \
-    " END) || CASE WHEN s.config ? 'metadata' THEN jsonb_build_object('metadata',"                 \
+    " 'last_turn', CASE WHEN t.turn_id IS NULL THEN 'null'::jsonb ELSE " SQL_TURN_JSON " END)"     \
+    " || CASE WHEN s.config ? 'metadata' THEN jsonb_build_object('metadata',"                      \
     " s.config->'metadata') ELSE '{}'::jsonb END)::text"
 
 #define SQL_LAST_TURN                                                                              \
-    " LEFT JOIN LATERAL (SELECT * FROM session_turns x WHERE x.session_id = s.id"                  \
+    " LEFT JOIN LATERAL (SELECT x.turn_id, x.session_id, x.status, x.created_at, x.started_at,"    \
+    " x.completed_at, x.failures, x.output FROM session_turns x WHERE x.session_id = s.id"         \
     " ORDER BY x.seq DESC LIMIT 1) t ON true"
 
-static const char SQL_VIEW[] = "SELECT " SQL_SESSION_JSON " FROM sessions s" SQL_LAST_TURN
-                               " WHERE s.id = $1";
+static const char SQL_VIEW[] =
+    "SELECT " SQL_SESSION_JSON " FROM sessions s" SQL_LAST_TURN " WHERE s.id = $1";
 
 static const char SQL_TURNS[] =
     "SELECT (jsonb_build_object('turn_id', turn_id, 'seq', seq, 'prompt', prompt, 'status',"
@@ -161,10 +163,10 @@ json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, struct
     return out;
 }
 
-static const char SQL_LIST[] = "SELECT " SQL_SESSION_JSON ", s.created_at, s.id FROM sessions s"
-                               SQL_LAST_TURN
-                               " WHERE $2::bigint IS NULL OR (s.created_at, s.id) < ($2::bigint, $3)"
-                               " ORDER BY s.created_at DESC, s.id DESC LIMIT $1::int + 1";
+static const char SQL_LIST[] =
+    "SELECT " SQL_SESSION_JSON ", s.created_at, s.id FROM sessions s" SQL_LAST_TURN
+    " WHERE $2::bigint IS NULL OR (s.created_at, s.id) < ($2::bigint, $3)"
+    " ORDER BY s.created_at DESC, s.id DESC LIMIT $1::int + 1";
 
 json_t *evd_store_session_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                                struct evd_err *err)
@@ -275,12 +277,12 @@ enum evd_code evd_store_turn_progress(PGconn *c, const char *session_id, int seq
     if (m == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *p[] = {session_id, sq, att, m, EVD_CHANNEL_EVENTS};
-    enum evd_code rc = evd_db_exec(
-        c,
-        "WITH u AS (UPDATE session_turns SET progress = $4::jsonb WHERE session_id = $1"
-        " AND seq = $2::int AND attempt = $3::int AND status = 'running' RETURNING 1)"
-        " SELECT pg_notify($5, $1) FROM u",
-        5, p, err);
+    enum evd_code rc =
+        evd_db_exec(c,
+                    "WITH u AS (UPDATE session_turns SET progress = $4::jsonb WHERE session_id = $1"
+                    " AND seq = $2::int AND attempt = $3::int AND status = 'running' RETURNING 1)"
+                    " SELECT pg_notify($5, $1) FROM u",
+                    5, p, err);
     free(m);
     return rc;
 }
@@ -316,8 +318,8 @@ enum evd_code evd_store_turn_finish(PGconn *c, const char *session_id, int seq, 
 }
 
 enum evd_code evd_store_turn_late_transcript(PGconn *c, const char *session_id, int seq,
-                                             int attempt, const json_t *transcript,
-                                             bool *written, struct evd_err *err)
+                                             int attempt, const json_t *transcript, bool *written,
+                                             struct evd_err *err)
 {
     *written = false;
     char sq[16], att[16];
@@ -327,11 +329,12 @@ enum evd_code evd_store_turn_late_transcript(PGconn *c, const char *session_id, 
     if (t == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *p[] = {session_id, sq, att, t};
-    PGresult *r = evd_db_query(c,
-                               "UPDATE session_turns SET transcript = $4::jsonb WHERE session_id = $1"
-                               " AND seq = $2::int AND attempt = $3::int AND status = 'cancelled'"
-                               " AND transcript IS NULL",
-                               4, p, err);
+    PGresult *r =
+        evd_db_query(c,
+                     "UPDATE session_turns SET transcript = $4::jsonb WHERE session_id = $1"
+                     " AND seq = $2::int AND attempt = $3::int AND status = 'cancelled'"
+                     " AND transcript IS NULL",
+                     4, p, err);
     free(t);
     if (r == NULL)
         return rc_of(err);
@@ -353,13 +356,13 @@ enum evd_code evd_store_turn_cancel(PGconn *c, const char *session_id, const jso
     if (f == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *p[] = {session_id, f, ts};
-    PGresult *r = evd_db_query(
-        c,
-        "UPDATE session_turns SET status = 'cancelled', completed_at = $3::bigint,"
-        " failures = failures || jsonb_build_array($2::jsonb), metrics = progress"
-        " WHERE session_id = $1 AND status IN ('queued', 'running')"
-        " RETURNING progress::text, coalesce(started_at, 0)",
-        3, p, err);
+    PGresult *r =
+        evd_db_query(c,
+                     "UPDATE session_turns SET status = 'cancelled', completed_at = $3::bigint,"
+                     " failures = failures || jsonb_build_array($2::jsonb), metrics = progress"
+                     " WHERE session_id = $1 AND status IN ('queued', 'running')"
+                     " RETURNING progress::text, coalesce(started_at, 0)",
+                     3, p, err);
     free(f);
     if (r == NULL)
         return rc_of(err);
@@ -540,8 +543,7 @@ json_t *evd_store_compare_evaluations(PGconn *c, const char *const *ids, size_t 
     }
     const char *p[] = {arr};
     PGresult *r = evd_db_query(
-        c, "SELECT DISTINCT evaluation_id FROM runs WHERE session_id = ANY($1::text[])", 1, p,
-        err);
+        c, "SELECT DISTINCT evaluation_id FROM runs WHERE session_id = ANY($1::text[])", 1, p, err);
     free(arr);
     if (r == NULL)
         return NULL;

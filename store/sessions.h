@@ -80,8 +80,8 @@ enum evd_code evd_store_turn_finish(PGconn *c, const char *session_id, int seq, 
                                     struct evd_err *err);
 /* Records the transcript of a turn cancelled while `attempt` ran, once (*written). */
 enum evd_code evd_store_turn_late_transcript(PGconn *c, const char *session_id, int seq,
-                                             int attempt, const json_t *transcript,
-                                             bool *written, struct evd_err *err);
+                                             int attempt, const json_t *transcript, bool *written,
+                                             struct evd_err *err);
 /*
  * Cancels the session's queued or running turn: status cancelled, the failure appended,
  * its last progress snapshot kept as its metrics. *found false when no turn was open;

@@ -40,7 +40,8 @@ static const char SCRIPT[] =
     " \"reply\":{\"text\":\"charlie\"},\"usage\":{\"input_tokens\":70,\"output_tokens\":15}},"
     "{\"when\":{\"prompt_contains\":\"SLOW\"},\"latency_ms\":30000,\"reply\":{\"text\":\"late\"},"
     " \"usage\":{\"input_tokens\":5,\"output_tokens\":5}}"
-    "],\"default\":{\"reply\":{\"text\":\"ok\"},\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}}";
+    "],\"default\":{\"reply\":{\"text\":\"ok\"},\"usage\":{\"input_tokens\":10,\"output_tokens\":2}"
+    "}}";
 
 #define MODEL "{\"model\":\"stub-model\",\"provider\":\"stubp\"}"
 
@@ -159,8 +160,7 @@ static json_t *summary(json_t *cmp, size_t i, const char *metric)
 
 static json_t *delta(json_t *cmp, size_t i, const char *metric, const char *which)
 {
-    return json_object_get(json_object_get(json_object_get(item(cmp, i), "deltas"), metric),
-                           which);
+    return json_object_get(json_object_get(json_object_get(item(cmp, i), "deltas"), metric), which);
 }
 
 static bool lifecycle(json_t *cmp, size_t i, const char *what)
@@ -180,7 +180,7 @@ static bool lifecycle(json_t *cmp, size_t i, const char *what)
         json_t *v_ = (v);                                                                          \
         ck_assert_msg(json_is_number(v_), "%s is not a number", #v);                               \
         double got_ = json_number_value(v_), want_ = (want);                                       \
-        ck_assert_msg(fabs(got_ - want_) <= 1e-9 + 1e-9 * fabs(want_), "%s = %.12g, want %.12g",  \
+        ck_assert_msg(fabs(got_ - want_) <= 1e-9 + 1e-9 * fabs(want_), "%s = %.12g, want %.12g",   \
                       #v, got_, want_);                                                            \
     } while (0)
 
@@ -205,8 +205,8 @@ static void assert_contract(json_t *cmp)
     ck_assert_msg(v != NULL, "schema: %s", err.msg);
     struct evd_schema_error errs[4];
     size_t n = evd_jsonschema_validate(v, cmp, errs, 4);
-    ck_assert_msg(n == 0, "comparison does not match the contract: %s %s", n ? errs[0].instance_path : "",
-                  n ? errs[0].message : "");
+    ck_assert_msg(n == 0, "comparison does not match the contract: %s %s",
+                  n ? errs[0].instance_path : "", n ? errs[0].message : "");
     evd_jsonschema_free(v);
     json_decref(doc);
 }
@@ -239,8 +239,9 @@ static json_t *parse_events(const char *body)
 START_TEST(three_sessions_compared_live)
 {
     char a[64], b[64], c[64], ids[256], path[1024];
-    create("{\"title\":\"alpha\"," "\"model\":" MODEL ",\"prompt\":\"ALPHA: say hi\"}", 202, a,
-           sizeof(a));
+    create("{\"title\":\"alpha\","
+           "\"model\":" MODEL ",\"prompt\":\"ALPHA: say hi\"}",
+           202, a, sizeof(a));
     create("{\"title\":\"bravo\",\"model\":" MODEL ",\"prompt\":\"BRAVO: say hi\"}", 202, b,
            sizeof(b));
     create("{\"title\":\"charlie\",\"model\":" MODEL ",\"prompt\":\"CHARLIE: say hi\","
@@ -275,15 +276,15 @@ START_TEST(three_sessions_compared_live)
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "session_id")), c);
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "kind")), "session");
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "title")), "charlie");
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_object_get(item(cmp, 2), "session"), "metadata"),
-                         "team")),
-                     "c");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(item(cmp, 2), "session"), "metadata"), "team")),
+        "c");
     ck_assert(!lifecycle(cmp, 2, "terminal"));
     ck_assert(!lifecycle(cmp, 2, "complete"));
     ck_assert(lifecycle(cmp, 2, "partial"));
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(item(cmp, 2), "lifecycle"), "turn_status")),
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(item(cmp, 2), "lifecycle"),
+                                                       "turn_status")),
                      "running");
     ck_assert(json_is_false(json_object_get(json_object_get(item(cmp, 2), "metrics"), "complete")));
     ck_assert(lifecycle(cmp, 0, "terminal") && lifecycle(cmp, 0, "complete"));
@@ -379,8 +380,8 @@ START_TEST(three_sessions_compared_live)
     ASSERT_NEAR(delta(cmp, 0, "total_tokens", "percent"), -220.0 / 340.0 * 100.0);
     json_decref(cmp);
     char body[512];
-    snprintf(body, sizeof(body), "{\"session_ids\":[\"%s\",\"%s\",\"%s\"],\"baseline_session_id\":\"%s\"}",
-             c, a, b, c);
+    snprintf(body, sizeof(body),
+             "{\"session_ids\":[\"%s\",\"%s\",\"%s\"],\"baseline_session_id\":\"%s\"}", c, a, b, c);
     cmp = call("POST", "/v1/functions/eval::compare-sessions", body, &st);
     ck_assert_int_eq(st, 200);
     assert_contract(cmp);
@@ -471,15 +472,14 @@ START_TEST(validation_messages)
                          "session_ids cannot contain empty values");
     expect_compare_error("{\"session_ids\":[\"a\",\" \\t\"],\"baseline_session_id\":\"a\"}", 400,
                          "session_ids cannot contain empty values");
-    expect_compare_error("{\"session_ids\":[\"a\",\"b\",\"a\"],\"baseline_session_id\":\"a\"}",
-                         400, "session_ids must be unique");
+    expect_compare_error("{\"session_ids\":[\"a\",\"b\",\"a\"],\"baseline_session_id\":\"a\"}", 400,
+                         "session_ids must be unique");
     expect_compare_error("{\"session_ids\":[\"a\",\"b\"],\"baseline_session_id\":\"c\"}", 400,
                          "baseline_session_id must belong to session_ids");
     expect_compare_error("{\"session_ids\":[\"a\",\"b\"],\"baseline_session_id\":\"a\","
                          "\"extra\":1}",
                          400, "extra is not a known field");
-    expect_compare_error("{\"session_ids\":[\"a\",\"b\"]}", 400,
-                         "baseline_session_id is required");
+    expect_compare_error("{\"session_ids\":[\"a\",\"b\"]}", 400, "baseline_session_id is required");
     expect_compare_error("{\"baseline_session_id\":\"a\"}", 400, "session_ids is required");
     expect_compare_error("{\"session_ids\":\"a,b\",\"baseline_session_id\":\"a\"}", 400,
                          "session_ids must be an array");
@@ -510,8 +510,8 @@ START_TEST(validation_messages)
     ck_assert_int_eq(st, 200);
     ck_assert_str_eq(json_string_value(json_object_get(cmp, "baseline_session_id")), a);
     ck_assert(json_is_null(json_object_get(item(cmp, 1), "metrics")));
-    ck_assert(json_is_null(json_object_get(
-        json_object_get(item(cmp, 1), "lifecycle"), "turn_status")));
+    ck_assert(
+        json_is_null(json_object_get(json_object_get(item(cmp, 1), "lifecycle"), "turn_status")));
     ck_assert(lifecycle(cmp, 1, "terminal"));
     ck_assert(json_is_null(summary(cmp, 1, "total_tokens")));
     ck_assert(json_is_null(delta(cmp, 1, "total_tokens", "absolute")));
@@ -596,9 +596,9 @@ START_TEST(follow_up_cancel_delete_list)
     ASSERT_INT(json_object_get(totals, "input_tokens"), 400);
     ASSERT_INT(json_object_get(totals, "output_tokens"), 60);
     ASSERT_NEAR(json_object_get(totals, "cost_usd"), 520e-6);
-    ASSERT_INT(json_object_get(json_object_get(json_object_get(s, "metrics"), "traces"),
-                               "trace_count"),
-               2);
+    ASSERT_INT(
+        json_object_get(json_object_get(json_object_get(s, "metrics"), "traces"), "trace_count"),
+        2);
     json_t *msgs = json_object_get(s, "messages");
     ck_assert_int_eq(json_array_size(msgs), 4);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(msgs, 2), "content")),
@@ -693,10 +693,10 @@ START_TEST(follow_up_cancel_delete_list)
     ck_assert_int_eq(st, 200);
     json_t *items = json_object_get(page, "sessions");
     ck_assert_int_eq(json_array_size(items), 2);
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_array_get(items, 0), "session_id")), more[2]);
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_array_get(items, 1), "session_id")), more[1]);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 0), "session_id")),
+                     more[2]);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 1), "session_id")),
+                     more[1]);
     const char *cursor = json_string_value(json_object_get(page, "next_cursor"));
     ck_assert_ptr_nonnull(cursor);
     snprintf(path, sizeof(path), "/v1/sessions?limit=2&before=%s", cursor);
@@ -704,10 +704,9 @@ START_TEST(follow_up_cancel_delete_list)
     ck_assert_int_eq(st, 200);
     items = json_object_get(page2, "sessions");
     ck_assert_int_eq(json_array_size(items), 2);
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_array_get(items, 0), "session_id")), more[0]);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 1), "session_id")),
-                     a);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 0), "session_id")),
+                     more[0]);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 1), "session_id")), a);
     ck_assert_ptr_null(json_object_get(page2, "next_cursor"));
     json_decref(page);
     json_decref(page2);
@@ -770,7 +769,8 @@ START_TEST(evaluation_runs_compared_with_a_session)
     deadline = evd_mono_ms() + 20000;
     for (;;) {
         json_t *res = call("GET", path, NULL, &st);
-        bool done = strcmp(json_string_value(json_object_get(res, "status")) ?: "", "completed") == 0;
+        bool done =
+            strcmp(json_string_value(json_object_get(res, "status")) ?: "", "completed") == 0;
         json_decref(res);
         if (done)
             break;
@@ -785,16 +785,16 @@ START_TEST(evaluation_runs_compared_with_a_session)
     for (size_t k = 1; k < 3; k++) {
         json_t *it = item(cmp, k);
         ck_assert_str_eq(json_string_value(json_object_get(it, "kind")), "evaluation_run");
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "session"),
-                                                           "evaluation_id")),
-                         eval_id);
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(it, "session"), "evaluation_id")),
+            eval_id);
         ck_assert(lifecycle(cmp, k, "terminal") && !lifecycle(cmp, k, "partial"));
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "lifecycle"),
-                                                           "turn_status")),
-                         "completed");
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "metrics"),
-                                                           "root_session_id")),
-                         k == 1 ? control : treatment);
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(it, "lifecycle"), "turn_status")),
+            "completed");
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(it, "metrics"), "root_session_id")),
+            k == 1 ? control : treatment);
     }
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 1), "title")), "terse · run 1");
     ck_assert_str_eq(json_string_value(json_object_get(item(cmp, 2), "title")), "tooled · run 1");
@@ -860,8 +860,7 @@ START_TEST(five_sessions_of_100_generations)
     struct evd_buf script = {0};
     evd_buf_printf(&script, "{\"rules\":[");
     for (int i = 0; i < 5; i++) {
-        create("{\"model\":" MODEL ",\"limits\":{\"max_turns\":200}}", 201, ids[i],
-               sizeof(ids[i]));
+        create("{\"model\":" MODEL ",\"limits\":{\"max_turns\":200}}", 201, ids[i], sizeof(ids[i]));
         evd_buf_printf(&script,
                        "%s{\"when\":{\"session\":\"%s\"},\"times\":99,\"reply\":{\"tool_calls\":"
                        "[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":\"noop\","

@@ -39,11 +39,11 @@ static json_t *turn_metrics(const char *sid, int turns, int calls, int errors, i
     json_object_set_new(entry, "depth", json_integer(0));
     return json_pack("{s:s, s:b, s:o, s:[o], s:{s:i, s:i, s:i, s:i, s:[{s:s, s:n, s:i, s:i, "
                      "s:i, s:i, s:i}]}}",
-                     "root_session_id", sid, "complete", 1, "totals", totals, "by_session",
-                     entry, "traces", "trace_count", 1, "span_count", spans, "error_span_count",
-                     errors, "duration_ms", dur, "by_session", "session_id", sid,
-                     "parent_session_id", "depth", 0, "trace_count", 1, "span_count", spans,
-                     "error_span_count", errors, "duration_ms", dur);
+                     "root_session_id", sid, "complete", 1, "totals", totals, "by_session", entry,
+                     "traces", "trace_count", 1, "span_count", spans, "error_span_count", errors,
+                     "duration_ms", dur, "by_session", "session_id", sid, "parent_session_id",
+                     "depth", 0, "trace_count", 1, "span_count", spans, "error_span_count", errors,
+                     "duration_ms", dur);
 }
 
 static json_int_t total_int(const json_t *m, const char *key)
@@ -68,26 +68,22 @@ START_TEST(create_defaults_and_normalization)
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c.config, "model"),
                                                        "system_prompt_strategy")),
                      "enrich");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c.config, "functions"),
-                                                       "expose")),
-                     "agent_trigger");
-    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(c.config, "functions"),
-                                                     "allow")),
-                     0);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c.config, "output"),
-                                                       "type")),
-                     "text");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(c.config, "functions"), "expose")),
+        "agent_trigger");
+    ck_assert_int_eq(
+        json_array_size(json_object_get(json_object_get(c.config, "functions"), "allow")), 0);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(c.config, "output"), "type")), "text");
     json_t *limits = json_object_get(c.config, "limits");
     ck_assert_int_eq(json_integer_value(json_object_get(limits, "max_turns")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(limits, "scenario_timeout_seconds")), 600);
     ck_assert_ptr_null(json_object_get(limits, "max_total_tokens"));
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c.config, "metadata"),
-                                                        "a")),
-                     1);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(c.config, "metadata"), "a")), 1);
     json_t *hl = evd_session_harness_limits(c.config);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(hl, "execution"),
-                                                        "max_turns")),
-                     3);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(hl, "execution"), "max_turns")), 3);
     json_decref(hl);
     evd_session_create_clear(&c);
     json_decref(body);
@@ -155,11 +151,11 @@ START_TEST(message_requests)
     ck_assert_int_eq(evd_session_message_decode(ok, &content, &err), EVD_OK);
     ck_assert_str_eq(content, "next");
     json_decref(ok);
-    static const char *bad[][2] = {{"{}", "content is required"},
-                                   {"{\"content\":1}", "content must be a string"},
-                                   {"{\"content\":\"\\n\"}", "content cannot be empty"},
-                                   {"{\"content\":\"a\",\"role\":\"user\"}",
-                                    "role is not a known field"}};
+    static const char *bad[][2] = {
+        {"{}", "content is required"},
+        {"{\"content\":1}", "content must be a string"},
+        {"{\"content\":\"\\n\"}", "content cannot be empty"},
+        {"{\"content\":\"a\",\"role\":\"user\"}", "role is not a known field"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *b = parse(bad[i][0]);
         ck_assert_int_eq(evd_session_message_decode(b, &content, &err), EVD_EINVAL);
@@ -332,9 +328,9 @@ START_TEST(messages_from_transcripts)
     ck_assert(json_is_null(json_object_get(f, "error")));
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "result"), "t")), -3);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 3), "content")), "cold");
-    ck_assert_int_eq(evd_session_transcript_messages(
-                         json_object_get(json_array_get(turns, 0), "transcript")),
-                     3);
+    ck_assert_int_eq(
+        evd_session_transcript_messages(json_object_get(json_array_get(turns, 0), "transcript")),
+        3);
     ck_assert_int_eq(evd_session_transcript_messages(NULL), 0);
     json_decref(m);
     json_decref(turns);
@@ -410,14 +406,30 @@ START_TEST(comparison_reports_partial_and_errors)
     json_t *broken = parse("{\"totals\":\"x\"}");
     json_t *meta = parse("{\"status\":\"working\"}");
     struct evd_compare_source src[3] = {
-        {.session_id = "a", .kind = "session", .title = "A", .session = meta,
-         .turn_status = "completed", .terminal = true, .metrics = done, .has_wall_time = true,
+        {.session_id = "a",
+         .kind = "session",
+         .title = "A",
+         .session = meta,
+         .turn_status = "completed",
+         .terminal = true,
+         .metrics = done,
+         .has_wall_time = true,
          .wall_time_ms = 10},
-        {.session_id = "b", .kind = "session", .session = meta, .turn_status = "running",
-         .terminal = false, .metrics = finished, .progress = progress, .has_wall_time = true,
+        {.session_id = "b",
+         .kind = "session",
+         .session = meta,
+         .turn_status = "running",
+         .terminal = false,
+         .metrics = finished,
+         .progress = progress,
+         .has_wall_time = true,
          .wall_time_ms = 20},
-        {.session_id = "c", .kind = "evaluation_run", .session = meta, .turn_status = "completed",
-         .terminal = true, .metrics = broken},
+        {.session_id = "c",
+         .kind = "evaluation_run",
+         .session = meta,
+         .turn_status = "completed",
+         .terminal = true,
+         .metrics = broken},
     };
     json_t *cmp = evd_compare_build(src, 3, 0, 42);
     ck_assert_ptr_nonnull(cmp);
@@ -429,19 +441,16 @@ START_TEST(comparison_reports_partial_and_errors)
     ck_assert(json_is_false(json_object_get(life, "complete")));
     ck_assert(json_is_false(json_object_get(json_object_get(b, "metrics"), "complete")));
     /* finished turn + running snapshot */
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "summary"),
-                                                        "total_tokens")),
-                     45);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "summary"),
-                                                        "generations")),
-                     2);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(b, "summary"), "total_tokens")), 45);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(b, "summary"), "generations")), 2);
     ck_assert(json_is_null(json_object_get(b, "title")));
     json_t *c = json_array_get(items, 2);
     ck_assert_int_eq(json_array_size(json_object_get(c, "errors")), 1);
     ck_assert(json_is_null(json_object_get(c, "metrics")));
-    ck_assert(json_is_null(json_object_get(json_object_get(json_object_get(c, "deltas"),
-                                                           "generations"),
-                                           "absolute")));
+    ck_assert(json_is_null(
+        json_object_get(json_object_get(json_object_get(c, "deltas"), "generations"), "absolute")));
     json_t *a = json_array_get(items, 0);
     ck_assert(json_is_false(json_object_get(json_object_get(a, "lifecycle"), "partial")));
     ck_assert_int_eq(json_array_size(json_object_get(a, "errors")), 0);
@@ -450,9 +459,8 @@ START_TEST(comparison_reports_partial_and_errors)
     /* A baseline without metrics gives null deltas to everyone. */
     cmp = evd_compare_build(src, 3, 2, 42);
     a = json_array_get(json_object_get(cmp, "sessions"), 0);
-    ck_assert(json_is_null(json_object_get(json_object_get(json_object_get(a, "deltas"),
-                                                           "total_tokens"),
-                                           "absolute")));
+    ck_assert(json_is_null(json_object_get(
+        json_object_get(json_object_get(a, "deltas"), "total_tokens"), "absolute")));
     json_decref(cmp);
     json_decref(done);
     json_decref(finished);
