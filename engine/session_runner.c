@@ -190,9 +190,10 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     limits = evd_session_harness_limits(s.config);
     cancel = evd_cancel_new();
     if (tools == NULL || limits == NULL || cancel == NULL) {
+        /* The attempt counts: the lease runs out and the turn is tried again, at most three
+         * times in all, like a run. */
         evd_log(EVD_LOG_WARN, "could not prepare session turn", "session_id", s.id, "error",
                 err.msg, NULL);
-        evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, &err);
         goto out;
     }
     json_int_t timeout_s = json_integer_value(

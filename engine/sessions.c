@@ -59,7 +59,7 @@ enum evd_code evd_session_create(struct evd_engine *e, json_t *request, json_t *
     evd_db_rollback(c);
     if (rc == EVD_OK) {
         *started = req.prompt != NULL;
-        *response = evd_store_session_view(c, id, NULL, err);
+        *response = evd_store_session_view(c, id, NULL, false, err);
         if (*response == NULL)
             rc = err && err->code ? err->code : EVD_EDB;
         evd_metrics_count("evald_sessions_started_total", NULL, NULL, 1);
@@ -120,7 +120,7 @@ enum evd_code evd_session_get(struct evd_engine *e, const char *id, bool message
     json_t *turns = NULL;
     struct evd_store_session s = {0};
     enum evd_code rc = EVD_OK;
-    json_t *view = evd_store_session_view(c, id, &turns, err);
+    json_t *view = evd_store_session_view(c, id, &turns, messages, err);
     if (view == NULL)
         rc = err && err->code ? err->code : EVD_EDB;
     else

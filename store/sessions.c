@@ -132,12 +132,13 @@ static const char SQL_VIEW[] =
 static const char SQL_TURNS[] =
     "SELECT (jsonb_build_object('turn_id', turn_id, 'seq', seq, 'prompt', prompt, 'status',"
     " status, 'created_at', created_at, 'started_at', started_at, 'completed_at', completed_at,"
-    " 'transcript', transcript, 'progress', progress))::text"
+    " 'transcript', CASE WHEN $2 THEN transcript END, 'progress', progress))::text"
     " FROM session_turns WHERE session_id = $1 ORDER BY seq";
 
-json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, struct evd_err *err)
+json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, bool transcripts,
+                               struct evd_err *err)
 {
-    const char *p[] = {id};
+    const char *p[] = {id, transcripts ? "true" : "false"};
     if (turns != NULL)
         *turns = NULL;
     PGresult *r = evd_db_query(c, SQL_VIEW, 1, p, err);
@@ -151,7 +152,7 @@ json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, struct
     PQclear(r);
     if (out == NULL || turns == NULL)
         return out;
-    r = evd_db_query(c, SQL_TURNS, 1, p, err);
+    r = evd_db_query(c, SQL_TURNS, 2, p, err);
     if (r == NULL) {
         json_decref(out);
         return NULL;

@@ -40,9 +40,11 @@ enum evd_code evd_store_session_get(PGconn *c, const char *id, bool lock,
 /*
  * The SessionV1 representation (with last_turn), or NULL with EVD_ENOTFOUND. With
  * `turns`, *turns receives every turn in order as {turn_id, seq, prompt, status,
- * created_at, started_at, completed_at, transcript?, progress?} (new reference).
+ * created_at, started_at, completed_at, transcript, progress} (new reference); the
+ * transcripts (the heavy part) are read only with `transcripts`, else they are null.
  */
-json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, struct evd_err *err);
+json_t *evd_store_session_view(PGconn *c, const char *id, json_t **turns, bool transcripts,
+                               struct evd_err *err);
 /* Newest first; `before` is a "<created_at>_<id>" cursor or NULL; *next_cursor malloc'd
  * when more remain. */
 json_t *evd_store_session_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
