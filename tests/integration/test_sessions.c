@@ -462,6 +462,27 @@ START_TEST(validation_messages)
     create("{\"model\":" MODEL ",\"prompt\":\"ALPHA\"}", 202, a, sizeof(a));
     create("{\"model\":" MODEL "}", 201, b, sizeof(b)); /* idle: no prompt */
 
+    /* The catalogue lists the function with its schemas. */
+    long cst = 0;
+    json_t *cat = call("GET", "/v1/functions", NULL, &cst);
+    ck_assert_int_eq(cst, 200);
+    json_t *entry = NULL;
+    size_t ci;
+    json_t *f;
+    json_array_foreach(json_object_get(cat, "functions"), ci, f)
+    {
+        if (strcmp(json_string_value(json_object_get(f, "name")), "eval::compare-sessions") == 0)
+            entry = f;
+    }
+    ck_assert_ptr_nonnull(entry);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(entry, "request_schema"), "title")),
+        "CompareSessionsRequestV1");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(entry, "response_schema"), "title")),
+        "SessionComparisonV1");
+    json_decref(cat);
+
     static const char COUNT[] = "session_ids must contain between 2 and 5 sessions";
     expect_compare_error("{\"session_ids\":[\"x\"],\"baseline_session_id\":\"x\"}", 400, COUNT);
     expect_compare_error("{\"session_ids\":[],\"baseline_session_id\":\"x\"}", 400, COUNT);
