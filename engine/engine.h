@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -108,6 +109,11 @@ enum evd_code evd_eval_assert(struct evd_engine *e, const char *function_id, jso
  */
 struct evd_subscription;
 struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id);
+/* A subscription to several ids at once (session ids, evaluation ids; at most
+ * EVD_SUB_IDS_MAX, the rest are ignored): it moves when any of them changes. NULL on ENOMEM. */
+#define EVD_SUB_IDS_MAX 12
+struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const char *const *ids,
+                                                   size_t n);
 int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms);
 void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s);
 

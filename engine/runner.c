@@ -228,6 +228,24 @@ static void hand_back(PGconn *c, const struct evd_store_job *job, int attempt)
     PQclear(r);
 }
 
+struct run_progress {
+    PGconn *c;
+    const char *evaluation_id;
+    int position;
+    int attempt;
+};
+
+/* Harness progress callback: keeps the running run's metrics snapshot for comparisons. */
+static void on_progress(void *ctx, json_t *metrics)
+{
+    struct run_progress *p = ctx;
+    struct evd_err err = {0};
+    if (evd_store_run_progress(p->c, p->evaluation_id, p->position, p->attempt, metrics, &err) !=
+        EVD_OK)
+        evd_log(EVD_LOG_DEBUG, "could not record run progress", "evaluation_id", p->evaluation_id,
+                "error", err.msg, NULL);
+}
+
 static json_t *transcript_of(const struct evd_harness_outcome *out)
 {
     json_t *t = out->transcript ? json_deep_copy(out->transcript) : json_object();
@@ -274,6 +292,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     int64_t deadline = evd_mono_ms() + (int64_t)view.limits.scenario_timeout_seconds * 1000;
     slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
 
+    struct run_progress pctx = {c, ev.id, job->run_position, attempt};
     struct evd_harness_input in = {
         .session_id = json_string_value(json_object_get(run, "session_id")),
         .prompt = json_string_value(json_object_get(variant, "prompt")),
@@ -284,6 +303,8 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         .output = (json_t *)view.output,
         .metadata = (json_t *)view.metadata,
         .tools = tools,
+        .progress = on_progress,
+        .progress_ctx = &pctx,
     };
     if (e->opts.remote != NULL && policy_may_allow(view.functions)) {
         struct evd_err lerr = {0};

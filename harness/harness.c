@@ -521,6 +521,19 @@ static json_t *build_metrics(const struct run *r)
                      "totals", totals, "by_session", entry, "traces", traces);
 }
 
+/* Hands a snapshot of the metrics so far to the input's progress callback, if any. */
+static void report_progress(const struct run *r)
+{
+    if (r->in->progress == NULL || r->in->session_id == NULL)
+        return;
+    json_t *m = build_metrics(r);
+    if (m == NULL)
+        return; /* out of memory: skip this report, the final metrics still come */
+    json_object_set_new(m, "complete", json_false());
+    r->in->progress(r->in->progress_ctx, m);
+    json_decref(m);
+}
+
 /* ---- function calls ------------------------------------------------------------------- */
 
 static const struct evd_hx_function *find_fn(const struct run *r, const char *key, bool by_id,
@@ -786,6 +799,7 @@ static void loop(struct run *r, struct verdict *v)
         }
         json_array_append_new(r->spans, new_span("generation", "generation", w0, w1, NULL, attrs));
         json_array_append(r->messages, reply.message);
+        report_progress(r);
 
         size_t ncalls = json_array_size(reply.tool_calls);
         if (ncalls == 0) {
@@ -828,6 +842,7 @@ static void loop(struct run *r, struct verdict *v)
                 break;
             }
             crc = run_call(r, json_array_get(reply.tool_calls, i), turn);
+            report_progress(r);
         }
         evd_hx_reply_clear(&reply);
         if (crc == EVD_ECANCELLED) {

@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "handlers/api.h"
 #include "handlers/evaluations.h"
+#include "handlers/sessions.h"
 #include "harness/providers.h"
 #include "server/config.h"
 #include "server/http.h"
@@ -153,6 +154,7 @@ int main(int argc, char **argv)
         goto out;
     }
     evd_evaluations_register();
+    evd_sessions_register();
     struct evd_ctx ctx = {
         .db = db,
         .max_runs = cfg.max_runs,

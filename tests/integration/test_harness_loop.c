@@ -216,7 +216,9 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
                                    NULL,
                                    tools,
                                    a->conversation,
-                                   a->dispatch};
+                                   a->dispatch,
+                                   NULL,
+                                   NULL};
     struct evd_err err;
     ck_assert_int_eq(
         evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out, &err), EVD_OK);

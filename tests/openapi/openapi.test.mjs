@@ -31,7 +31,8 @@ const api = yamlDoc.toJS({ maxAliasCount: -1 });
 const seed = loadSeed();
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 
-// The REST surface of the spec (evald.md) as refined by the task; `{}` is any parameter.
+// The REST surface of the spec (evald.md) as refined by the task, plus the session and
+// comparison event streams; `{}` is any parameter.
 const ROUTES = [
   'GET /v1/functions',
   'POST /v1/evaluations',
@@ -51,6 +52,8 @@ const ROUTES = [
   'POST /v1/sessions/{}/cancel',
   'DELETE /v1/sessions/{}',
   'GET /v1/sessions/compare',
+  'GET /v1/sessions/compare/events',
+  'GET /v1/sessions/{}/events',
   'GET /v1/subscriptions',
   'POST /v1/subscriptions',
   'GET /v1/subscriptions/{}',
