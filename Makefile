@@ -1,5 +1,6 @@
 # Thin wrapper over CMake and the scripts in scripts/. The two commands a new user
 # needs are `make run` and `make test`; both install missing Debian packages first.
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -1,4 +1,4 @@
-// Client of the evald REST API (/v1). Owns the bearer token of this tab (sessionStorage) and turns
+// Client of the evald REST API (/v1), evaluations and sessions. Owns the bearer token of this tab (sessionStorage) and turns
 // RFC 9457 problem+json answers into ApiError. When a request gets 401 the token prompt set by
 // the app is shown once and shared by every request waiting at that moment; then the request is
 // retried once. Module state: the token and the pending prompt only.
@@ -113,7 +113,29 @@ export const api = {
         request('POST', `/v1/evaluations/${encodeURIComponent(id)}/rerun`, { reverse_order: Boolean(reverseOrder) }),
     remove: (id) => request('DELETE', `/v1/evaluations/${encodeURIComponent(id)}`),
     models: () => request('GET', '/v1/models'),
+    sessions: ({ limit = 50, before } = {}) => {
+        const q = new URLSearchParams({ limit: String(limit) });
+        if (before) q.set('before', before);
+        return request('GET', `/v1/sessions?${q}`);
+    },
+    session: (id) => request('GET', `/v1/sessions/${encodeURIComponent(id)}`),
+    createSession: (body) => request('POST', '/v1/sessions', body),
+    compare: (ids, baseline) => request('GET', `/v1/sessions/compare?${compareQuery(ids, baseline)}`),
 };
+
+// ids=a,b,c&baseline=a (commas kept readable; each id encoded).
+function compareQuery(ids, baseline) {
+    const q = `ids=${ids.map(encodeURIComponent).join(',')}`;
+    return baseline ? `${q}&baseline=${encodeURIComponent(baseline)}` : q;
+}
+
+// URL of the live comparison stream (SSE); the token travels as access_token, as for
+// eventsUrl().
+export function compareEventsUrl(ids, baseline) {
+    const token = getToken();
+    const base = `/v1/sessions/compare/events?${compareQuery(ids, baseline)}`;
+    return token ? `${base}&access_token=${encodeURIComponent(token)}` : base;
+}
 
 // URL of the Server-Sent Events stream of one evaluation. EventSource cannot send headers, so
 // the token travels as access_token on this route only.

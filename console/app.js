@@ -1,4 +1,5 @@
-// Entry point of the console: hash routing (#/, #/new, #/new?from=<id>, #/evaluations/<id>),
+// Entry point of the console: hash routing (#/, #/new, #/new?from=<id>, #/evaluations/<id>,
+// #/sessions?ids=…&baseline=…),
 // the token and confirmation dialogs, the toast line, and the wiring between the history
 // sidebar and the main view. One view is mounted in <main> at a time; the previous one is
 // disposed (its event stream and timers stopped) before the next mounts.
@@ -72,6 +73,7 @@ function parseHash() {
     let m;
     if (path === '/new') return { name: 'new', from: params.get('from') };
     if ((m = /^\/evaluations\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'detail', id: m[1] };
+    if (path === '/sessions') return { name: 'sessions', params };
     return { name: 'home' };
 }
 
@@ -101,6 +103,9 @@ function route() {
     if (r.name === 'new') {
         document.title = 'New evaluation · evald';
         mount(() => import('./form.js'), 'mountForm', { from: r.from });
+    } else if (r.name === 'sessions') {
+        document.title = 'Sessions · evald';
+        mount(() => import('./sessions.js'), 'mountSessions', r.params);
     } else if (r.name === 'detail') {
         document.title = 'Evaluation · evald';
         mount(() => import('./detail.js'), 'mountDetail', r.id);

@@ -91,7 +91,8 @@ export function createHistory(root, ctx) {
                 }
             }
             if (!page) page = await api.list({ limit: PAGE, before: reset ? undefined : state.next });
-            const items = page.evaluations || [];
+            // A status event may have arrived while this page was in flight: keep the fresher.
+            const items = (page.evaluations || []).map(fresher);
             state.items = reset ? items : state.items.concat(items.filter((s) => !state.items.some((o) => o.evaluation_id === s.evaluation_id)));
             state.next = page.next_cursor || null;
         } catch (e) {
@@ -119,14 +120,30 @@ export function createHistory(root, ctx) {
         }
     }
 
+    const PATCHED = ['status', 'total_runs', 'terminal_runs', 'passed_runs', 'failed_runs', 'updated_at', 'completed_at', 'eligible'];
+    // The latest fields seen live per evaluation, so a list page fetched before them
+    // cannot roll a row back to an older state.
+    const latest = new Map();
+
+    function merge(s, fields) {
+        const out = { ...s };
+        for (const k of PATCHED) if (fields[k] !== undefined) out[k] = fields[k];
+        return out;
+    }
+
+    function fresher(s) {
+        const f = latest.get(s.evaluation_id);
+        if (!f) return s;
+        const newer = isTerminal(f.status) || (f.updated_at || 0) >= (s.updated_at || 0);
+        return newer && !isTerminal(s.status) ? merge(s, f) : s;
+    }
+
     // Merges fields of a status or summary into the row of that evaluation, if loaded.
     function patch(id, fields) {
+        latest.set(id, { ...(latest.get(id) || {}), ...fields });
         const i = state.items.findIndex((s) => s.evaluation_id === id);
         if (i < 0) return;
-        const s = { ...state.items[i] };
-        for (const k of ['status', 'total_runs', 'terminal_runs', 'passed_runs', 'failed_runs', 'updated_at', 'completed_at', 'eligible']) {
-            if (fields[k] !== undefined) s[k] = fields[k];
-        }
+        const s = merge(state.items[i], fields);
         state.items[i] = s;
         const old = list.querySelector(`a.row[data-id="${CSS.escape(id)}"]`);
         if (old) old.parentElement.replaceWith(row(s, s.evaluation_id === state.selected));

@@ -50,9 +50,9 @@ static enum evd_code read_u64(const json_t *obj, const char *parent, const char 
     return EVD_OK;
 }
 
-static enum evd_code decode_execution(const json_t *ex, struct evd_limits *out, struct evd_err *err)
+static enum evd_code decode_execution(const json_t *ex, const char *p, struct evd_limits *out,
+                                      struct evd_err *err)
 {
-    const char *p = "limits.execution";
     enum evd_code rc = evd_fields_only(ex, p, EXECUTION_FIELDS, err);
     if (rc == EVD_OK)
         rc = read_u64(ex, p, "invocation_timeout_seconds", 0, INT64_MAX, NULL,
@@ -108,7 +108,7 @@ enum evd_code evd_limits_decode(const json_t *limits, struct evd_limits *out, st
     if (rc == EVD_OK)
         rc = evd_fields_get(limits, "limits", "execution", EVD_F_OBJECT, &ex, err);
     if (rc == EVD_OK && ex != NULL)
-        rc = decode_execution(ex, out, err);
+        rc = decode_execution(ex, "limits.execution", out, err);
     if (rc == EVD_OK)
         rc = evd_fields_get(limits, "limits", "evaluation", EVD_F_OBJECT, &ev, err);
     if (rc == EVD_OK && ev != NULL)
@@ -116,27 +116,42 @@ enum evd_code evd_limits_decode(const json_t *limits, struct evd_limits *out, st
     return rc;
 }
 
-enum evd_code evd_limits_validate(const struct evd_limits *l, struct evd_err *err)
+enum evd_code evd_limits_decode_execution(const json_t *execution, const char *path,
+                                          struct evd_limits *out, struct evd_err *err)
+{
+    evd_limits_defaults(out);
+    if (execution == NULL)
+        return EVD_OK;
+    if (!json_is_object(execution))
+        return evd_err_set(err, EVD_EINVAL, "%s must be an object", path);
+    return decode_execution(execution, path, out, err);
+}
+
+enum evd_code evd_limits_validate_at(const struct evd_limits *l, const char *p, struct evd_err *err)
 {
     if (l->invocation_timeout_seconds == 0)
         return evd_err_set(err, EVD_EINVAL,
-                           "limits.execution.invocation_timeout_seconds must be greater than zero");
+                           "%s.invocation_timeout_seconds must be greater than zero", p);
     if (l->scenario_timeout_seconds == 0)
-        return evd_err_set(err, EVD_EINVAL,
-                           "limits.execution.scenario_timeout_seconds must be greater than zero");
+        return evd_err_set(err, EVD_EINVAL, "%s.scenario_timeout_seconds must be greater than zero",
+                           p);
     if (l->max_turns == 0)
-        return evd_err_set(err, EVD_EINVAL, "limits.execution.max_turns must be greater than zero");
+        return evd_err_set(err, EVD_EINVAL, "%s.max_turns must be greater than zero", p);
     if (l->max_output_tokens_per_call == 0)
         return evd_err_set(err, EVD_EINVAL,
-                           "limits.execution.max_output_tokens_per_call must be greater than zero");
+                           "%s.max_output_tokens_per_call must be greater than zero", p);
     if (l->has_max_total_tokens && l->max_total_tokens == 0)
-        return evd_err_set(
-            err, EVD_EINVAL,
-            "limits.execution.max_total_tokens must be greater than zero when supplied");
-    if (l->has_max_cost_usd && (!isfinite(l->max_cost_usd) || l->max_cost_usd < 0.0))
         return evd_err_set(err, EVD_EINVAL,
-                           "limits.execution.max_cost_usd must be a finite non-negative number");
+                           "%s.max_total_tokens must be greater than zero when supplied", p);
+    if (l->has_max_cost_usd && (!isfinite(l->max_cost_usd) || l->max_cost_usd < 0.0))
+        return evd_err_set(err, EVD_EINVAL, "%s.max_cost_usd must be a finite non-negative number",
+                           p);
     return EVD_OK;
+}
+
+enum evd_code evd_limits_validate(const struct evd_limits *l, struct evd_err *err)
+{
+    return evd_limits_validate_at(l, "limits.execution", err);
 }
 
 json_t *evd_limits_to_json(const struct evd_limits *l)

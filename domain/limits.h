@@ -63,6 +63,17 @@ enum evd_code evd_limits_decode(const json_t *limits, struct evd_limits *out, st
 enum evd_code evd_limits_validate(const struct evd_limits *limits, struct evd_err *err);
 
 /*
+ * The execution limits alone, as an ad-hoc session takes them (ExecutionLimitsV1, a flat
+ * object): decode with defaults (NULL = all defaults) and validate with the same rules and
+ * messages as above, naming fields under `path` (e.g. "limits.max_turns must be greater
+ * than zero"). The evaluation (post-hoc) limits stay unset.
+ */
+enum evd_code evd_limits_decode_execution(const json_t *execution, const char *path,
+                                          struct evd_limits *out, struct evd_err *err);
+enum evd_code evd_limits_validate_at(const struct evd_limits *limits, const char *path,
+                                     struct evd_err *err);
+
+/*
  * The normalized EvalLimitsV1: {"evaluation":{...set fields},"execution":{four required
  * fields, then the optional ones that are set}}; max_cost_usd is always a real.
  * New reference, or NULL on ENOMEM.

@@ -634,3 +634,47 @@ enum evd_code evd_request_evaluator_input(const json_t *body, struct evd_evaluat
     out->arguments = args;
     return EVD_OK;
 }
+
+/* ---- pieces shared with ad-hoc sessions ------------------------------------------------ */
+
+enum evd_code evd_request_model(const json_t *model, json_t **out, struct evd_err *err)
+{
+    json_t *m = NULL;
+    *out = NULL;
+    if (!json_is_object(model))
+        return evd_err_set(err, EVD_EINVAL, "model must be an object");
+    enum evd_code rc = decode_model(model, &m, err);
+    if (rc != EVD_OK)
+        return rc;
+    const json_t *provider = json_object_get(m, "provider");
+    if (is_blank(json_object_get(m, "model")))
+        rc = evd_err_set(err, EVD_EINVAL, "model.model cannot be empty");
+    else if (provider != NULL && is_blank(provider))
+        rc = evd_err_set(err, EVD_EINVAL, "model.provider cannot be empty when supplied");
+    if (rc != EVD_OK) {
+        json_decref(m);
+        return rc;
+    }
+    *out = m;
+    return EVD_OK;
+}
+
+enum evd_code evd_request_functions(const json_t *functions, json_t **out, struct evd_err *err)
+{
+    *out = NULL;
+    if (functions != NULL && json_is_null(functions))
+        functions = NULL;
+    if (functions != NULL && !json_is_object(functions))
+        return evd_err_set(err, EVD_EINVAL, "functions must be an object");
+    return decode_functions(functions, out, err);
+}
+
+enum evd_code evd_request_output(const json_t *output, json_t **out, struct evd_err *err)
+{
+    *out = NULL;
+    if (output != NULL && json_is_null(output))
+        output = NULL;
+    if (output != NULL && !json_is_object(output))
+        return evd_err_set(err, EVD_EINVAL, "output must be an object");
+    return decode_output(output, out, err);
+}

@@ -138,6 +138,19 @@ enum evd_code evd_request_wake(const json_t *body, const char **session_id, bool
  */
 enum evd_code evd_request_sweep(const json_t *body, struct evd_err *err);
 
+/*
+ * Pieces of a start request that ad-hoc sessions take as well, decoded and normalized with
+ * the same messages:
+ *   model      an EvalModelConfigV1 object; also "model.model cannot be empty" and
+ *              "model.provider cannot be empty when supplied"
+ *   functions  a FunctionPolicy; NULL or JSON null gives the deny-all default
+ *   output     an OutputContract; NULL or JSON null gives {"type":"text"}
+ * Arguments are borrowed; on EVD_OK *out is a new reference, else NULL.
+ */
+enum evd_code evd_request_model(const json_t *model, json_t **out, struct evd_err *err);
+enum evd_code evd_request_functions(const json_t *functions, json_t **out, struct evd_err *err);
+enum evd_code evd_request_output(const json_t *output, json_t **out, struct evd_err *err);
+
 /* EvaluatorInputV1, decoded; every pointer is borrowed from the body. */
 struct evd_evaluator_input {
     const char *evaluation_id;

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -24,6 +25,26 @@
 struct evd_db;
 struct evd_providers;
 struct evd_engine;
+struct evd_cancel;
+
+/*
+ * Functions reachable outside this process (the iii engine, adapter/iii.h), as a
+ * table so the engine knows nothing of the adapter. Both calls may block and are
+ * made from worker threads.
+ *   call       runs `function_id` with `payload` (borrowed) within timeout_ms and
+ *              returns a new reference to its result, or NULL + err (EVD_ENOTFOUND
+ *              when nobody serves it, EVD_ETIMEOUT, EVD_ECANCELLED when `cancel`
+ *              fired, EVD_EUPSTREAM when the callee failed). `at_least_once` lets it
+ *              repeat a call whose answer was lost with the connection.
+ *   functions  the functions `policy` ({allow[], deny[]}, borrowed) could allow, as
+ *              [{id, description, request_schema}] (new reference), or NULL + err.
+ */
+struct evd_engine_remote {
+    json_t *(*call)(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                    struct evd_cancel *cancel, bool at_least_once, struct evd_err *err);
+    json_t *(*functions)(void *ctx, json_t *policy, int64_t timeout_ms, struct evd_err *err);
+    void *ctx;
+};
 
 struct evd_engine_options {
     const char *conninfo;               /* for the threads' own connections */
@@ -33,6 +54,9 @@ struct evd_engine_options {
     long lease_ms;
     long sweep_interval_ms;
     long max_runs;
+    /* Evaluators and agent functions served elsewhere (the iii engine); NULL = none.
+     * Borrowed; must outlive evd_engine_stop. */
+    const struct evd_engine_remote *remote;
 };
 
 /* Creates the engine; starts its threads when opts->workers > 0. */
@@ -85,6 +109,11 @@ enum evd_code evd_eval_assert(struct evd_engine *e, const char *function_id, jso
  */
 struct evd_subscription;
 struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id);
+/* A subscription to several ids at once (session ids, evaluation ids; at most
+ * EVD_SUB_IDS_MAX, the rest are ignored): it moves when any of them changes. NULL on ENOMEM. */
+#define EVD_SUB_IDS_MAX 12
+struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const char *const *ids,
+                                                   size_t n);
 int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms);
 void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s);
 

@@ -33,12 +33,15 @@ static void capitalized(const char *status, char *out, size_t n)
         out[0] = (char)(out[0] - 'a' + 'A');
 }
 
-/* Rejects an evaluator that nothing can run: a built-in, or a registered tool. */
-static enum evd_code check_evaluator(PGconn *c, const json_t *normalized, struct evd_err *err)
+/* Rejects an evaluator that nothing can run: a built-in, a registered tool, or, when
+ * the iii adapter is configured, any function of the iii engine (whose workers come
+ * and go, so it is looked up when the run is scored). */
+static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *normalized,
+                                     struct evd_err *err)
 {
     const char *fid =
         json_string_value(json_object_get(json_object_get(normalized, "evaluator"), "function_id"));
-    if (fid == NULL || evd_evaluator_is_builtin(fid))
+    if (fid == NULL || evd_evaluator_is_builtin(fid) || e->opts.remote != NULL)
         return EVD_OK;
     struct evd_tool tool;
     enum evd_code rc = evd_store_tool_get(c, fid, &tool, err);
@@ -64,7 +67,7 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
     struct evd_resolved_model resolved;
     if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)view.model, &resolved, err)))
         return rc;
-    if ((rc = check_evaluator(c, normalized, err)) != EVD_OK)
+    if ((rc = check_evaluator(e, c, normalized, err)) != EVD_OK)
         return rc;
     char id[48];
     evd_new_id("eval_", id, sizeof(id));

@@ -34,8 +34,11 @@ struct inflight {
     enum inflight_reason reason;
 };
 
+/* A change subscription: sees a new version when any of its ids (evaluation or session
+ * ids) changes. */
 struct evd_subscription {
-    char evaluation_id[64];
+    char ids[EVD_SUB_IDS_MAX][64];
+    size_t nids;
     uint64_t version;
     uint64_t seen;
     struct evd_subscription *next;
@@ -77,6 +80,9 @@ long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
 
 /* run execution (engine/runner.c) */
 void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+
+/* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
+void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
 
 /* hub (engine/hub.c) */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);

@@ -77,10 +77,12 @@ out:
 }
 
 /*
- * Scores a run with its evaluator: a built-in, or an HTTP tool of that id. On
- * success *evaluation is the validated EvaluatorResponseV1 (new reference).
+ * Scores a run with its evaluator: a built-in, an HTTP tool of that id, or else a
+ * function of the iii engine when the adapter is configured (at least once, within
+ * invocation_timeout_seconds). On success *evaluation is the validated
+ * EvaluatorResponseV1 (new reference).
  */
-static enum evd_code evaluate(PGconn *c, const char *evaluation_id,
+static enum evd_code evaluate(const struct evd_engine *e, PGconn *c, const char *evaluation_id,
                               const struct evd_request_view *view, const json_t *run,
                               struct evd_cancel *cancel, json_t **evaluation, struct evd_err *err)
 {
@@ -96,10 +98,17 @@ static enum evd_code evaluate(PGconn *c, const char *evaluation_id,
     } else {
         struct evd_tool tool;
         rc = evd_store_tool_get(c, view->evaluator_function_id, &tool, err);
-        if (rc == EVD_ENOTFOUND)
+        const struct evd_engine_remote *remote = e->opts.remote;
+        if (rc == EVD_ENOTFOUND && remote != NULL) {
+            int64_t timeout = (int64_t)view->limits.invocation_timeout_seconds * 1000;
+            evd_err_clear(err);
+            answer = remote->call(remote->ctx, view->evaluator_function_id, input, timeout, cancel,
+                                  true, err);
+            rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
+        } else if (rc == EVD_ENOTFOUND) {
             rc = evd_err_set(err, EVD_ENOTFOUND, "no evaluator function %s is registered",
                              view->evaluator_function_id);
-        if (rc == EVD_OK) {
+        } else if (rc == EVD_OK) {
             long timeout = tool.timeout_ms;
             long cap = (long)view->limits.invocation_timeout_seconds * 1000;
             answer = post_json(tool.url, input, timeout < cap ? timeout : cap, cancel, err);
@@ -112,6 +121,29 @@ static enum evd_code evaluate(PGconn *c, const char *evaluation_id,
     json_decref(answer);
     json_decref(input);
     return rc;
+}
+
+/* How long a run waits for the list of the iii engine's functions. */
+#define REMOTE_LIST_TIMEOUT_MS 5000
+
+/* The remote functions as a harness function source, bound to the run's cancel token. */
+struct remote_source {
+    const struct evd_engine_remote *remote;
+    struct evd_cancel *cancel;
+};
+
+static json_t *remote_source_call(void *ctx, const char *function_id, json_t *payload,
+                                  int64_t timeout_ms, struct evd_err *err)
+{
+    const struct remote_source *s = ctx;
+    /* A tool call may have effects: it is never repeated behind the model's back. */
+    return s->remote->call(s->remote->ctx, function_id, payload, timeout_ms, s->cancel, false, err);
+}
+
+/* True when a function policy could allow anything (a non-empty allow list). */
+static bool policy_may_allow(const json_t *policy)
+{
+    return json_is_object(policy) && json_array_size(json_object_get(policy, "allow")) > 0;
 }
 
 /* Phase 1. Returns the attempt to run, 0 when there is nothing to run. */
@@ -196,6 +228,24 @@ static void hand_back(PGconn *c, const struct evd_store_job *job, int attempt)
     PQclear(r);
 }
 
+struct run_progress {
+    PGconn *c;
+    const char *evaluation_id;
+    int position;
+    int attempt;
+};
+
+/* Harness progress callback: keeps the running run's metrics snapshot for comparisons. */
+static void on_progress(void *ctx, json_t *metrics)
+{
+    struct run_progress *p = ctx;
+    struct evd_err err = {0};
+    if (evd_store_run_progress(p->c, p->evaluation_id, p->position, p->attempt, metrics, &err) !=
+        EVD_OK)
+        evd_log(EVD_LOG_DEBUG, "could not record run progress", "evaluation_id", p->evaluation_id,
+                "error", err.msg, NULL);
+}
+
 static json_t *transcript_of(const struct evd_harness_outcome *out)
 {
     json_t *t = out->transcript ? json_deep_copy(out->transcript) : json_object();
@@ -211,6 +261,9 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     struct evd_harness_outcome out = {0};
     struct evd_request_view view;
     json_t *run = NULL, *tools = NULL, *transcript = NULL, *evaluation = NULL;
+    json_t *remote_fns = NULL;
+    struct remote_source source = {e->opts.remote, NULL};
+    struct evd_harness_dispatch dispatch = {0};
     struct evd_cancel *cancel = NULL;
     int slot = -1;
 
@@ -239,6 +292,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     int64_t deadline = evd_mono_ms() + (int64_t)view.limits.scenario_timeout_seconds * 1000;
     slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
 
+    struct run_progress pctx = {c, ev.id, job->run_position, attempt};
     struct evd_harness_input in = {
         .session_id = json_string_value(json_object_get(run, "session_id")),
         .prompt = json_string_value(json_object_get(variant, "prompt")),
@@ -249,7 +303,24 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         .output = (json_t *)view.output,
         .metadata = (json_t *)view.metadata,
         .tools = tools,
+        .progress = on_progress,
+        .progress_ctx = &pctx,
     };
+    if (e->opts.remote != NULL && policy_may_allow(view.functions)) {
+        struct evd_err lerr = {0};
+        remote_fns = e->opts.remote->functions(e->opts.remote->ctx, (json_t *)view.functions,
+                                               REMOTE_LIST_TIMEOUT_MS, &lerr);
+        if (remote_fns == NULL) {
+            evd_log(EVD_LOG_WARN,
+                    "could not list the iii engine's functions; the run sees "
+                    "HTTP tools only",
+                    "evaluation_id", ev.id, "error", lerr.msg, NULL);
+        } else {
+            source.cancel = cancel;
+            dispatch = (struct evd_harness_dispatch){remote_fns, remote_source_call, &source};
+            in.dispatch = &dispatch;
+        }
+    }
     char att[16];
     snprintf(att, sizeof(att), "%d", attempt);
     evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", ev.id, "run_id",
@@ -263,7 +334,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         evd_run_needs_evaluation(ev.request, run)) {
         int64_t t0 = evd_now_ms();
         struct evd_err everr = {0};
-        if (evaluate(c, ev.id, &view, run, cancel, &evaluation, &everr) != EVD_OK) {
+        if (evaluate(e, c, ev.id, &view, run, cancel, &evaluation, &everr) != EVD_OK) {
             evd_run_fail(run, EVD_PHASE_EVALUATE, view.evaluator_function_id, everr.msg,
                          evd_now_ms());
         } else {
@@ -341,6 +412,7 @@ out:
     evd_cancel_free(cancel);
     json_decref(run);
     json_decref(tools);
+    json_decref(remote_fns);
     json_decref(transcript);
     json_decref(evaluation);
     evd_store_eval_clear(&ev);

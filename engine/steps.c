@@ -59,6 +59,7 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
     json_decref(report);
     if (rc == EVD_OK) {
         evd_store_notify(c, EVD_CHANNEL_EVENTS, ev->id, NULL);
+        evd_store_notify(c, EVD_CHANNEL_COMPLETED, ev->id, NULL);
         evd_metrics_count("evald_evaluations_finished_total", "status", status, 1);
         evd_log(EVD_LOG_INFO, "evaluation finished", "evaluation_id", ev->id, "status", status,
                 NULL);

@@ -90,18 +90,28 @@ void evd_engine_publish(struct evd_engine *e, const char *evaluation_id)
 {
     pthread_mutex_lock(&e->hub_mu);
     for (struct evd_subscription *s = e->subs; s; s = s->next)
-        if (strcmp(s->evaluation_id, evaluation_id) == 0)
-            s->version++;
+        for (size_t i = 0; i < s->nids; i++)
+            if (strcmp(s->ids[i], evaluation_id) == 0) {
+                s->version++;
+                break;
+            }
     pthread_cond_broadcast(&e->hub_cv);
     pthread_mutex_unlock(&e->hub_mu);
 }
 
 struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id)
 {
+    return evd_engine_subscribe_many(e, &evaluation_id, 1);
+}
+
+struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const char *const *ids,
+                                                   size_t n)
+{
     struct evd_subscription *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
-    snprintf(s->evaluation_id, sizeof(s->evaluation_id), "%s", evaluation_id);
+    for (size_t i = 0; i < n && s->nids < EVD_SUB_IDS_MAX; i++)
+        snprintf(s->ids[s->nids++], sizeof(s->ids[0]), "%s", ids[i]);
     pthread_mutex_lock(&e->hub_mu);
     s->next = e->subs;
     e->subs = s;
@@ -205,6 +215,8 @@ static void *worker_main(void *arg)
         if (found) {
             if (strcmp(job.kind, "run") == 0)
                 evd_engine_process_job(e, c, &job);
+            else if (strcmp(job.kind, "session") == 0)
+                evd_engine_process_session(e, c, &job);
             else
                 evd_store_job_delete(c, job.id, &err); /* unknown kind: a newer evald's */
             continue;

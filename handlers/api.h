@@ -22,6 +22,7 @@
 
 struct evd_db;
 struct evd_engine;
+struct evd_webhooks;
 
 /* What handlers may use; built once by main, immutable afterwards except through
  * the thread-safe objects it points to. */
@@ -31,6 +32,7 @@ struct evd_ctx {
     const char *version;     /* evald version string */
     int64_t started_at_ms;   /* process start, for /healthz */
     struct evd_engine *engine; /* the evaluation engine (engine/engine.h) */
+    struct evd_webhooks *webhooks; /* subscriptions and deliveries (webhooks/webhooks.h) */
 };
 
 #define EVD_MAX_PARAMS 4

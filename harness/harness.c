@@ -36,7 +36,7 @@ struct run {
     struct evd_cancel *cancel;
     struct evd_resolved_model rm;
     enum evd_provider_kind kind;
-    CURL *easy;
+    struct evd_hx_client http;
 
     int64_t invocation_timeout_s, scenario_timeout_s, max_turns, max_out;
     bool has_max_total, has_max_cost;
@@ -391,8 +391,7 @@ static enum evd_code setup(struct run *r, struct evd_err *err)
         json_array_append_new(r->messages,
                               json_pack("{s:s,s:s}", "role", "user", "content", in->prompt)) != 0)
         return evd_err_set(err, EVD_ENOMEM, "out of memory building the conversation");
-    r->easy = curl_easy_init();
-    if (r->easy == NULL)
+    if (!evd_hx_client_open(&r->http))
         return evd_err_set(err, EVD_ENOMEM, "could not create a curl handle");
     return EVD_OK;
 }
@@ -522,6 +521,19 @@ static json_t *build_metrics(const struct run *r)
                      "totals", totals, "by_session", entry, "traces", traces);
 }
 
+/* Hands a snapshot of the metrics so far to the input's progress callback, if any. */
+static void report_progress(const struct run *r)
+{
+    if (r->in->progress == NULL || r->in->session_id == NULL)
+        return;
+    json_t *m = build_metrics(r);
+    if (m == NULL)
+        return; /* out of memory: skip this report, the final metrics still come */
+    json_object_set_new(m, "complete", json_false());
+    r->in->progress(r->in->progress_ctx, m);
+    json_decref(m);
+}
+
 /* ---- function calls ------------------------------------------------------------------- */
 
 static const struct evd_hx_function *find_fn(const struct run *r, const char *key, bool by_id,
@@ -587,11 +599,12 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
     json_t *empty = payload == NULL ? json_object() : NULL;
     if (payload == NULL)
         payload = empty;
-    if (ferr.code == EVD_OK && fn->url != NULL &&
-        evd_hx_validate_payload(fn->request_schema, payload, &ferr) == EVD_OK) {
-        result = evd_hx_call_http_tool(r->easy, fn, payload, r->in->session_id, r->deadline,
+    if (ferr.code == EVD_OK)
+        evd_hx_validate_payload(fn->id, fn->request_schema, payload, &ferr);
+    if (ferr.code == EVD_OK && fn->url != NULL) {
+        result = evd_hx_call_http_tool(&r->http, fn, payload, r->in->session_id, r->deadline,
                                        r->cancel, &ferr);
-    } else if (ferr.code == EVD_OK && fn->url == NULL) {
+    } else if (ferr.code == EVD_OK) {
         int64_t left = r->deadline - evd_mono_ms();
         int64_t to = fn->timeout_ms < left ? fn->timeout_ms : left;
         result = r->in->dispatch->call(r->in->dispatch->ctx, fn->id, payload, to, &ferr);
@@ -614,8 +627,12 @@ static enum evd_code run_call(struct run *r, json_t *call, int64_t turn)
     } else {
         content = json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
     }
-    if (content != NULL && strlen(content) > MAX_TOOL_RESULT)
-        strcpy(content + MAX_TOOL_RESULT - 16, "…[truncated]");
+    if (content != NULL && strlen(content) > MAX_TOOL_RESULT) {
+        size_t cut = MAX_TOOL_RESULT - 16;
+        while (cut > 0 && ((unsigned char)content[cut] & 0xC0) == 0x80)
+            cut--; /* never split a UTF-8 sequence */
+        strcpy(content + cut, "…[truncated]");
+    }
     json_t *msg =
         json_pack("{s:s,s:s,s:s,s:s,s:b}", "role", "tool", "tool_call_id", call_id, "name", name,
                   "content", content ? content : "{}", "is_error", is_error);
@@ -720,7 +737,7 @@ static void loop(struct run *r, struct verdict *v)
             deadline = r->deadline;
         int64_t w0 = evd_now_ms();
         struct evd_hx_call call;
-        evd_hx_provider_call(r->easy, r->rm.provider, body, r->in->session_id, deadline,
+        evd_hx_provider_call(&r->http, r->rm.provider, body, r->in->session_id, deadline,
                              (int)r->invocation_timeout_s, r->cancel, &call);
         json_decref(body);
         struct evd_hx_reply reply;
@@ -729,7 +746,7 @@ static void loop(struct run *r, struct verdict *v)
         if (call.code == EVD_OK &&
             evd_hx_parse_reply(r->kind, call.body, &reply, &perr) != EVD_OK) {
             call.code = perr.code == EVD_ENOMEM ? EVD_ENOMEM : EVD_EUPSTREAM;
-            snprintf(call.error, sizeof(call.error), "%s returned an unusable reply: %s",
+            snprintf(call.error, sizeof(call.error), "%s returned an unusable reply: %.400s",
                      evd_provider_name(r->rm.provider), perr.msg);
         }
         json_decref(call.body);
@@ -782,6 +799,7 @@ static void loop(struct run *r, struct verdict *v)
         }
         json_array_append_new(r->spans, new_span("generation", "generation", w0, w1, NULL, attrs));
         json_array_append(r->messages, reply.message);
+        report_progress(r);
 
         size_t ncalls = json_array_size(reply.tool_calls);
         if (ncalls == 0) {
@@ -824,6 +842,7 @@ static void loop(struct run *r, struct verdict *v)
                 break;
             }
             crc = run_call(r, json_array_get(reply.tool_calls, i), turn);
+            report_progress(r);
         }
         evd_hx_reply_clear(&reply);
         if (crc == EVD_ECANCELLED) {
@@ -844,8 +863,7 @@ static void run_free(struct run *r)
     json_decref(r->spans);
     json_decref(r->generations);
     json_decref(r->fcalls);
-    if (r->easy != NULL)
-        curl_easy_cleanup(r->easy);
+    evd_hx_client_close(&r->http);
 }
 
 const char *evd_harness_status_name(enum evd_harness_status s)

@@ -79,6 +79,14 @@ struct evd_harness_input {
     json_t *tools;
     json_t *conversation;
     const struct evd_harness_dispatch *dispatch; /* optional */
+    /*
+     * Optional progress report: called on the run's thread after each successful generation
+     * and after each function call with a snapshot of the turn's metrics so far (a
+     * SessionMetricsResponseV1 with complete:false, traces of the spans so far; borrowed for
+     * the call only). It delays the loop while it runs, so it must be quick.
+     */
+    void (*progress)(void *ctx, json_t *metrics);
+    void *progress_ctx;
 };
 
 enum evd_harness_status {

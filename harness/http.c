@@ -60,13 +60,15 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
-CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers, const char *body,
-                          size_t body_len, int64_t deadline_ms, struct evd_cancel *cancel,
-                          struct evd_hx_http_resp *resp)
+CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl_slist *headers,
+                          const char *body, size_t body_len, int64_t deadline_ms,
+                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp)
 {
     struct xfer x = {resp, cancel, deadline_ms, false};
-    CURLM *multi = NULL;
+    CURLM *multi = cl->multi;
+    CURL *easy = cl->easy;
     CURLcode rc = CURLE_OK;
+    bool added = false;
 
     memset(resp, 0, sizeof(*resp));
     resp->retry_after_ms = -1;
@@ -101,11 +103,11 @@ CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *header
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "evald/" EVALD_VERSION);
 
-    multi = curl_multi_init();
-    if (multi == NULL || curl_multi_add_handle(multi, easy) != CURLM_OK) {
+    if (curl_multi_add_handle(multi, easy) != CURLM_OK) {
         rc = CURLE_OUT_OF_MEMORY;
         goto out;
     }
+    added = true;
     int running = 1;
     while (running) {
         if (curl_multi_perform(multi, &running) != CURLM_OK) {
@@ -143,11 +145,33 @@ CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *header
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
 out:
     resp->curl_code = rc;
-    if (multi != NULL) {
-        curl_multi_remove_handle(multi, easy);
-        curl_multi_cleanup(multi);
-    }
+    if (added)
+        curl_multi_remove_handle(multi, easy); /* the connection stays in the multi's pool */
     return rc;
+}
+
+bool evd_hx_client_open(struct evd_hx_client *cl)
+{
+    cl->multi = curl_multi_init();
+    cl->easy = curl_easy_init();
+    if (cl->multi == NULL || cl->easy == NULL) {
+        evd_hx_client_close(cl);
+        return false;
+    }
+    curl_multi_setopt(cl->multi, CURLMOPT_MAXCONNECTS, 4L);
+    return true;
+}
+
+void evd_hx_client_close(struct evd_hx_client *cl)
+{
+    if (cl == NULL)
+        return;
+    if (cl->easy != NULL)
+        curl_easy_cleanup(cl->easy);
+    if (cl->multi != NULL)
+        curl_multi_cleanup(cl->multi);
+    cl->easy = NULL;
+    cl->multi = NULL;
 }
 
 void evd_hx_http_resp_free(struct evd_hx_http_resp *resp)
@@ -331,7 +355,7 @@ static void free_headers(struct curl_slist *h)
     curl_slist_free_all(h);
 }
 
-void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *body,
+void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr, json_t *body,
                           const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
                           struct evd_cancel *cancel, struct evd_hx_call *call)
 {
@@ -357,7 +381,7 @@ void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *bod
     for (;;) {
         struct evd_hx_http_resp resp;
         call->attempts++;
-        evd_hx_http_post(easy, url, headers, text, strlen(text), deadline_ms, cancel, &resp);
+        evd_hx_http_post(cl, url, headers, text, strlen(text), deadline_ms, cancel, &resp);
         call->status = resp.status;
         bool retry = false;
         int64_t wait_ms = -1;

@@ -29,6 +29,19 @@
 
 #define EVD_HX_MAX_BODY (8u << 20) /* largest response body read */
 
+/*
+ * One run's HTTP client: an easy handle driven through a multi handle that keeps the
+ * connection pool, so generations and tool calls of a run reuse their connections.
+ */
+struct evd_hx_client {
+    CURLM *multi;
+    CURL *easy;
+};
+
+/* Creates both handles; false when out of memory. evd_hx_client_close is NULL-safe. */
+bool evd_hx_client_open(struct evd_hx_client *cl);
+void evd_hx_client_close(struct evd_hx_client *cl);
+
 struct evd_hx_http_resp {
     long status;            /* HTTP status, 0 when no response arrived */
     struct evd_buf body;    /* response body (bounded) */
@@ -40,13 +53,13 @@ struct evd_hx_http_resp {
 };
 
 /*
- * POSTs `body` to `url` with `headers` on `easy` (reset first), giving up at the monotonic
- * deadline `deadline_ms` or when `cancel` triggers (checked at least every 50 ms). Fills
- * *resp (caller frees resp->body). Returns CURLE_OK when a response arrived (any status).
+ * POSTs `body` to `url` with `headers` on the client (its easy handle reset first), giving up at
+ * the monotonic deadline `deadline_ms` or when `cancel` triggers (checked at least every 50 ms).
+ * Fills *resp (caller frees resp->body). Returns CURLE_OK when a response arrived (any status).
  */
-CURLcode evd_hx_http_post(CURL *easy, const char *url, struct curl_slist *headers, const char *body,
-                          size_t body_len, int64_t deadline_ms, struct evd_cancel *cancel,
-                          struct evd_hx_http_resp *resp);
+CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl_slist *headers,
+                          const char *body, size_t body_len, int64_t deadline_ms,
+                          struct evd_cancel *cancel, struct evd_hx_http_resp *resp);
 void evd_hx_http_resp_free(struct evd_hx_http_resp *resp);
 
 /* Parses a Retry-After value (delta-seconds or an HTTP date) into ms; -1 when unusable. */
@@ -74,7 +87,7 @@ struct evd_hx_call {
  * connection errors and malformed bodies with backoff (honouring Retry-After) until
  * `deadline_ms`; 4xx other than 429 fail at once. Adds X-Evald-Session. Fills *call.
  */
-void evd_hx_provider_call(CURL *easy, const struct evd_provider *pr, json_t *body,
+void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr, json_t *body,
                           const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
                           struct evd_cancel *cancel, struct evd_hx_call *call);
 
@@ -164,18 +177,20 @@ void evd_hx_tool_name(const char *function_id, char *out, size_t outsz,
 #define EVD_HX_AGENT_TRIGGER "agent_trigger"
 
 /*
- * Validates an HTTP tool payload against its request_schema before the call. Until the
- * JSON Schema validator is merged this accepts every payload; see harness/tools.c.
+ * Validates a function payload (borrowed) against its request_schema (borrowed; NULL
+ * accepts anything) with the draft-07 validator. EVD_EINVAL names the function and the
+ * failing instance paths, or says the schema itself is invalid.
  */
-enum evd_code evd_hx_validate_payload(json_t *schema, json_t *payload, struct evd_err *err);
+enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, json_t *payload,
+                                      struct evd_err *err);
 
 /*
  * POSTs payload (borrowed) to an HTTP tool and returns its JSON result (new reference; a
  * non-JSON body becomes a JSON string), or NULL with *err set: EVD_ETIMEOUT, EVD_ECANCELLED,
  * EVD_EUPSTREAM ("tool <id> returned 500: …").
  */
-json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json_t *payload,
-                              const char *session_id, int64_t deadline_ms,
+json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_function *fn,
+                              json_t *payload, const char *session_id, int64_t deadline_ms,
                               struct evd_cancel *cancel, struct evd_err *err);
 
 /* ---- structured output hook ----------------------------------------------------------- */

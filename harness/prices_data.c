@@ -1,6 +1,7 @@
 /*
  * The price table compiled into the binary: a copy of harness/prices.json, kept identical by
- * the unit test prices_data_matches_json. Read-only data; safe from any thread.
+ * the unit test prices_data_matches_json (regenerate with scripts/harness_prices.cmake).
+ * Read-only data; safe from any thread.
  */
 #include "harness/providers.h"
 

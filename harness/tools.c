@@ -4,26 +4,41 @@
  * back as a JSON value. Runs on the run's thread with the run's easy handle.
  */
 #include "harness/internal.h"
+#include "schema/jsonschema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /*
- * Payload validation against the tool's request_schema. The JSON Schema validator lives on
- * the schema layer; until it is merged every payload is accepted here, and this is the one
- * place to call it from.
+ * Payload validation against the tool's request_schema (draft-07), before the call. The
+ * message lists at most three failing instance paths, as the model has to fix them.
  */
-enum evd_code evd_hx_validate_payload(json_t *schema, json_t *payload, struct evd_err *err)
+enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, json_t *payload,
+                                      struct evd_err *err)
 {
-    (void)schema;
-    (void)payload;
-    (void)err;
-    return EVD_OK;
+    struct evd_schema_error errs[3];
+    struct evd_err serr = {EVD_OK, ""};
+    if (schema == NULL)
+        return EVD_OK;
+    size_t n = evd_jsonschema_check(schema, payload, errs, 3, &serr);
+    if (n == (size_t)-1)
+        return evd_err_set(err, EVD_EINVAL, "request_schema of %s is invalid: %s", function_id,
+                           serr.msg);
+    if (n == 0)
+        return EVD_OK;
+    char detail[400];
+    size_t len = 0;
+    detail[0] = '\0';
+    for (size_t i = 0; i < n && i < 3 && len < sizeof(detail); i++)
+        len += (size_t)snprintf(detail + len, sizeof(detail) - len, "%s\"%s\": %s", i ? "; " : "",
+                                errs[i].instance_path, errs[i].message);
+    return evd_err_set(err, EVD_EINVAL, "payload of %s does not match its request_schema: %s",
+                       function_id, detail);
 }
 
-json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json_t *payload,
-                              const char *session_id, int64_t deadline_ms,
+json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_function *fn,
+                              json_t *payload, const char *session_id, int64_t deadline_ms,
                               struct evd_cancel *cancel, struct evd_err *err)
 {
     json_t *result = NULL;
@@ -59,7 +74,7 @@ json_t *evd_hx_call_http_tool(CURL *easy, const struct evd_hx_function *fn, json
         goto nomem;
     h = t;
 
-    evd_hx_http_post(easy, fn->url, h, body, strlen(body), until, cancel, &resp);
+    evd_hx_http_post(cl, fn->url, h, body, strlen(body), until, cancel, &resp);
     have_resp = true;
     if (resp.cancelled) {
         evd_err_set(err, EVD_ECANCELLED, "function %s cancelled", fn->id);

@@ -1138,8 +1138,8 @@ static bool add_doc(struct cctx *c, size_t cap, const char *uri, json_t *root)
     return true;
 }
 
-struct evd_jsonschema *evd_jsonschema_new_with_remotes(json_t *schema, json_t *remotes,
-                                                       struct evd_err *err)
+static struct evd_jsonschema *compile(json_t *schema, const char *pointer, json_t *remotes,
+                                      struct evd_err *err)
 {
     struct cctx c;
     memset(&c, 0, sizeof(c));
@@ -1186,8 +1186,28 @@ struct evd_jsonschema *evd_jsonschema_new_with_remotes(json_t *schema, json_t *r
         cnomem(&c);
         goto fail;
     }
-    path_set(&c, "");
-    v->root = compile_node(&c, schema, "", 0);
+    path_set(&c, pointer);
+    json_t *start = schema;
+    char *base = NULL;
+    if (pointer[0] != '\0') {
+        struct res *r = find_res_now(&c, "");
+        start = pointer_walk(&c, r->schema, r->base, pointer, &base);
+        if (start == NULL) {
+            if (!c.failed)
+                cfail(&c, "no subschema at this pointer");
+            goto fail;
+        }
+    }
+    const char *abase = "";
+    if (base != NULL) {
+        abase = arena_strdup(v, base);
+        free(base);
+        if (abase == NULL) {
+            cnomem(&c);
+            goto fail;
+        }
+    }
+    v->root = compile_node(&c, start, abase, 0);
     if (v->root == NULL || !resolve_pending(&c))
         goto fail;
     goto out;
@@ -1202,6 +1222,22 @@ out:
     free(c.memo);
     free(c.docs);
     return v;
+}
+
+struct evd_jsonschema *evd_jsonschema_new_with_remotes(json_t *schema, json_t *remotes,
+                                                       struct evd_err *err)
+{
+    return compile(schema, "", remotes, err);
+}
+
+struct evd_jsonschema *evd_jsonschema_new_at(json_t *doc, const char *pointer, json_t *remotes,
+                                             struct evd_err *err)
+{
+    if (pointer == NULL || (pointer[0] != '\0' && pointer[0] != '/')) {
+        evd_err_set(err, EVD_EINVAL, "schema pointer must be empty or start with \"/\"");
+        return NULL;
+    }
+    return compile(doc, pointer, remotes, err);
 }
 
 struct evd_jsonschema *evd_jsonschema_new(json_t *schema, struct evd_err *err)

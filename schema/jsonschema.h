@@ -48,6 +48,14 @@ struct evd_jsonschema *evd_jsonschema_new(json_t *schema, struct evd_err *err);
 struct evd_jsonschema *evd_jsonschema_new_with_remotes(json_t *schema, json_t *remotes,
                                                        struct evd_err *err);
 
+/*
+ * Compiles the subschema of `doc` at the RFC 6901 `pointer` ("" is the root); its $refs
+ * resolve within `doc` (and `remotes`, may be NULL) as they would from the root. Same
+ * lifetimes and errors as above; EVD_EINVAL when nothing is at the pointer.
+ */
+struct evd_jsonschema *evd_jsonschema_new_at(json_t *doc, const char *pointer, json_t *remotes,
+                                             struct evd_err *err);
+
 /* NULL-safe. */
 void evd_jsonschema_free(struct evd_jsonschema *v);
 

@@ -20,6 +20,17 @@ if [ -z "${EVALD_DATABASE_URL:-}" ]; then
   echo "run: private PostgreSQL at $EVALD_DATABASE_URL (data in var/pg)"
 fi
 
+# Webhook secrets are stored sealed under EVALD_SECRET_KEY; keep a development key
+# next to the private database (created once, readable by its owner only).
+if [ -z "${EVALD_SECRET_KEY:-}" ]; then
+  if [ ! -s var/secret-key ]; then
+    mkdir -p var
+    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >var/secret-key)
+  fi
+  EVALD_SECRET_KEY=$(cat var/secret-key)
+  export EVALD_SECRET_KEY
+fi
+
 demo_model=""
 if [ -z "${OPENAI_API_KEY:-}" ] && [ -z "${ANTHROPIC_API_KEY:-}" ] && [ -x "$build/evald-stub" ]; then
   stub_listen=${EVALD_STUB_LISTEN:-127.0.0.1:8089}

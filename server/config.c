@@ -55,6 +55,14 @@ static const struct setting settings[] = {
     {"EVALD_WEBHOOK_ALLOW_HOSTS", "webhook-allow-hosts", K_STR, NULL, 0, 0,
      OFF(webhook_allow_hosts),
      "comma-separated hosts webhooks may target (*.example.com allowed); unset = any public host"},
+    {"EVALD_WEBHOOK_WORKERS", "webhook-workers", K_INT, "2", 0, 64, OFF(webhook_workers),
+     "webhook delivery threads per process (0 = this process delivers none)"},
+    {"EVALD_WEBHOOK_BACKOFF_MS", "webhook-backoff-ms", K_INT, "5000", 10, 3600000,
+     OFF(webhook_backoff_ms),
+     "first webhook retry delay, doubling up to 1 h (tests lower it; keep the default)"},
+    {"EVALD_SECRET_KEY", "secret-key", K_SECRET, NULL, 0, 0, OFF(secret_key),
+     "64 hex characters (openssl rand -hex 32) sealing webhook secrets in the database; the "
+     "same on every process; unset = no subscriptions"},
     {"OPENAI_BASE_URL", "openai-base-url", K_STR, "https://api.openai.com/v1", 0, 0,
      OFF(openai_base_url), "base URL of providers openai and openai-codex (Responses API)"},
     {"ANTHROPIC_BASE_URL", "anthropic-base-url", K_STR, "https://api.anthropic.com", 0, 0,
@@ -202,6 +210,11 @@ enum evd_code evd_config_load(struct evd_config *cfg, int argc, char **argv,
                          cfg->listen_host);
     if (rc == EVD_OK && cfg->api_token != NULL && strlen(cfg->api_token) < 16)
         rc = evd_err_set(err, EVD_EINVAL, "EVALD_API_TOKEN must be at least 16 characters");
+    if (rc == EVD_OK && cfg->secret_key != NULL &&
+        (strlen(cfg->secret_key) != 64 || strspn(cfg->secret_key, "0123456789abcdefABCDEF") != 64))
+        rc = evd_err_set(err, EVD_EINVAL,
+                         "EVALD_SECRET_KEY must be 64 hexadecimal characters (32 bytes; e.g. "
+                         "openssl rand -hex 32)");
     if (rc != EVD_OK)
         evd_config_free(cfg);
     return rc;
@@ -213,6 +226,8 @@ void evd_config_free(struct evd_config *cfg)
         if (settings[i].offset == NOFIELD || settings[i].kind == K_INT)
             continue;
         char **f = str_field(cfg, &settings[i]);
+        if (*f != NULL && settings[i].kind == K_SECRET)
+            explicit_bzero(*f, strlen(*f));
         free(*f);
         *f = NULL;
     }

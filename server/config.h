@@ -2,7 +2,7 @@
  * evald configuration: one table (server/config.c) of every setting with its
  * environment variable, flag, type, default and help. Precedence: defaults <
  * environment < flags. Validated once at start-up; the struct is read-only after.
- * Secrets (API token, database URL password) are held here and must never be logged:
+ * Secrets (API token, database URL password, secret key) are held here and must never be logged:
  * evd_config_describe() prints them redacted.
  */
 #ifndef EVD_SERVER_CONFIG_H
@@ -30,6 +30,9 @@ struct evd_config {
     char *log_level;         /* EVALD_LOG_LEVEL */
     char *iii_url;           /* III_URL */
     char *webhook_allow_hosts; /* EVALD_WEBHOOK_ALLOW_HOSTS */
+    long webhook_workers;    /* EVALD_WEBHOOK_WORKERS */
+    long webhook_backoff_ms; /* EVALD_WEBHOOK_BACKOFF_MS */
+    char *secret_key;        /* EVALD_SECRET_KEY; NULL = no webhook subscriptions */
     char *openai_base_url;   /* OPENAI_BASE_URL */
     char *anthropic_base_url; /* ANTHROPIC_BASE_URL */
     bool help;               /* --help given */

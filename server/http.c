@@ -5,6 +5,7 @@
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ struct evd_http {
     struct MHD_Daemon *daemon;
     struct evd_http_options opts;
     unsigned port;
+    atomic_int exchanges; /* requests begun and not yet fully answered */
 };
 
 struct exchange {
@@ -214,6 +216,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         else
             evd_new_id("req_", ex->request_id, sizeof(ex->request_id));
         ex->body.limit = EVD_HTTP_BODY_LIMIT;
+        atomic_fetch_add(&h->exchanges, 1);
         *state = ex;
         return MHD_YES;
     }
@@ -241,12 +244,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)c;
     (void)toe;
+    struct evd_http *h = cls;
     struct exchange *ex = *state;
     if (ex == NULL)
         return;
+    atomic_fetch_sub(&h->exchanges, 1);
     evd_buf_free(&ex->body);
     free(ex->resp.body);
     if (ex->resp.stream_free)
@@ -305,6 +309,17 @@ void evd_http_quiesce(struct evd_http *h)
     MHD_socket s = MHD_quiesce_daemon(h->daemon);
     if (s != MHD_INVALID_SOCKET)
         close(s);
+}
+
+bool evd_http_drain(struct evd_http *h, int timeout_ms)
+{
+    int64_t deadline = evd_mono_ms() + timeout_ms;
+    while (atomic_load(&h->exchanges) > 0) {
+        if (evd_mono_ms() >= deadline)
+            return false;
+        usleep(10000);
+    }
+    return true;
 }
 
 void evd_http_stop(struct evd_http *h)

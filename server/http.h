@@ -8,6 +8,7 @@
 #ifndef EVD_SERVER_HTTP_H
 #define EVD_SERVER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -31,7 +32,10 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
 unsigned evd_http_port(const struct evd_http *h);
 /* Stops accepting new connections; in-flight requests continue. */
 void evd_http_quiesce(struct evd_http *h);
-/* Waits for in-flight requests to finish, then frees the server. */
+/* Waits up to timeout_ms for every begun request to be fully answered (a stream
+ * ends once its producer says so); true when none is left. */
+bool evd_http_drain(struct evd_http *h, int timeout_ms);
+/* Stops the daemon (closing idle keep-alive connections), then frees the server. */
 void evd_http_stop(struct evd_http *h);
 
 #endif

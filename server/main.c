@@ -12,16 +12,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adapter/iii.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "engine/engine.h"
 #include "handlers/api.h"
 #include "handlers/evaluations.h"
+#include "handlers/sessions.h"
 #include "harness/providers.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/routes.h"
 #include "store/db.h"
+#include "webhooks/webhooks.h"
 
 /* Provider settings come from the environment, except the base URLs and the two
  * files, which a flag may also set (flags win). */
@@ -63,6 +66,8 @@ int main(int argc, char **argv)
     struct evd_http *http = NULL;
     struct evd_providers *providers = NULL;
     struct evd_engine *engine = NULL;
+    struct evd_webhooks *webhooks = NULL;
+    struct evd_iii *iii = NULL;
 
     if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
         fprintf(stderr, "evald: %s\n", err.msg);
@@ -85,6 +90,17 @@ int main(int argc, char **argv)
         return 2;
     }
     evd_log_set_level((enum evd_log_level)evd_log_level_parse(cfg.log_level));
+    if (cfg.iii_url != NULL) {
+        /* Validated before anything runs; created before the engine (which calls iii
+         * functions through it), started after it (the adapter calls the eval functions). */
+        struct evd_iii_options iopts = {.url = cfg.iii_url, .conninfo = cfg.database_url};
+        iii = evd_iii_new(&iopts, &err);
+        if (iii == NULL) {
+            fprintf(stderr, "evald: %s\n", err.msg);
+            evd_config_free(&cfg);
+            return 2;
+        }
+    }
 
     /* Library initialisation, before any thread exists. */
     json_object_seed(0);
@@ -118,19 +134,36 @@ int main(int argc, char **argv)
         .lease_ms = cfg.lease_ms,
         .sweep_interval_ms = cfg.sweep_interval_ms,
         .max_runs = cfg.max_runs,
+        .remote = iii ? evd_iii_remote(iii) : NULL,
     };
     engine = evd_engine_start(&eopts, &err);
     if (engine == NULL) {
         evd_log(EVD_LOG_ERROR, "could not start the engine", "error", err.msg, NULL);
         goto out;
     }
+    struct evd_webhooks_options wopts = {
+        .conninfo = cfg.database_url,
+        .db = db,
+        .allow_hosts = cfg.webhook_allow_hosts,
+        .secret_key = cfg.secret_key,
+        .workers = cfg.webhook_workers,
+        .backoff_ms = cfg.webhook_backoff_ms,
+    };
+    webhooks = evd_webhooks_start(&wopts, &err);
+    if (webhooks == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not start webhooks", "error", err.msg, NULL);
+        status = err.code == EVD_EINVAL ? 2 : 1;
+        goto out;
+    }
     evd_evaluations_register();
+    evd_sessions_register();
     struct evd_ctx ctx = {
         .db = db,
         .max_runs = cfg.max_runs,
         .version = EVALD_VERSION,
         .started_at_ms = evd_now_ms(),
         .engine = engine,
+        .webhooks = webhooks,
     };
     struct evd_http_options hopts = {
         .host = cfg.listen_host,
@@ -143,6 +176,10 @@ int main(int argc, char **argv)
     http = evd_http_start(&hopts, &err);
     if (http == NULL) {
         evd_log(EVD_LOG_ERROR, "could not start the HTTP server", "error", err.msg, NULL);
+        goto out;
+    }
+    if (iii != NULL && evd_iii_start(iii, &ctx, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "could not start the iii adapter", "error", err.msg, NULL);
         goto out;
     }
     char addr[300], port[8];
@@ -158,13 +195,22 @@ int main(int argc, char **argv)
     sigwait(&stop_signals, &sig);
     evd_log(EVD_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
     evd_http_quiesce(http);
-    /* Streams (SSE) end when the engine says it is stopping; then in-flight requests
-     * finish, then workers hand their runs back. */
+    /* The iii adapter takes no new invocation and closes its session once the ones in
+     * flight are answered. Streams (SSE) end when the engine says it is stopping; then
+     * in-flight requests finish, then workers hand their runs back. */
+    evd_iii_signal_stop(iii);
     evd_engine_signal_stop(engine);
+    evd_webhooks_signal_stop(webhooks);
+    if (!evd_http_drain(http, 10000))
+        evd_log(EVD_LOG_WARN, "requests still in flight after 10 s; closing them", NULL);
     status = 0;
 out:
+    evd_iii_signal_stop(iii);
     evd_http_stop(http);
+    evd_webhooks_stop(webhooks);
+    evd_iii_stop(iii);
     evd_engine_stop(engine);
+    evd_iii_free(iii); /* engine workers no longer call it */
     evd_db_close(db);
     evd_providers_free(providers);
     evd_config_free(&cfg);

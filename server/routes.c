@@ -3,6 +3,8 @@
 
 #include "handlers/evaluations.h"
 #include "handlers/functions.h"
+#include "handlers/sessions.h"
+#include "handlers/subscriptions.h"
 #include "handlers/tools.h"
 #include "handlers/system.h"
 
@@ -23,9 +25,24 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/evaluations/{id}/events", evd_h_eval_events, EVD_ROUTE_QUERY_TOKEN},
     {"POST", "/v1/evaluations/{id}/cancel", evd_h_eval_cancel, 0},
     {"POST", "/v1/evaluations/{id}/rerun", evd_h_eval_rerun, 0},
+    {"POST", "/v1/sessions", evd_h_session_create, 0},
+    {"GET", "/v1/sessions", evd_h_session_list, 0},
+    /* compare before {id}: the first matching row wins */
+    {"GET", "/v1/sessions/compare", evd_h_sessions_compare, 0},
+    {"GET", "/v1/sessions/compare/events", evd_h_sessions_compare_events, EVD_ROUTE_QUERY_TOKEN},
+    {"GET", "/v1/sessions/{id}", evd_h_session_get, 0},
+    {"DELETE", "/v1/sessions/{id}", evd_h_session_delete, 0},
+    {"POST", "/v1/sessions/{id}/messages", evd_h_session_message, 0},
+    {"POST", "/v1/sessions/{id}/cancel", evd_h_session_cancel, 0},
+    {"GET", "/v1/sessions/{id}/events", evd_h_session_events, EVD_ROUTE_QUERY_TOKEN},
     {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
     {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
     {"GET", "/v1/models", evd_h_models, 0},
+    {"GET", "/v1/subscriptions", evd_h_subs_list, 0},
+    {"POST", "/v1/subscriptions", evd_h_sub_create, 0},
+    {"GET", "/v1/subscriptions/{id}", evd_h_sub_get, 0},
+    {"DELETE", "/v1/subscriptions/{id}", evd_h_sub_delete, 0},
+    {"GET", "/v1/subscriptions/{id}/deliveries", evd_h_sub_deliveries, 0},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
     {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
     {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},

@@ -202,7 +202,8 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
     const char *p[] = {id, pos, att, ts};
     return evd_db_exec(c,
                        "UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4,"
-                       " completed_at = NULL WHERE evaluation_id = $1 AND position = $2::int",
+                       " completed_at = NULL, progress = NULL"
+                       " WHERE evaluation_id = $1 AND position = $2::int",
                        4, p, err);
 }
 
@@ -264,6 +265,27 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     *written = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return EVD_OK;
+}
+
+enum evd_code evd_store_run_progress(PGconn *c, const char *id, int position, int attempt,
+                                     const json_t *metrics, struct evd_err *err)
+{
+    char pos[16], att[16];
+    I64(pos, position);
+    I64(att, attempt);
+    char *m = dump_or_null(metrics);
+    if (m == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *p[] = {id, pos, att, m, EVD_CHANNEL_EVENTS};
+    enum evd_code rc = evd_db_exec(
+        c,
+        "WITH u AS (UPDATE runs SET progress = $4::jsonb WHERE evaluation_id = $1"
+        " AND position = $2::int AND attempt = $3::int AND status = 'running'"
+        " RETURNING session_id)"
+        " SELECT pg_notify($5, u.session_id) FROM u",
+        5, p, err);
+    free(m);
+    return rc;
 }
 
 enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t *failure,
@@ -444,7 +466,8 @@ static const char SQL_CLAIM[] =
     " WHERE id = (SELECT id FROM jobs WHERE due_at <= now()"
     "  AND (lease_until IS NULL OR lease_until < now())"
     "  ORDER BY due_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
-    " RETURNING id, kind, coalesce(evaluation_id, ''), coalesce(run_position, 0), attempts";
+    " RETURNING id, kind, coalesce(evaluation_id, ''), coalesce(run_position, 0), attempts,"
+    " coalesce(ref, '')";
 
 enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
                                   struct evd_store_job *out, bool *found, struct evd_err *err)
@@ -463,6 +486,7 @@ enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
         snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 2));
         out->run_position = (int)col_i64(r, 0, 3);
         out->attempts = (int)col_i64(r, 0, 4);
+        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 5));
     }
     PQclear(r);
     return EVD_OK;

@@ -69,6 +69,14 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
                                    const json_t *run, const json_t *transcript, bool *written,
                                    struct evd_err *err);
+/*
+ * Keeps the metrics snapshot of a running run (progress, SessionMetricsResponseV1 with
+ * complete:false) if it is still running with `attempt`, and notifies the change under the
+ * run's session id (comparison streams watch it; the evaluation's own stream, which has
+ * nothing new to show, is not woken). Autocommits when no transaction is open.
+ */
+enum evd_code evd_store_run_progress(PGconn *c, const char *id, int position, int attempt,
+                                     const json_t *metrics, struct evd_err *err);
 /* Cancels every open run (pending or running) with a cancel failure. */
 enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t *failure,
                                          int64_t now, struct evd_err *err);
@@ -101,6 +109,7 @@ struct evd_store_job {
     char evaluation_id[64];
     int run_position;
     int attempts;
+    char ref[64]; /* kind 'session': the session id ("" otherwise) */
 };
 /* Enqueues the run job unless one exists. */
 enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
@@ -131,6 +140,7 @@ json_t *evd_store_timed_out_runs(PGconn *c, int64_t now, struct evd_err *err);
 #define EVD_CHANNEL_EVENTS "evald_events"
 #define EVD_CHANNEL_CANCEL "evald_cancel"
 #define EVD_CHANNEL_JOBS "evald_jobs"
+#define EVD_CHANNEL_COMPLETED "evald_completed" /* a completion event was recorded */
 enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *payload,
                                struct evd_err *err);
 

@@ -31,14 +31,16 @@ case "$EVALD_TEST_DATABASE_URL" in
 esac
 psql -q "$EVALD_TEST_DATABASE_URL" -c "CREATE DATABASE $db" >/dev/null
 
-# Starts a binary and waits for its {"listen":"host:port"} ready line.
+# Starts a binary in the background (recording its pid here, not in a subshell) and
+# waits for its {"listen":"host:port"} ready line; the address is left in $addr.
+addr=""
 start() {
   local name=$1; shift
   "$@" >"$work/$name.out" 2>"$work/$name.log" &
   pids+=($!)
   for _ in $(seq 1 300); do
     if grep -q '"listen"' "$work/$name.out" 2>/dev/null; then
-      sed -E 's/.*"listen":"([^"]+)".*/\1/' "$work/$name.out" | head -n 1
+      addr=$(sed -E 's/.*"listen":"([^"]+)".*/\1/' "$work/$name.out" | head -n 1)
       return 0
     fi
     kill -0 "${pids[-1]}" 2>/dev/null || break
@@ -49,20 +51,20 @@ start() {
   return 1
 }
 
-stub=$(start stub "$EVALD_STUB_BIN" --listen 127.0.0.1:0)
-export EVALD_STUB_URL="http://$stub"
+start stub "$EVALD_STUB_BIN" --listen 127.0.0.1:0
+export EVALD_STUB_URL="http://$addr"
 # shellcheck disable=SC2086
-evald=$(start evald env EVALD_DATABASE_URL="$url" EVALD_LISTEN=127.0.0.1:0 \
+start evald env EVALD_DATABASE_URL="$url" EVALD_LISTEN=127.0.0.1:0 \
   OPENAI_BASE_URL="$EVALD_STUB_URL/v1" OPENAI_API_KEY=stub-key \
   ANTHROPIC_BASE_URL="$EVALD_STUB_URL" ANTHROPIC_API_KEY=stub-key \
-  EVALD_SWEEP_INTERVAL_MS=500 ${EVALD_STACK_ENV:-} "$EVALD_BIN")
-export EVALD_URL="http://$evald"
+  EVALD_SWEEP_INTERVAL_MS=500 ${EVALD_STACK_ENV:-} "$EVALD_BIN"
+export EVALD_URL="http://$addr"
 export EVALD_DIRECT_URL="$EVALD_URL"
 if [ -n "${EVALD_CONTRACT_RECORD:-}" ] && command -v node >/dev/null 2>&1; then
   mkdir -p "$EVALD_CONTRACT_RECORD"
-  proxy=$(start proxy node "$here/support/contract_proxy.mjs" --target "$EVALD_URL" \
-    --record "$EVALD_CONTRACT_RECORD" --suite "${EVALD_CONTRACT_SUITE:-stack}")
-  export EVALD_URL="http://$proxy"
+  start proxy node "$here/support/contract_proxy.mjs" --target "$EVALD_URL" \
+    --record "$EVALD_CONTRACT_RECORD" --suite "${EVALD_CONTRACT_SUITE:-stack}"
+  export EVALD_URL="http://$addr"
 fi
 export EVALD_STACK_DATABASE_URL="$url"
 set +e

@@ -647,6 +647,61 @@ START_TEST(graceful_stop_hands_runs_back)
 }
 END_TEST
 
+struct stream_arg {
+    char url[512];
+    struct evd_t_resp resp;
+    int rc;
+};
+
+static void *read_stream(void *arg)
+{
+    struct stream_arg *a = arg;
+    a->rc = evd_t_http("GET", a->url, NULL, NULL, 0, &a->resp);
+    return NULL;
+}
+
+START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, SLOW_SCRIPT), 200);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/functions/eval::start", p.base);
+    char *body = small_request("SLOW", 1, 1);
+    const char *auth[] = {"Authorization: Bearer stream-token-0123456789", NULL};
+    struct evd_t_resp r;
+    evd_t_http("POST", url, auth, body, strlen(body), &r);
+    free(body);
+    ck_assert_int_eq(r.status, 200);
+    json_t *started = json_loads(r.body, 0, NULL);
+    evd_t_resp_free(&r);
+    const char *id = json_string_value(json_object_get(started, "evaluation_id"));
+    /* EventSource cannot send headers: the stream takes the token as a query argument. */
+    struct stream_arg a = {.rc = -1};
+    snprintf(a.url, sizeof(a.url), "%s/v1/evaluations/%s/events?access_token=stream-token-0123456789",
+             p.base, id);
+    pthread_t t;
+    pthread_create(&t, NULL, read_stream, &a);
+    usleep(500000);
+    int64_t t0 = evd_mono_ms();
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    pthread_join(t, NULL);
+    ck_assert_msg(evd_mono_ms() - t0 < 5000, "shutdown took too long");
+    ck_assert_int_eq(a.rc, 0);
+    ck_assert_int_eq(a.resp.status, 200);
+    ck_assert(strstr(a.resp.body, "event: status") != NULL);
+    evd_t_resp_free(&a.resp);
+    /* Without the token the stream is refused. */
+    start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
+    snprintf(url, sizeof(url), "%s/v1/evaluations/%s/events", p.base, id);
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 401);
+    evd_t_resp_free(&r);
+    json_decref(started);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -662,6 +717,7 @@ int main(void)
     tcase_add_test(tc, three_processes_share_the_work);
     tcase_add_test(tc, pairs_in_flight_with_concurrency);
     tcase_add_test(tc, graceful_stop_hands_runs_back);
+    tcase_add_test(tc, sigterm_ends_open_streams_and_exits_cleanly);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

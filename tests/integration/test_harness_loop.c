@@ -18,6 +18,7 @@
 
 #include "common/util.h"
 #include "harness/harness.h"
+#include "schema/jsonschema.h"
 #include "tests/support/harness_support.h"
 #include "tests/support/testutil.h"
 
@@ -168,6 +169,7 @@ struct run_args {
     const char *output;      /* JSON or NULL */
     json_t *conversation;    /* borrowed or NULL */
     const struct evd_providers *providers;
+    const struct evd_harness_dispatch *dispatch;
 };
 
 static json_t *tools_json(void)
@@ -214,6 +216,8 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
                                    NULL,
                                    tools,
                                    a->conversation,
+                                   a->dispatch,
+                                   NULL,
                                    NULL};
     struct evd_err err;
     ck_assert_int_eq(
@@ -248,6 +252,26 @@ static void assert_completed(const struct evd_harness_outcome *o)
 {
     ck_assert_msg(o->status == EVD_HARNESS_COMPLETED, "status %s: %s",
                   evd_harness_status_name(o->status), o->result_error ? o->result_error : "");
+}
+
+/* Validates metrics against the seed's SessionMetricsResponseV1 when ../shared is present. */
+static void assert_seed_metrics_shape(json_t *metrics)
+{
+    json_t *fn = evd_test_seed_function("eval::assert::exact");
+    json_t *defs = json_object_get(json_object_get(fn, "request_schema"), "definitions");
+    if (defs == NULL) {
+        evd_test_skip_note("seed SessionMetricsResponseV1 check");
+        return;
+    }
+    json_t *schema = json_pack("{s:O,s:s}", "definitions", defs, "$ref",
+                               "#/definitions/SessionMetricsResponseV1");
+    struct evd_schema_error errs[3];
+    struct evd_err err;
+    size_t n = evd_jsonschema_check(schema, metrics, errs, 3, &err);
+    ck_assert_msg(n == 0, "metrics do not match the seed: %s %s",
+                  n > 0 && n != (size_t)-1 ? errs[0].instance_path : err.msg,
+                  n > 0 && n != (size_t)-1 ? errs[0].message : "");
+    json_decref(schema);
 }
 
 /* ---- tests ---------------------------------------------------------------------------- */
@@ -286,6 +310,7 @@ START_TEST(plain_text)
     ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(12, 4, 2, 3),
                             1e-12);
     ck_assert(json_is_true(json_object_get(o.metrics, "complete")));
+    assert_seed_metrics_shape(o.metrics);
     ck_assert_str_eq(JS(o.metrics, "root_session_id"), "sess-plain");
     json_t *bs = json_array_get(json_object_get(o.metrics, "by_session"), 0);
     ck_assert_int_eq(JI(bs, "input_tokens"), 18);
@@ -535,7 +560,8 @@ START_TEST(failing_and_slow_tools_are_error_results)
            "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
            "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
            "\"slow\",\"payload\":{}}},{\"name\":\"agent_trigger\",\"arguments\":"
-           "{\"function_id\":\"nope\",\"payload\":{}}}]}},"
+           "{\"function_id\":\"nope\",\"payload\":{}}},{\"name\":\"agent_trigger\","
+           "\"arguments\":{\"function_id\":\"math::add\",\"payload\":{\"a\":\"two\"}}}]}},"
            "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"done\"}}]}",
            k->api);
     struct evd_harness_outcome o;
@@ -545,9 +571,15 @@ START_TEST(failing_and_slow_tools_are_error_results)
     assert_completed(&o);
     ck_assert_int_lt(evd_mono_ms() - t0, 2500); /* the slow tool's 500 ms timeout held */
     json_t *tot = json_object_get(o.metrics, "totals");
-    ck_assert_int_eq(JI(tot, "function_calls"), 2);
-    ck_assert_int_eq(JI(tot, "function_call_errors"), 2);
+    ck_assert_int_eq(JI(tot, "function_calls"), 3);
+    ck_assert_int_eq(JI(tot, "function_call_errors"), 3);
+    ck_assert_int_eq(hs_tools_calls("/add"), 0); /* an invalid payload is never sent */
     json_t *fcs = json_object_get(o.transcript, "function_calls");
+    const char *perr = JS(json_array_get(fcs, 2), "error");
+    ck_assert_msg(strncmp(perr, "payload of math::add does not match its request_schema: ", 56) ==
+                          0 &&
+                      strstr(perr, "\"/a\": \"two\" is not of type \"integer\"") != NULL,
+                  "%s", perr);
     ck_assert_str_eq(JS(json_array_get(fcs, 0), "error"), "function slow timed out after 500 ms");
     ck_assert_str_eq(JS(json_array_get(fcs, 1), "error"), "function nope does not exist");
     evd_harness_outcome_clear(&o);
@@ -852,6 +884,99 @@ START_TEST(scenario_timeout_ends_the_run)
 }
 END_TEST
 
+static int dispatch_calls;
+
+static json_t *double_it(void *ctx, const char *function_id, json_t *payload, int64_t timeout_ms,
+                         struct evd_err *err)
+{
+    (void)ctx;
+    dispatch_calls++;
+    if (strcmp(function_id, "iii::double") != 0 || timeout_ms <= 0) {
+        evd_err_set(err, EVD_ENOTFOUND, "unexpected call of %s", function_id);
+        return NULL;
+    }
+    return json_pack("{s:I}", "doubled", 2 * json_integer_value(json_object_get(payload, "n")));
+}
+
+START_TEST(dispatch_functions_are_callable)
+{
+    NEED_STUB();
+    const struct kind_case *k = &kinds[_i];
+    script("{\"rules\":["
+           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+           "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
+           "\"iii::double\",\"payload\":{\"n\":21}}}]}},"
+           "{\"when\":{\"tool_result_contains\":\"\\\"doubled\\\":42\"},\"reply\":{\"text\":\"42\"}"
+           "}]}",
+           k->api);
+    json_t *fns = json_loads("[{\"id\":\"iii::double\",\"description\":\"Doubles n\","
+                             "\"request_schema\":{\"type\":\"object\",\"properties\":{\"n\":"
+                             "{\"type\":\"integer\"}}}}]",
+                             0, NULL);
+    struct evd_harness_dispatch d = {fns, double_it, NULL};
+    struct evd_harness_outcome o;
+    struct run_args a = {.k = k, .functions = "{\"allow\":[\"iii::*\"]}", .dispatch = &d};
+    dispatch_calls = 0;
+    run(&a, &o, NULL);
+    assert_completed(&o);
+    ck_assert_str_eq(json_string_value(o.output), "42");
+    ck_assert_int_eq(dispatch_calls, 1);
+    ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "function_calls"), 1);
+    /* The agent_trigger tool lists the function and its payload schema. */
+    json_t *reqs = last_requests(2);
+    json_t *tool = json_array_get(
+        json_object_get(json_object_get(json_array_get(reqs, 0), "body"), "tools"), 0);
+    char *dump = json_dumps(tool, 0);
+    ck_assert_ptr_nonnull(strstr(dump, "iii::double: Doubles n"));
+    free(dump);
+    json_decref(reqs);
+    json_decref(fns);
+    evd_harness_outcome_clear(&o);
+}
+END_TEST
+
+struct par_ctx {
+    const struct kind_case *k;
+    char session[32];
+    struct evd_harness_outcome out;
+};
+
+static void *par_run(void *arg)
+{
+    struct par_ctx *c = arg;
+    struct run_args a = {.k = c->k, .session = c->session};
+    run(&a, &c->out, NULL);
+    return NULL;
+}
+
+START_TEST(concurrent_runs_share_the_registry)
+{
+    NEED_STUB();
+    script("{\"rules\":[],\"default\":{\"latency_ms\":100,\"reply\":{\"text\":\"OK\"},"
+           "\"usage\":{\"input_tokens\":2,\"output_tokens\":1}}}");
+    struct par_ctx c[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].k = &kinds[i % NKINDS];
+        snprintf(c[i].session, sizeof(c[i].session), "sess-par-%d", i);
+        pthread_create(&t[i], NULL, par_run, &c[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        assert_completed(&c[i].out);
+        ck_assert_str_eq(JS(c[i].out.metrics, "root_session_id"), c[i].session);
+        ck_assert_int_eq(JI(json_object_get(c[i].out.metrics, "totals"), "input_tokens"), 2);
+        evd_harness_outcome_clear(&c[i].out);
+    }
+    json_t *stats = hs_stub_stats(&stub);
+    ck_assert_int_eq(JI(stats, "requests"), 6);
+    ck_assert_int_eq(JI(stats, "max_in_flight_per_session"), 1);
+    ck_assert_int_ge(JI(stats, "max_in_flight"), 2);
+    json_decref(stats);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("harness_integration");
@@ -867,6 +992,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, cost_budget_stops_before_a_tool_runs, 0, NKINDS);
     tcase_add_loop_test(tc, ask_mode_offers_no_functions, 0, NKINDS);
     tcase_add_loop_test(tc, json_output_is_decoded, 0, NKINDS);
+    tcase_add_test(tc, concurrent_runs_share_the_registry);
+    tcase_add_loop_test(tc, dispatch_functions_are_callable, 0, NKINDS);
     suite_add_tcase(s, tc);
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 60);

@@ -141,14 +141,22 @@ START_TEST(probes_document_and_console)
     }
     expect_problem("GET", "/console/no-such-asset.js", NULL, NULL, 404, "not_found");
 
-    /* The catalogue lists the 13 contract functions, the internal ones marked. */
+    /* The catalogue lists every seed function, the four internal ones marked. */
+    static const char *const seed[] = {
+        "eval::start", "eval::rerun", "eval::list", "eval::status", "eval::result",
+        "eval::cancel", "eval::delete", "eval::assert::exact", "eval::assert::normalized_text",
+        "eval::step", "eval::sweep", "eval::on-turn-completed", "eval::ui-content"};
     j = call_json("GET", "/v1/functions", NULL, 200);
     json_t *fns = json_object_get(j, "functions");
-    ck_assert_int_eq(json_array_size(fns), 13);
-    size_t i, internal = 0;
+    size_t i, internal = 0, found = 0;
     json_t *f;
-    json_array_foreach(fns, i, f) internal +=
-        json_is_true(json_object_get(json_object_get(f, "metadata"), "internal"));
+    json_array_foreach(fns, i, f)
+    {
+        internal += json_is_true(json_object_get(json_object_get(f, "metadata"), "internal"));
+        for (size_t k = 0; k < sizeof(seed) / sizeof(seed[0]); k++)
+            found += strcmp(str(f, "name"), seed[k]) == 0;
+    }
+    ck_assert_int_eq(found, 13);
     ck_assert_int_eq(internal, 4);
     json_decref(j);
 
@@ -393,6 +401,26 @@ START_TEST(live_evaluation_conflicts_and_cancel)
 }
 END_TEST
 
+START_TEST(session_event_stream)
+{
+    start(NULL);
+    json_t *ses = call_json("POST", "/v1/sessions",
+                            "{\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+                            "\"prompt\":\"Reply with exactly OK.\"}",
+                            202);
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/sessions/%s/events", str(ses, "session_id"));
+    json_decref(ses);
+    /* The stream follows the turn and ends by itself once nothing is in flight. */
+    struct evd_t_resp r;
+    ck_assert_int_eq(call("GET", path, NULL, NULL, &r), 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "event: session\n"));
+    ck_assert_ptr_nonnull(strstr(r.body, "\"status\":\"done\""));
+    evd_t_resp_free(&r);
+    expect_problem("GET", "/v1/sessions/ses_nope/events", NULL, NULL, 404, "not_found");
+}
+END_TEST
+
 START_TEST(bearer_token_and_query_token)
 {
     start("EVALD_API_TOKEN=rest-token-0123456789");
@@ -436,6 +464,7 @@ int main(void)
     tcase_add_test(tc, tools_lifecycle);
     tcase_add_test(tc, evaluation_resources);
     tcase_add_test(tc, live_evaluation_conflicts_and_cancel);
+    tcase_add_test(tc, session_event_stream);
     tcase_add_test(tc, bearer_token_and_query_token);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);

@@ -61,6 +61,15 @@ export const EXAMPLES = {
     calls: [['POST', /^\/v1\/subscriptions$/, 201, ['subscription_id', 'url']]],
     output: /"subscription_id": "sub_[0-9a-f]{32}"/,
   },
+  sessions: {
+    calls: [
+      ['POST', /^\/v1\/sessions$/, 202, ['session_id', 'status']],
+      ['POST', /^\/v1\/sessions$/, 202, ['session_id', 'status']],
+      ['GET', /^\/v1\/sessions\/compare\/events\?ids=ses_\w+,ses_\w+$/, 200, []],
+      ['GET', /^\/v1\/sessions\/compare\?ids=ses_\w+,ses_\w+$/, 200, ['sessions.1.deltas.input_tokens']],
+    ],
+    output: /^\{"title":"terse","turn":"completed","input_tokens":\d+,"vs_baseline":0\}\n\{"title":"chatty","turn":"completed","input_tokens":\d+,"vs_baseline":[1-9]\d*\}$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 

@@ -6,7 +6,9 @@ dir=$(cd "$(dirname "$0")" && pwd)
 for tool in node curl jq; do
     command -v "$tool" >/dev/null 2>&1 || { echo "SKIPPED: readme/examples: $tool is not installed (scripts/deps.sh installs it)"; exit 77; }
 done
-# The walkthrough's webhook example targets a receiver on this machine.
-EVALD_STACK_ENV="${EVALD_STACK_ENV:-} EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1"
+# The walkthrough's webhook example targets a receiver on this machine, and subscriptions
+# need a key to seal their secrets (as `make run` keeps one in var/secret-key).
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+EVALD_STACK_ENV="${EVALD_STACK_ENV:-} EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1 EVALD_SECRET_KEY=$key"
 export EVALD_STACK_ENV
 exec "$dir/../stack.sh" node --test "$dir/readme.test.mjs"

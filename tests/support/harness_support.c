@@ -119,8 +119,12 @@ long hs_stub_script(struct hs_stub *s, json_t *script)
     snprintf(url, sizeof(url), "%s/_stub/script", s->base);
     char *resp = NULL;
     long st = hs_http("PUT", url, text, &resp);
-    if (st != 200)
-        fprintf(stderr, "stub script refused (%ld): %s\n", st, resp ? resp : "");
+    if (st != 200) {
+        int ws = 0;
+        pid_t w = waitpid(s->pid, &ws, WNOHANG);
+        fprintf(stderr, "stub script refused (%ld): %s; stub %s (status %d)\n", st,
+                resp ? resp : "", w == s->pid ? "exited" : "alive", ws);
+    }
     free(resp);
     free(text);
     return st;
@@ -213,7 +217,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     pthread_mutex_lock(&tools_mu);
     tool_calls[idx]++;
     json_decref(tool_last[idx]);
-    tool_last[idx] = json_incref(payload);
+    tool_last[idx] = json_deep_copy(payload); /* never share a json_t across threads */
     pthread_mutex_unlock(&tools_mu);
     json_t *out;
     unsigned int status = 200;
@@ -291,7 +295,7 @@ json_t *hs_tools_last(const char *path)
     int i = path_index(path);
     json_t *v;
     pthread_mutex_lock(&tools_mu);
-    v = i >= 0 ? json_incref(tool_last[i]) : NULL;
+    v = i >= 0 ? json_deep_copy(tool_last[i]) : NULL;
     pthread_mutex_unlock(&tools_mu);
     return v;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,7 +132,12 @@ int evd_t_spawn(struct evd_t_proc *p, char *const argv[], char *const env[], boo
     int out[2];
     if (pipe(out) != 0)
         return -1;
-    char tmpl[] = "/tmp/evald-itest-XXXXXX";
+    /* Logs go under the build folder (EVALD_TEST_LOG_DIR) so they go away with it. */
+    char tmpl[600];
+    const char *logdir = getenv("EVALD_TEST_LOG_DIR");
+    if (logdir == NULL || mkdir(logdir, 0755) != 0)
+        logdir = logdir && access(logdir, W_OK) == 0 ? logdir : "/tmp";
+    snprintf(tmpl, sizeof(tmpl), "%s/evald-itest-XXXXXX", logdir);
     int logfd = mkstemp(tmpl);
     snprintf(p->log_path, sizeof(p->log_path), "%s", tmpl);
     pid_t pid = fork();

@@ -28,7 +28,7 @@ struct evd_t_proc {
     pid_t pid;
     char listen[128];   /* from the {"listen":"host:port"} ready line */
     char base[160];     /* "http://" + listen */
-    char log_path[256]; /* stderr of the child */
+    char log_path[600]; /* stderr of the child */
 };
 
 /*

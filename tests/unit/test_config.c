@@ -41,7 +41,27 @@ START_TEST(defaults_match_the_spec)
     ck_assert_ptr_null(cfg.iii_url);
     ck_assert_str_eq(cfg.openai_base_url, "https://api.openai.com/v1");
     ck_assert_str_eq(cfg.anthropic_base_url, "https://api.anthropic.com");
+    ck_assert_ptr_null(cfg.secret_key);
+    ck_assert_ptr_null(cfg.webhook_allow_hosts);
+    ck_assert_int_eq(cfg.webhook_workers, 2);
+    ck_assert_int_eq(cfg.webhook_backoff_ms, 5000);
     evd_config_free(&cfg);
+}
+END_TEST
+
+START_TEST(secret_key_accepted_in_either_case)
+{
+    struct evd_config cfg;
+    struct evd_err err = {0};
+    const char *env[] = {"EVALD_SECRET_KEY",
+                         "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+                         "EVALD_WEBHOOK_WORKERS", "0", NULL};
+    char *argv[] = {"evald", NULL};
+    ck_assert_int_eq(load(env, 1, argv, &cfg, &err), EVD_OK);
+    ck_assert_uint_eq(strlen(cfg.secret_key), 64);
+    ck_assert_int_eq(cfg.webhook_workers, 0);
+    evd_config_free(&cfg);
+    ck_assert_ptr_null(cfg.secret_key);
 }
 END_TEST
 
@@ -78,6 +98,14 @@ static const struct bad_case bad_cases[] = {
      "EVALD_LISTEN: refusing to listen on non-loopback address 0.0.0.0 without EVALD_API_TOKEN"},
     {{"EVALD_LOG_LEVEL", "loud", NULL}, "EVALD_LOG_LEVEL must be debug, info, warn or error"},
     {{"EVALD_API_TOKEN", "short", NULL}, "EVALD_API_TOKEN must be at least 16 characters"},
+    {{"EVALD_SECRET_KEY", "0123456789abcdef", NULL},
+     "EVALD_SECRET_KEY must be 64 hexadecimal characters (32 bytes; e.g. openssl rand -hex 32)"},
+    {{"EVALD_SECRET_KEY", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg", NULL},
+     "EVALD_SECRET_KEY must be 64 hexadecimal characters (32 bytes; e.g. openssl rand -hex 32)"},
+    {{"EVALD_WEBHOOK_WORKERS", "-1", NULL},
+     "EVALD_WEBHOOK_WORKERS must be an integer between 0 and 64"},
+    {{"EVALD_WEBHOOK_BACKOFF_MS", "5", NULL},
+     "EVALD_WEBHOOK_BACKOFF_MS must be an integer between 10 and 3600000"},
 };
 
 START_TEST(invalid_settings_are_named)
@@ -141,8 +169,10 @@ START_TEST(usage_lists_every_variable)
     fclose(f);
     const char *names[] = {"EVALD_DATABASE_URL", "EVALD_LISTEN", "EVALD_WORKERS",
                            "EVALD_SWEEP_INTERVAL_MS", "EVALD_API_TOKEN", "EVALD_MAX_RUNS",
-                           "EVALD_PROVIDERS_FILE", "EVALD_PRICES_FILE", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-                           "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "III_URL"};
+                           "EVALD_PROVIDERS_FILE", "EVALD_PRICES_FILE", "OPENAI_API_KEY",
+                           "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "III_URL",
+                           "EVALD_SECRET_KEY", "EVALD_WEBHOOK_ALLOW_HOSTS",
+                           "EVALD_WEBHOOK_WORKERS", "EVALD_WEBHOOK_BACKOFF_MS"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         ck_assert_msg(strstr(text, names[i]) != NULL, "--help lacks %s", names[i]);
     ck_assert(strstr(text, "default: 127.0.0.1:8080") != NULL);
@@ -156,6 +186,7 @@ int main(void)
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, defaults_match_the_spec);
     tcase_add_test(tc, flags_override_environment);
+    tcase_add_test(tc, secret_key_accepted_in_either_case);
     tcase_add_loop_test(tc, invalid_settings_are_named, 0,
                         sizeof(bad_cases) / sizeof(bad_cases[0]));
     tcase_add_test(tc, non_loopback_allowed_with_token);

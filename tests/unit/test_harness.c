@@ -851,8 +851,8 @@ START_TEST(bad_input_fails_in_setup)
 {
     struct evd_providers *p = load_default();
     json_t *model = json_pack("{s:s,s:s}", "model", "gpt-5", "provider", "mystery");
-    struct evd_harness_input in = {"sess-1", "hi", NULL, model, NULL, NULL,
-                                   NULL,     NULL, NULL, NULL,  NULL};
+    struct evd_harness_input in = {"sess-1", "hi", NULL, model, NULL, NULL, NULL,
+                                   NULL,     NULL, NULL, NULL,  NULL, NULL};
     struct evd_harness_outcome out;
     struct evd_err err;
     ck_assert_int_eq(evd_harness_run(p, &in, NULL, &out, &err), EVD_OK);

@@ -441,6 +441,32 @@ START_TEST(remote_documents_resolve_by_uri)
 }
 END_TEST
 
+START_TEST(subschema_at_pointer_resolves_within_document)
+{
+    json_t *doc = parse("{\"definitions\":{\"id\":{\"type\":\"string\"}},"
+                        "\"properties\":{\"a/b\":{\"type\":\"array\",\"items\":{\"$ref\":"
+                        "\"#/definitions/id\"}}}}");
+    struct evd_err err = {0};
+    struct evd_jsonschema *v = evd_jsonschema_new_at(doc, "/properties/a~1b", NULL, &err);
+    ck_assert_msg(v != NULL, "%s", err.msg);
+    json_t *good = parse("[\"x\"]"), *bad = parse("[1]");
+    ck_assert(evd_jsonschema_is_valid(v, good));
+    struct evd_schema_error e;
+    ck_assert_uint_eq(evd_jsonschema_validate(v, bad, &e, 1), 1);
+    ck_assert_str_eq(e.instance_path, "/0");
+    ck_assert(!evd_jsonschema_is_valid(v, json_null()));
+    evd_jsonschema_free(v);
+    ck_assert_ptr_null(evd_jsonschema_new_at(doc, "/properties/missing", NULL, &err));
+    ck_assert_str_eq(err.msg,
+                     "invalid schema at \"/properties/missing\": no subschema at this pointer");
+    ck_assert_ptr_null(evd_jsonschema_new_at(doc, "properties", NULL, &err));
+    ck_assert_int_eq(err.code, EVD_EINVAL);
+    json_decref(good);
+    json_decref(bad);
+    json_decref(doc);
+}
+END_TEST
+
 struct thread_arg {
     const struct evd_jsonschema *v;
     json_t *good, *bad;
@@ -500,6 +526,7 @@ int main(void)
     TCase *tr = tcase_create("references");
     tcase_add_test(tr, recursive_schema_reports_deep_paths);
     tcase_add_test(tr, remote_documents_resolve_by_uri);
+    tcase_add_test(tr, subschema_at_pointer_resolves_within_document);
     suite_add_tcase(s, tr);
     TCase *tb = tcase_create("invalid and bounds");
     tcase_add_loop_test(tb, invalid_schemas_name_the_location, 0,

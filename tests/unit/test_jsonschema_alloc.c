@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "schema/jsonschema.h"
+#include "schema/structured.h"
 #include "tests/support/testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -161,13 +162,74 @@ START_TEST(validate_never_passes_by_accident)
 }
 END_TEST
 
+static const char OWNER[] __attribute__((unused)) =
+    "{\"definitions\":{\"n\":{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"array\","
+    "\"items\":{\"$ref\":\"#/definitions/n\"}}},\"required\":[\"k\"]}},"
+    "\"properties\":{\"tree\":{\"$ref\":\"#/definitions/n\"},\"note\":{\"type\":\"string\","
+    "\"maxLength\":9},\"map\":{\"additionalProperties\":{\"type\":\"integer\"}},"
+    "\"pick\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"tree\"]}";
+
+static const char ANSWER[] __attribute__((unused)) =
+    "{\"result\":{\"verdict\":\"GREEN\",\"verdictFields\":{\"tree\":{\"k\":[\"{\\\"k\\\":[]}\"]},"
+    "\"note\":null,\"map\":\"{\\\"a\\\":1}\",\"pick\":null}}}";
+
+START_TEST(structured_output_fails_cleanly_at_every_allocation)
+{
+#if CHAOS_AVAILABLE
+    json_t *owner = json_loads(OWNER, 0, NULL);
+    ck_assert_ptr_nonnull(owner);
+    ck_assert_ptr_nonnull(evd_jsonschema_draft7());
+    int rounds = 0;
+    for (long n = 0; n < 1000000; n++) {
+        struct evd_err err = {0};
+        long before = live;
+        countdown = n;
+        injected = 0;
+        armed = 1;
+        struct evd_so_contract *c = evd_so_verdict_new(owner, NULL, &err);
+        struct evd_so_wire *w = c != NULL ? evd_so_wire_new(c, EVD_SO_ANTHROPIC, &err) : NULL;
+        json_t *out = NULL;
+        struct evd_so_failure f;
+        enum evd_so_result rc = EVD_SO_NOMEM;
+        char *msg = NULL;
+        if (w != NULL) {
+            rc = evd_so_decode(c, w, ANSWER, strlen(ANSWER), &out, &f);
+            if (rc != EVD_SO_VALID)
+                msg = evd_so_repair_message(&f);
+        }
+        armed = 0;
+        if (c == NULL || w == NULL)
+            ck_assert_msg(err.code == EVD_ENOMEM, "round %ld: %s", n, err.msg);
+        if (!injected) {
+            ck_assert_msg(rc == EVD_SO_VALID, "round %ld: %s", n, f.code);
+            ck_assert_str_eq(json_string_value(json_object_get(out, "verdict")), "GREEN");
+        }
+        free(msg);
+        json_decref(out);
+        evd_so_wire_free(w);
+        evd_so_contract_free(c);
+        ck_assert_int_eq(live, before);
+        rounds++;
+        if (!injected)
+            break;
+    }
+    fprintf(stderr, "structured output: %d allocation failures injected\n", rounds - 1);
+    ck_assert_int_gt(rounds, 50);
+    json_decref(owner);
+#else
+    evd_test_skip_note("allocation-failure injection under sanitizers");
+#endif
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonschema_alloc");
     TCase *tc = tcase_create("chaos");
     tcase_add_test(tc, compile_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, validate_never_passes_by_accident);
-    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, structured_output_fails_cleanly_at_every_allocation);
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -1,0 +1,416 @@
+/*
+ * eval::completed: the bindings the engine announces and the delivery thread that
+ * fires the completion events of the outbox (completion_events, written once per
+ * terminal evaluation by whichever evald process finished it) to them.
+ *
+ * DESIGN. Bindings live in memory for the current session (the engine replays them
+ * after a reconnect) and are also recorded in iii_bindings with the time they were
+ * first seen, so that a binding the engine replays after a restart (same id) keeps
+ * its place. An event is due to a binding when no iii_deliveries row pairs them and
+ *   - the binding filters on that evaluation (whenever it completed, within the
+ *     retention window: binding after starting an evaluation never misses it), or
+ *   - the binding has no filter and the event is not older than the binding.
+ * Each delivery inserts its (event_id, binding_id) row, queues the fire-and-forget
+ * invokefunction, waits until the frame is written to the socket and only then
+ * commits; an engine that goes away before that leaves the row uncommitted and the
+ * event due. The insert also keeps two evald processes from firing the same pair.
+ * The thread owns its PostgreSQL connection and LISTENs on evald_events.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter/internal.h"
+#include "common/log.h"
+#include "store/db.h"
+#include "store/evals.h"
+
+#define DELIVER_BATCH 100
+#define FLUSH_WAIT_MS 5000
+#define BINDINGS_REFRESH_MS 60000
+#define PRUNE_EVERY_MS 3600000
+#define MIN_PASS_GAP_MS 100
+
+/* ---- config and binding table ---------------------------------------------------------- */
+
+enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_id,
+                                       struct evd_err *err)
+{
+    *evaluation_id = NULL;
+    if (config == NULL || json_is_null(config))
+        return EVD_OK;
+    if (!json_is_object(config))
+        return evd_err_set(err, EVD_EINVAL, "invalid eval::completed config: expected an object");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)config, key, v)
+    {
+        if (strcmp(key, "evaluation_id") != 0)
+            return evd_err_set(err, EVD_EINVAL,
+                               "invalid eval::completed config: unknown field `%.100s`, "
+                               "expected `evaluation_id`",
+                               key);
+    }
+    json_t *id = json_object_get(config, "evaluation_id");
+    if (id == NULL || json_is_null(id))
+        return EVD_OK;
+    if (!json_is_string(id))
+        return evd_err_set(err, EVD_EINVAL,
+                           "invalid eval::completed config: evaluation_id must be a string");
+    if (json_string_length(id) == 0 || json_string_length(id) > 200)
+        return evd_err_set(err, EVD_EINVAL,
+                           "invalid eval::completed config: evaluation_id "
+                           "must be 1 to 200 characters");
+    *evaluation_id = strdup(json_string_value(id));
+    if (*evaluation_id == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return EVD_OK;
+}
+
+static void binding_clear(struct evd_iii_binding *b)
+{
+    free(b->id);
+    free(b->function_id);
+    free(b->evaluation_id);
+    free(b->ns);
+    json_decref(b->metadata);
+    memset(b, 0, sizeof(*b));
+}
+
+enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *function_id,
+                                  char *evaluation_id_take, const json_t *metadata, const char *ns)
+{
+    struct evd_iii_binding nb = {
+        .id = strdup(id),
+        .function_id = strdup(function_id),
+        .evaluation_id = evaluation_id_take,
+        .metadata = metadata && !json_is_null(metadata) ? json_deep_copy(metadata) : NULL,
+        .ns = ns ? strdup(ns) : NULL,
+        .received_at = evd_now_ms(),
+    };
+    if (nb.id == NULL || nb.function_id == NULL || (ns && nb.ns == NULL)) {
+        binding_clear(&nb);
+        return EVD_ENOMEM;
+    }
+    enum evd_code rc = EVD_OK;
+    pthread_mutex_lock(&a->mu);
+    size_t i = 0;
+    while (i < a->nbindings && strcmp(a->bindings[i].id, id) != 0)
+        i++;
+    if (i < a->nbindings) {
+        nb.received_at = a->bindings[i].received_at; /* a replay keeps its age */
+        binding_clear(&a->bindings[i]);
+        a->bindings[i] = nb;
+    } else if (a->nbindings >= EVD_III_MAX_BINDINGS) {
+        rc = EVD_ENOMEM;
+    } else {
+        struct evd_iii_binding *grown =
+            realloc(a->bindings, (a->nbindings + 1) * sizeof(*a->bindings));
+        if (grown == NULL) {
+            rc = EVD_ENOMEM;
+        } else {
+            a->bindings = grown;
+            a->bindings[a->nbindings++] = nb;
+        }
+    }
+    if (rc == EVD_OK)
+        a->bindings_version++;
+    pthread_mutex_unlock(&a->mu);
+    if (rc != EVD_OK)
+        binding_clear(&nb);
+    return rc;
+}
+
+void evd_iii_binding_remove(struct evd_iii *a, const char *id)
+{
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->nbindings; i++)
+        if (strcmp(a->bindings[i].id, id) == 0) {
+            binding_clear(&a->bindings[i]);
+            a->bindings[i] = a->bindings[--a->nbindings];
+            a->bindings_version++;
+            break;
+        }
+    pthread_mutex_unlock(&a->mu);
+}
+
+void evd_iii_bindings_clear_locked(struct evd_iii *a)
+{
+    for (size_t i = 0; i < a->nbindings; i++)
+        binding_clear(&a->bindings[i]);
+    free(a->bindings);
+    a->bindings = NULL;
+    a->nbindings = 0;
+    a->bindings_version++;
+}
+
+/* ---- delivery ----------------------------------------------------------------------------- */
+
+/* What a pass works from: a copy of the bindings, taken under mu. */
+struct snapshot {
+    uint64_t generation;
+    uint64_t version;
+    json_t *rows; /* [{binding_id, function_id, evaluation_id, seen_at, metadata?, namespace?}] */
+};
+
+static bool take_snapshot(struct evd_iii *a, struct snapshot *s)
+{
+    s->rows = json_array();
+    if (s->rows == NULL)
+        return false;
+    pthread_mutex_lock(&a->mu);
+    bool live = a->connected && a->nbindings > 0;
+    s->generation = a->generation;
+    s->version = a->bindings_version;
+    for (size_t i = 0; live && i < a->nbindings; i++) {
+        const struct evd_iii_binding *b = &a->bindings[i];
+        json_t *r =
+            json_pack("{s:s, s:s, s:s?, s:I}", "binding_id", b->id, "function_id", b->function_id,
+                      "evaluation_id", b->evaluation_id, "seen_at", (json_int_t)b->received_at);
+        if (r != NULL && b->metadata)
+            json_object_set_new(r, "metadata", json_deep_copy(b->metadata));
+        if (r != NULL && b->ns)
+            json_object_set_new(r, "namespace", json_string(b->ns));
+        json_array_append_new(s->rows, r);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return live;
+}
+
+static const char SQL_UPSERT_BINDINGS[] =
+    "INSERT INTO iii_bindings (binding_id, function_id, evaluation_id, first_seen_at,"
+    " last_seen_at)"
+    " SELECT x.binding_id, x.function_id, x.evaluation_id, x.seen_at, $2::bigint"
+    " FROM jsonb_to_recordset($1::jsonb)"
+    "  AS x(binding_id text, function_id text, evaluation_id text, seen_at bigint)"
+    " ON CONFLICT (binding_id) DO UPDATE SET function_id = EXCLUDED.function_id,"
+    " evaluation_id = EXCLUDED.evaluation_id, last_seen_at = EXCLUDED.last_seen_at";
+
+static const char SQL_DUE[] =
+    "SELECT e.event_id, b.binding_id, e.payload::text"
+    " FROM iii_bindings b JOIN completion_events e"
+    "  ON CASE WHEN b.evaluation_id IS NULL THEN e.created_at >= b.first_seen_at"
+    "          ELSE e.evaluation_id = b.evaluation_id END"
+    " WHERE b.binding_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
+    "  AND e.created_at >= $2::bigint"
+    "  AND NOT EXISTS (SELECT 1 FROM iii_deliveries d"
+    "                  WHERE d.event_id = e.event_id AND d.binding_id = b.binding_id)"
+    " ORDER BY e.created_at, e.event_id, b.binding_id LIMIT $3::int";
+
+static const char SQL_CLAIM[] = "INSERT INTO iii_deliveries (event_id, binding_id, delivered_at)"
+                                " VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING";
+
+static enum evd_code upsert_bindings(PGconn *c, const struct snapshot *s, struct evd_err *err)
+{
+    char *rows = json_dumps(s->rows, JSON_COMPACT);
+    char now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)evd_now_ms());
+    const char *p[] = {rows, now};
+    enum evd_code rc = rows ? evd_db_exec(c, SQL_UPSERT_BINDINGS, 2, p, err)
+                            : evd_err_set(err, EVD_ENOMEM, "out of memory");
+    free(rows);
+    return rc;
+}
+
+static const json_t *binding_row(const struct snapshot *s, const char *id)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(s->rows, i, r)
+    {
+        if (strcmp(json_string_value(json_object_get(r, "binding_id")), id) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+enum outcome { FIRED, SKIPPED, FAILED };
+
+/* Fires one event to one binding and records it. */
+static enum outcome deliver_one(struct evd_iii *a, PGconn *c, const struct snapshot *s,
+                                const char *event_id, const char *binding_id, const char *payload)
+{
+    struct evd_err err = {0};
+    const json_t *b = binding_row(s, binding_id);
+    json_t *data = json_loads(payload, 0, NULL);
+    bool done = false;
+    enum outcome o = FAILED;
+    if (b == NULL || data == NULL) {
+        o = SKIPPED; /* cannot happen: the binding is in the snapshot, payloads are JSON */
+        goto out;
+    }
+    if (evd_db_begin(c, &err) != EVD_OK)
+        goto out;
+    char now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)evd_now_ms());
+    const char *p[] = {event_id, binding_id, now};
+    PGresult *r = evd_db_query(c, SQL_CLAIM, 3, p, &err);
+    bool claimed = r != NULL && strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    if (!claimed) {
+        if (err.code == EVD_OK)
+            o = SKIPPED; /* another evald process fired it meanwhile */
+        goto out;
+    }
+    json_t *msg = json_pack("{s:s, s:s, s:O, s:{s:s}}", "type", "invokefunction", "function_id",
+                            json_string_value(json_object_get(b, "function_id")), "data", data,
+                            "action", "type", "void");
+    json_t *meta = json_object_get(b, "metadata");
+    json_t *ns = json_object_get(b, "namespace");
+    if (msg != NULL && meta != NULL)
+        json_object_set(msg, "metadata", meta);
+    if (msg != NULL && ns != NULL)
+        json_object_set(msg, "namespace", ns);
+    uint64_t offset = 0;
+    if (evd_iii_send(a, s->generation, msg, &offset, &err) != 0 ||
+        !evd_iii_wait_flushed(a, s->generation, offset, FLUSH_WAIT_MS))
+        goto out;
+    done = evd_db_commit(c, &err) == EVD_OK;
+    if (done) {
+        o = FIRED;
+        evd_log(EVD_LOG_INFO, "eval::completed fired", "event_id", event_id, "binding", binding_id,
+                "function_id", json_string_value(json_object_get(b, "function_id")), NULL);
+    }
+out:
+    evd_db_rollback(c);
+    json_decref(data);
+    if (!done && err.code != EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not fire eval::completed", "event_id", event_id, "error",
+                err.msg, NULL);
+    return o;
+}
+
+/* One pass; returns the number of rows it worked on (a full batch asks for another). */
+static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_version,
+                        int64_t *persisted_at)
+{
+    struct snapshot s = {0};
+    int worked = 0;
+    char *ids = NULL;
+    PGresult *r = NULL;
+    struct evd_err err = {0};
+    if (!take_snapshot(a, &s))
+        goto out;
+    if (s.version != *persisted_version || evd_mono_ms() - *persisted_at > BINDINGS_REFRESH_MS) {
+        if (upsert_bindings(c, &s, &err) != EVD_OK)
+            goto out;
+        *persisted_version = s.version;
+        *persisted_at = evd_mono_ms();
+    }
+    json_t *idlist = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(s.rows, i, row)
+    {
+        json_array_append(idlist, json_object_get(row, "binding_id"));
+    }
+    ids = json_dumps(idlist, JSON_COMPACT);
+    json_decref(idlist);
+    char since[24];
+    snprintf(since, sizeof(since), "%lld", (long long)(evd_now_ms() - a->opts.retention_ms));
+    char limit[16];
+    snprintf(limit, sizeof(limit), "%d", DELIVER_BATCH);
+    const char *p[] = {ids, since, limit};
+    if (ids == NULL || (r = evd_db_query(c, SQL_DUE, 3, p, &err)) == NULL)
+        goto out;
+    for (int k = 0; k < PQntuples(r) && !atomic_load(&a->stopping); k++) {
+        worked++;
+        if (deliver_one(a, c, &s, PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2)) ==
+            FAILED) {
+            worked = 0; /* the session is gone or the database failed: wait for the next pass */
+            break;
+        }
+    }
+out:
+    if (err.code != EVD_OK)
+        evd_log(EVD_LOG_WARN, "eval::completed delivery pass failed", "error", err.msg, NULL);
+    PQclear(r);
+    free(ids);
+    json_decref(s.rows);
+    return worked;
+}
+
+static void prune(struct evd_iii *a, PGconn *c)
+{
+    char before[24];
+    snprintf(before, sizeof(before), "%lld", (long long)(evd_now_ms() - a->opts.retention_ms));
+    const char *p[] = {before};
+    struct evd_err err = {0};
+    if (evd_db_exec(c, "DELETE FROM iii_deliveries WHERE delivered_at < $1::bigint", 1, p, &err) !=
+            EVD_OK ||
+        evd_db_exec(c, "DELETE FROM iii_bindings WHERE last_seen_at < $1::bigint", 1, p, &err) !=
+            EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not prune iii delivery records", "error", err.msg, NULL);
+}
+
+static PGconn *listen_conn(struct evd_iii *a)
+{
+    int64_t pause = 500;
+    while (!atomic_load(&a->stopping)) {
+        struct evd_err err = {0};
+        PGconn *c = evd_db_connect(a->opts.conninfo, &err);
+        if (c != NULL && evd_db_exec(c, "LISTEN " EVD_CHANNEL_EVENTS, 0, NULL, &err) == EVD_OK)
+            return c;
+        PQfinish(c);
+        evd_log(EVD_LOG_WARN, "iii delivery: database not reachable, retrying", "error", err.msg,
+                NULL);
+        struct pollfd p = {.fd = a->dwake[0], .events = POLLIN};
+        poll(&p, 1, (int)pause);
+        pause = pause < 8000 ? pause * 2 : pause;
+    }
+    return NULL;
+}
+
+void *evd_iii_deliver_main(void *arg)
+{
+    struct evd_iii *a = arg;
+    PGconn *c = listen_conn(a);
+    uint64_t persisted_version = UINT64_MAX;
+    int64_t persisted_at = 0, last_prune = 0, last_pass = 0;
+    bool again = true;
+    while (c != NULL && !atomic_load(&a->stopping)) {
+        if (!again) {
+            struct pollfd p[2] = {{.fd = PQsocket(c), .events = POLLIN},
+                                  {.fd = a->dwake[0], .events = POLLIN}};
+            poll(p, 2, (int)a->opts.deliver_poll_ms);
+            if (p[1].revents) {
+                char buf[64];
+                while (read(a->dwake[0], buf, sizeof(buf)) > 0)
+                    ;
+            }
+            if (p[0].revents && !PQconsumeInput(c)) {
+                PQfinish(c);
+                c = listen_conn(a);
+                persisted_version = UINT64_MAX;
+                continue;
+            }
+            PGnotify *n;
+            while ((n = PQnotifies(c)) != NULL)
+                PQfreemem(n);
+        }
+        if (atomic_load(&a->stopping))
+            break;
+        if (!evd_db_ensure(c)) {
+            PQfinish(c);
+            c = listen_conn(a);
+            persisted_version = UINT64_MAX;
+            continue;
+        }
+        /* Notifications come in bursts (every run change): one pass per gap is enough. */
+        int64_t gap = MIN_PASS_GAP_MS - (evd_mono_ms() - last_pass);
+        if (gap > 0) {
+            struct pollfd p = {.fd = a->dwake[0], .events = POLLIN};
+            poll(&p, 1, (int)gap);
+        }
+        last_pass = evd_mono_ms();
+        again = deliver_pass(a, c, &persisted_version, &persisted_at) >= DELIVER_BATCH;
+        if (evd_mono_ms() - last_prune > PRUNE_EVERY_MS) {
+            prune(a, c);
+            last_prune = evd_mono_ms();
+        }
+    }
+    PQfinish(c);
+    return NULL;
+}
