@@ -46,8 +46,8 @@ static void start(const char *extra)
 }
 
 /* One request to evald; the response is in *r (free it). Returns the status. */
-static long call(const char *method, const char *path, const char *const *headers,
-                 const char *body, struct evd_t_resp *r)
+static long call(const char *method, const char *path, const char *const *headers, const char *body,
+                 struct evd_t_resp *r)
 {
     char url[1024];
     snprintf(url, sizeof(url), "%s%s", evald.base, path);
@@ -143,9 +143,11 @@ START_TEST(probes_document_and_console)
 
     /* The catalogue lists every seed function, the four internal ones marked. */
     static const char *const seed[] = {
-        "eval::start", "eval::rerun", "eval::list", "eval::status", "eval::result",
-        "eval::cancel", "eval::delete", "eval::assert::exact", "eval::assert::normalized_text",
-        "eval::step", "eval::sweep", "eval::on-turn-completed", "eval::ui-content"};
+        "eval::start",     "eval::rerun",         "eval::list",
+        "eval::status",    "eval::result",        "eval::cancel",
+        "eval::delete",    "eval::assert::exact", "eval::assert::normalized_text",
+        "eval::step",      "eval::sweep",         "eval::on-turn-completed",
+        "eval::ui-content"};
     j = call_json("GET", "/v1/functions", NULL, 200);
     json_t *fns = json_object_get(j, "functions");
     size_t i, internal = 0, found = 0;
@@ -285,16 +287,14 @@ START_TEST(evaluation_resources)
 
     /* The list pages by cursor, newest first. */
     json_t *page = call_json("GET", "/v1/evaluations?limit=1", NULL, 200);
-    ck_assert_str_eq(str(json_array_get(json_object_get(page, "evaluations"), 0),
-                         "evaluation_id"),
+    ck_assert_str_eq(str(json_array_get(json_object_get(page, "evaluations"), 0), "evaluation_id"),
                      id2);
     const char *cursor = str(page, "next_cursor");
     ck_assert_ptr_nonnull(cursor);
     snprintf(path, sizeof(path), "/v1/evaluations?limit=1&before=%s", cursor);
     json_decref(page);
     page = call_json("GET", path, NULL, 200);
-    ck_assert_str_eq(str(json_array_get(json_object_get(page, "evaluations"), 0),
-                         "evaluation_id"),
+    ck_assert_str_eq(str(json_array_get(json_object_get(page, "evaluations"), 0), "evaluation_id"),
                      id);
     json_decref(page);
     expect_problem("GET", "/v1/evaluations?limit=abc", NULL, NULL, 400, "invalid_request");
@@ -310,9 +310,10 @@ START_TEST(evaluation_resources)
 
     /* The built-in evaluators take the seed's EvaluatorInputV1. */
 #define EVALUATOR_INPUT(output)                                                                    \
-    "{\"evaluation_id\":\"eval_x\",\"run_id\":\"control-1\",\"role\":\"control\",\"session_id\":"    \
-    "\"eval_x_c_1\",\"output\":" output ",\"arguments\":{\"expected\":\"OK\"},\"metrics\":"         \
-    "{\"root_session_id\":\"eval_x_c_1\",\"complete\":true,\"totals\":{\"sessions\":1,\"turns\":1,"  \
+    "{\"evaluation_id\":\"eval_x\",\"run_id\":\"control-1\",\"role\":\"control\",\"session_id\":"  \
+    "\"eval_x_c_1\",\"output\":" output ",\"arguments\":{\"expected\":\"OK\"},\"metrics\":"        \
+    "{\"root_session_id\":\"eval_x_c_1\",\"complete\":true,\"totals\":{\"sessions\":1,\"turns\":"  \
+    "1,"                                                                                           \
     "\"function_calls\":0,\"function_call_errors\":0},\"by_session\":[]}}"
     json_t *v = call_json("POST", "/v1/evaluators/exact", EVALUATOR_INPUT("\"OK\""), 200);
     ck_assert(json_is_true(json_object_get(v, "passed")));
@@ -320,8 +321,7 @@ START_TEST(evaluation_resources)
     v = call_json("POST", "/v1/evaluators/normalized_text", EVALUATOR_INPUT("\" ok. \""), 200);
     ck_assert(json_is_true(json_object_get(v, "passed")));
     json_decref(v);
-    expect_problem("POST", "/v1/evaluators/exact", NULL, "{\"output\":1}", 400,
-                   "invalid_request");
+    expect_problem("POST", "/v1/evaluators/exact", NULL, "{\"output\":1}", 400, "invalid_request");
 
     /* Delete: 200, then 404 for the same id and for the resource. */
     snprintf(path, sizeof(path), "/v1/evaluations/%s", id);

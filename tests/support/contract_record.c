@@ -124,7 +124,8 @@ static json_t *request_headers(const char *const *headers)
         while (*v == ' ')
             v++;
         /* A credential is noted as present, never written. */
-        json_object_set_new(o, key, json_string(strcmp(key, "authorization") == 0 ? "<redacted>" : v));
+        json_object_set_new(o, key,
+                            json_string(strcmp(key, "authorization") == 0 ? "<redacted>" : v));
     }
     return o;
 }
@@ -140,12 +141,13 @@ void evd_t_contract_record(const char *method, const char *url, const char *cons
         pthread_mutex_unlock(&lock);
         return;
     }
-    json_t *line = json_pack("{s:s, s:I, s:I, s:s, s:s, s:o, s:I, s:I, s:s}", "suite",
-                             getenv("EVALD_CONTRACT_SUITE") ? getenv("EVALD_CONTRACT_SUITE") : "c",
-                             "pid", (json_int_t)getpid(), "seq", (json_int_t)++seq, "method", method, "url",
-                             path_of(url), "request_headers", request_headers(req_headers),
-                             "request_body_bytes", (json_int_t)req_body_len, "status",
-                             (json_int_t)status, "headers", raw_headers ? raw_headers : "");
+    json_t *line =
+        json_pack("{s:s, s:I, s:I, s:s, s:s, s:o, s:I, s:I, s:s}", "suite",
+                  getenv("EVALD_CONTRACT_SUITE") ? getenv("EVALD_CONTRACT_SUITE") : "c", "pid",
+                  (json_int_t)getpid(), "seq", (json_int_t)++seq, "method", method, "url",
+                  path_of(url), "request_headers", request_headers(req_headers),
+                  "request_body_bytes", (json_int_t)req_body_len, "status", (json_int_t)status,
+                  "headers", raw_headers ? raw_headers : "");
     json_t *text = body ? json_stringn(body, len) : NULL;
     if (text != NULL)
         json_object_set_new(line, "body", text);

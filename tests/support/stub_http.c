@@ -79,8 +79,8 @@ out:
     r->headers = take(&head);
     /* Only exchanges with an evald under test are recorded (never the stub's own). */
     if (r->curl_code == 0)
-        evd_t_contract_record(method, url, headers, body ? strlen(body) : 0, r->status,
-                              r->headers, r->body, r->len);
+        evd_t_contract_record(method, url, headers, body ? strlen(body) : 0, r->status, r->headers,
+                              r->body, r->len);
     if (r->body != NULL && r->len > 0)
         r->json = json_loadb(r->body, r->len, 0, NULL);
     curl_slist_free_all(list);
