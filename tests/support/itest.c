@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -140,10 +141,16 @@ int evd_t_spawn(struct evd_t_proc *p, char *const argv[], char *const env[], boo
     snprintf(tmpl, sizeof(tmpl), "%s/evald-itest-XXXXXX", logdir);
     int logfd = mkstemp(tmpl);
     snprintf(p->log_path, sizeof(p->log_path), "%s", tmpl);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* Die with the test process: Check's forked test _exits at a failed assertion,
+         * before its teardown, and would otherwise leave its evald and stub running. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         setpgid(0, 0);
         dup2(out[1], STDOUT_FILENO);
         if (logfd >= 0)
