@@ -75,6 +75,15 @@ enum evd_code evd_request_start(const json_t *body, uint32_t max_runs, json_t **
  */
 enum evd_code evd_request_check_normalized(const json_t *normalized, struct evd_err *err);
 
+/*
+ * Decodes a FunctionPolicy object `f` (borrowed; NULL gives the deny-all default) found at
+ * the dotted path `parent` ("functions", "evaluator.arguments.functions"): allow and deny
+ * arrays of strings, expose agent_trigger|native, no other member. *out is a new reference
+ * to the normalized policy {allow, deny, expose}; messages name `parent`.
+ */
+enum evd_code evd_request_functions(const json_t *f, const char *parent, json_t **out,
+                                    struct evd_err *err);
+
 /* Read-only view of a normalized request; every pointer is borrowed from it. */
 struct evd_request_view {
     enum evd_dimension dimension;
