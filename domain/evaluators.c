@@ -20,6 +20,11 @@ bool evd_evaluator_is_builtin(const char *function_id)
                                    strcmp(function_id, EVD_EVALUATOR_NORMALIZED_TEXT) == 0);
 }
 
+bool evd_evaluator_is_agent_review(const char *function_id)
+{
+    return function_id != NULL && strcmp(function_id, EVD_EVALUATOR_AGENT_REVIEW) == 0;
+}
+
 enum evd_code evd_evaluator_run(const char *function_id, const struct evd_evaluator_input *in,
                                 json_t **response, struct evd_err *err)
 {

@@ -29,11 +29,19 @@
 
 #define EVD_EVALUATOR_EXACT "eval::assert::exact"
 #define EVD_EVALUATOR_NORMALIZED_TEXT "eval::assert::normalized_text"
+/*
+ * The agent review evaluator: a reviewing agent with its own model, instructions and
+ * function policy answers a GREEN or RED verdict (domain/review.h for its arguments). It
+ * is built into evald but not pure: the engine runs it through the harness.
+ */
+#define EVD_EVALUATOR_AGENT_REVIEW "eval::assert::agent_review"
 /* Characters (code points) of a value quoted in a reason before it is cut. */
 #define EVD_EVALUATOR_EXCERPT_CHARS 512
 
-/* Whether function_id names a built-in evaluator. */
+/* Whether function_id names a built-in deterministic evaluator (exact, normalized_text). */
 bool evd_evaluator_is_builtin(const char *function_id);
+/* Whether function_id names the agent review evaluator. */
+bool evd_evaluator_is_agent_review(const char *function_id);
 
 /*
  * Runs the built-in evaluator function_id on a decoded input. *response is a new

@@ -187,15 +187,15 @@ static enum evd_code decode_evaluator(const json_t *e, json_t **out, struct evd_
     return EVD_OK;
 }
 
-static enum evd_code decode_patterns(const json_t *f, const char *key, json_t **out,
-                                     struct evd_err *err)
+static enum evd_code decode_patterns(const json_t *f, const char *parent, const char *key,
+                                     json_t **out, struct evd_err *err)
 {
     json_t *arr;
     char path[EVD_FIELDS_PATH_MAX];
-    enum evd_code rc = evd_fields_get(f, "functions", key, EVD_F_ARRAY, &arr, err);
+    enum evd_code rc = evd_fields_get(f, parent, key, EVD_F_ARRAY, &arr, err);
     if (rc != EVD_OK)
         return rc;
-    evd_fields_path(path, sizeof(path), "functions", key);
+    evd_fields_path(path, sizeof(path), parent, key);
     for (size_t i = 0; i < json_array_size(arr); i++) {
         if (!json_is_string(json_array_get(arr, i)))
             return evd_err_set(err, EVD_EINVAL, "%s[%zu] must be a string", path, i);
@@ -206,20 +206,20 @@ static enum evd_code decode_patterns(const json_t *f, const char *key, json_t **
     return EVD_OK;
 }
 
-/* f NULL (absent or null) gives the deny-all default policy. */
-static enum evd_code decode_functions(const json_t *f, json_t **out, struct evd_err *err)
+enum evd_code evd_request_functions(const json_t *f, const char *parent, json_t **out,
+                                    struct evd_err *err)
 {
     json_t *allow = NULL, *deny = NULL;
     int expose = -1;
     enum evd_code rc = EVD_OK;
     if (f != NULL) {
-        rc = evd_fields_only(f, "functions", FUNCTIONS_FIELDS, err);
+        rc = evd_fields_only(f, parent, FUNCTIONS_FIELDS, err);
         if (rc == EVD_OK)
-            rc = decode_patterns(f, "allow", &allow, err);
+            rc = decode_patterns(f, parent, "allow", &allow, err);
         if (rc == EVD_OK)
-            rc = decode_patterns(f, "deny", &deny, err);
+            rc = decode_patterns(f, parent, "deny", &deny, err);
         if (rc == EVD_OK)
-            rc = evd_fields_enum(f, "functions", "expose", 0, EXPOSE, COUNT(EXPOSE), &expose, err);
+            rc = evd_fields_enum(f, parent, "expose", 0, EXPOSE, COUNT(EXPOSE), &expose, err);
     }
     if (rc != EVD_OK) {
         json_decref(allow);
@@ -323,7 +323,7 @@ static enum evd_code decode_shape(const json_t *body, enum mode mode, struct sta
         rc = evd_fields_get(body, "", "functions",
                             EVD_F_OBJECT | (normalized ? EVD_F_REQUIRED : EVD_F_NULLABLE), &v, err);
     if (rc == EVD_OK)
-        rc = decode_functions(v, &p->functions, err);
+        rc = evd_request_functions(v, "functions", &p->functions, err);
     if (rc == EVD_OK)
         rc = evd_fields_get(body, "", "output",
                             EVD_F_OBJECT | (normalized ? EVD_F_REQUIRED : EVD_F_NULLABLE), &v, err);
@@ -659,14 +659,15 @@ enum evd_code evd_request_model(const json_t *model, json_t **out, struct evd_er
     return EVD_OK;
 }
 
-enum evd_code evd_request_functions(const json_t *functions, json_t **out, struct evd_err *err)
+enum evd_code evd_request_functions_or_default(const json_t *functions, json_t **out,
+                                               struct evd_err *err)
 {
     *out = NULL;
     if (functions != NULL && json_is_null(functions))
         functions = NULL;
     if (functions != NULL && !json_is_object(functions))
         return evd_err_set(err, EVD_EINVAL, "functions must be an object");
-    return decode_functions(functions, out, err);
+    return evd_request_functions(functions, "functions", out, err);
 }
 
 enum evd_code evd_request_output(const json_t *output, json_t **out, struct evd_err *err)

@@ -75,6 +75,15 @@ enum evd_code evd_request_start(const json_t *body, uint32_t max_runs, json_t **
  */
 enum evd_code evd_request_check_normalized(const json_t *normalized, struct evd_err *err);
 
+/*
+ * Decodes a FunctionPolicy object `f` (borrowed; NULL gives the deny-all default) found at
+ * the dotted path `parent` ("functions", "evaluator.arguments.functions"): allow and deny
+ * arrays of strings, expose agent_trigger|native, no other member. *out is a new reference
+ * to the normalized policy {allow, deny, expose}; messages name `parent`.
+ */
+enum evd_code evd_request_functions(const json_t *f, const char *parent, json_t **out,
+                                    struct evd_err *err);
+
 /* Read-only view of a normalized request; every pointer is borrowed from it. */
 struct evd_request_view {
     enum evd_dimension dimension;
@@ -148,7 +157,8 @@ enum evd_code evd_request_sweep(const json_t *body, struct evd_err *err);
  * Arguments are borrowed; on EVD_OK *out is a new reference, else NULL.
  */
 enum evd_code evd_request_model(const json_t *model, json_t **out, struct evd_err *err);
-enum evd_code evd_request_functions(const json_t *functions, json_t **out, struct evd_err *err);
+enum evd_code evd_request_functions_or_default(const json_t *functions, json_t **out,
+                                               struct evd_err *err);
 enum evd_code evd_request_output(const json_t *output, json_t **out, struct evd_err *err);
 
 /* EvaluatorInputV1, decoded; every pointer is borrowed from the body. */

@@ -62,7 +62,7 @@ enum evd_code evd_session_create_decode(const json_t *body, struct evd_session_c
     if (rc == EVD_OK)
         rc = evd_fields_get(body, "", "functions", EVD_F_OBJECT | EVD_F_NULLABLE, &functions, err);
     if (rc == EVD_OK)
-        rc = evd_request_functions(functions, &nfunctions, err);
+        rc = evd_request_functions_or_default(functions, &nfunctions, err);
     if (rc == EVD_OK)
         rc = evd_fields_get(body, "", "output", EVD_F_OBJECT | EVD_F_NULLABLE, &output, err);
     if (rc == EVD_OK)

@@ -17,13 +17,14 @@
 #include "domain/request.h"
 #include "engine/internal.h"
 #include "harness/providers.h"
+#include "schema/structured.h"
 #include "store/db.h"
 #include "store/tools.h"
 
 #define WITH_CONN(e, c, err)                                                                       \
     PGconn *c = evd_db_acquire((e)->opts.db, (err));                                               \
     if (c == NULL)                                                                                 \
-        return (err) ? (err)->code : EVD_EDB
+    return (err) ? (err)->code : EVD_EDB
 
 /* "running" → "Running", as the contract's conflict messages print statuses. */
 static void capitalized(const char *status, char *out, size_t n)
@@ -33,26 +34,51 @@ static void capitalized(const char *status, char *out, size_t n)
         out[0] = (char)(out[0] - 'a' + 'A');
 }
 
-/* Rejects an evaluator that nothing can run: a built-in, a registered tool, or, when
- * the iii adapter is configured, any function of the iii engine (whose workers come
- * and go, so it is looked up when the run is scored). */
+/*
+ * Rejects an evaluator that nothing can run: a built-in, the agent review (whose arguments
+ * are checked now), a registered tool, or, when the iii adapter is configured, any
+ * function of the iii engine (whose workers come and go, so it is looked up when the run
+ * is scored).
+ */
 static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *normalized,
                                      struct evd_err *err)
 {
-    const char *fid =
-        json_string_value(json_object_get(json_object_get(normalized, "evaluator"), "function_id"));
-    if (fid == NULL || evd_evaluator_is_builtin(fid) || e->opts.remote != NULL)
+    const json_t *ev = json_object_get(normalized, "evaluator");
+    const char *fid = json_string_value(json_object_get(ev, "function_id"));
+    if (fid == NULL || evd_evaluator_is_builtin(fid))
+        return EVD_OK;
+    if (evd_evaluator_is_agent_review(fid))
+        return evd_engine_review_check(e->opts.providers, json_object_get(ev, "arguments"), err);
+    if (e->opts.remote != NULL)
         return EVD_OK;
     struct evd_tool tool;
     enum evd_code rc = evd_store_tool_get(c, fid, &tool, err);
     if (rc == EVD_ENOTFOUND)
         return evd_err_set(err, EVD_EINVAL,
                            "evaluator.function_id %s is neither a built-in evaluator "
-                           "(eval::assert::exact, eval::assert::normalized_text) nor a "
-                           "registered tool",
+                           "(eval::assert::exact, eval::assert::normalized_text, "
+                           "eval::assert::agent_review) nor a registered tool",
                            fid);
     evd_store_tool_clear(&tool);
     return rc;
+}
+
+/* An output schema that does not compile would fail every run: refuse it at start. */
+static enum evd_code check_output(const struct evd_request_view *view, struct evd_err *err)
+{
+    json_t *schema = json_object_get(view->output, "schema");
+    if (schema == NULL || json_is_null(schema))
+        return EVD_OK;
+    struct evd_err cerr = {EVD_OK, ""};
+    struct evd_so_contract *c = evd_so_value_new(schema, &cerr);
+    if (c != NULL) {
+        evd_so_contract_free(c);
+        return EVD_OK;
+    }
+    const char *m = cerr.msg;
+    if (strncmp(m, "output schema: ", 15) == 0)
+        m += 15;
+    return evd_err_set(err, cerr.code, "output.schema: %s", m);
 }
 
 /* Inserts a new evaluation for a normalized request and schedules it; one transaction. */
@@ -67,7 +93,8 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
     struct evd_resolved_model resolved;
     if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)view.model, &resolved, err)))
         return rc;
-    if ((rc = check_evaluator(e, c, normalized, err)) != EVD_OK)
+    if ((rc = check_output(&view, err)) != EVD_OK ||
+        (rc = check_evaluator(e, c, normalized, err)) != EVD_OK)
         return rc;
     char id[48];
     evd_new_id("eval_", id, sizeof(id));
@@ -141,8 +168,8 @@ out:
     return rc;
 }
 
-enum evd_code evd_eval_list(struct evd_engine *e, json_t *request, const char *before,
-                            bool extras, json_t **response, struct evd_err *err)
+enum evd_code evd_eval_list(struct evd_engine *e, json_t *request, const char *before, bool extras,
+                            json_t **response, struct evd_err *err)
 {
     uint32_t limit = 50;
     enum evd_code rc = evd_request_list(request, &limit, err);
@@ -181,8 +208,8 @@ enum evd_code evd_eval_status(struct evd_engine *e, json_t *request, json_t **re
     return EVD_OK;
 }
 
-enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras,
-                              json_t **response, struct evd_err *err)
+enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras, json_t **response,
+                              struct evd_err *err)
 {
     const char *id = NULL;
     enum evd_code rc = evd_request_evaluation_id(request, &id, err);
@@ -384,8 +411,8 @@ enum evd_code evd_eval_wake(struct evd_engine *e, json_t *request, json_t **resp
         if (c == NULL)
             return err ? err->code : EVD_EDB;
         const char *p[] = {session};
-        PGresult *r = evd_db_query(c, "SELECT evaluation_id FROM runs WHERE session_id = $1", 1,
-                                   p, err);
+        PGresult *r =
+            evd_db_query(c, "SELECT evaluation_id FROM runs WHERE session_id = $1", 1, p, err);
         if (r != NULL && PQntuples(r) == 1)
             snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
         PQclear(r);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "engine/engine.h"
+#include "domain/limits.h"
 #include "harness/harness.h"
 #include "store/evals.h"
 
@@ -71,9 +72,9 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
                                   const char *status, int64_t now, struct evd_err *err);
 /* Writes a finished run (if still owned by `attempt`), deletes its job, advances the
  * step counter and the evaluation. *written reports whether the write happened. */
-enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
-                                   int attempt, json_t *run, json_t *transcript, bool *written,
-                                   int64_t now, struct evd_err *err);
+enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position, int attempt,
+                                   json_t *run, json_t *transcript, bool *written, int64_t now,
+                                   struct evd_err *err);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
@@ -83,6 +84,21 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
 void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+/*
+ * The agent review evaluator (engine/review.c). _check validates evaluator.arguments when
+ * an evaluation starts (messages name evaluator.arguments.<field>, the reviewer's model is
+ * resolved). evd_engine_review runs one review of the EvaluatorInputV1 `input` (borrowed)
+ * within limits->invocation_timeout_seconds, offering the HTTP `tools` (borrowed) its
+ * policy allows: *answer is the EvaluatorResponseV1 (new reference) and *transcript the
+ * reviewer's turns (new reference, also on failure when the reviewer ran). An invalid
+ * verdict after the repair fails with the failure code alone as the message.
+ */
+enum evd_code evd_engine_review_check(const struct evd_providers *providers,
+                                      const json_t *arguments, struct evd_err *err);
+enum evd_code evd_engine_review(const struct evd_providers *providers, const json_t *input,
+                                const struct evd_limits *limits, json_t *tools,
+                                struct evd_cancel *cancel, json_t **answer, json_t **transcript,
+                                struct evd_err *err);
 
 /* hub (engine/hub.c) */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);

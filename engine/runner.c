@@ -77,21 +77,26 @@ out:
 }
 
 /*
- * Scores a run with its evaluator: a built-in, an HTTP tool of that id, or else a
- * function of the iii engine when the adapter is configured (at least once, within
- * invocation_timeout_seconds). On success *evaluation is the validated
- * EvaluatorResponseV1 (new reference).
+ * Scores a run with its evaluator: a built-in, the agent review, an HTTP tool of that
+ * id, or else a function of the iii engine when the adapter is configured (at least
+ * once, within invocation_timeout_seconds). On success *evaluation is the validated
+ * EvaluatorResponseV1 (new reference). The agent review also leaves its reviewer's turns
+ * in *review (new reference or NULL).
  */
-static enum evd_code evaluate(const struct evd_engine *e, PGconn *c, const char *evaluation_id,
-                              const struct evd_request_view *view, const json_t *run,
-                              struct evd_cancel *cancel, json_t **evaluation, struct evd_err *err)
+static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const char *evaluation_id,
+                              const struct evd_request_view *view, const json_t *run, json_t *tools,
+                              struct evd_cancel *cancel, json_t **evaluation, json_t **review,
+                              struct evd_err *err)
 {
     enum evd_code rc = EVD_OK;
     json_t *input = evd_run_evaluator_input(evaluation_id, run, view->evaluator_arguments);
     json_t *answer = NULL;
     if (input == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    if (evd_evaluator_is_builtin(view->evaluator_function_id)) {
+    if (evd_evaluator_is_agent_review(view->evaluator_function_id)) {
+        rc = evd_engine_review(e->opts.providers, input, &view->limits, tools, cancel, &answer,
+                               review, err);
+    } else if (evd_evaluator_is_builtin(view->evaluator_function_id)) {
         struct evd_evaluator_input in;
         if ((rc = evd_request_evaluator_input(input, &in, err)) == EVD_OK)
             rc = evd_evaluator_run(view->evaluator_function_id, &in, &answer, err);
@@ -246,11 +251,13 @@ static void on_progress(void *ctx, json_t *metrics)
                 "error", err.msg, NULL);
 }
 
-static json_t *transcript_of(const struct evd_harness_outcome *out)
+static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *review)
 {
     json_t *t = out->transcript ? json_deep_copy(out->transcript) : json_object();
     if (t != NULL && out->spans != NULL)
         json_object_set(t, "spans", out->spans);
+    if (t != NULL && review != NULL)
+        json_object_set(t, "evaluator", review);
     return t;
 }
 
@@ -260,7 +267,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     struct evd_store_eval ev = {0};
     struct evd_harness_outcome out = {0};
     struct evd_request_view view;
-    json_t *run = NULL, *tools = NULL, *transcript = NULL, *evaluation = NULL;
+    json_t *run = NULL, *tools = NULL, *transcript = NULL, *evaluation = NULL, *review = NULL;
     json_t *remote_fns = NULL;
     struct remote_source source = {e->opts.remote, NULL};
     struct evd_harness_dispatch dispatch = {0};
@@ -275,8 +282,8 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         goto out;
     }
     if (evd_request_view(ev.request, &view, &err) != EVD_OK) {
-        evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id,
-                "error", err.msg, NULL);
+        evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
+                err.msg, NULL);
         goto out;
     }
     struct evd_plan_entry entry = evd_plan_entry_at(view.order, (size_t)job->run_position - 1);
@@ -330,23 +337,25 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     enum inflight_reason reason = REASON_NONE;
     int64_t now = evd_now_ms();
     if (out.status == EVD_HARNESS_COMPLETED && out.output != NULL &&
-        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) == 0 &&
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) ==
+            0 &&
         evd_run_needs_evaluation(ev.request, run)) {
         int64_t t0 = evd_now_ms();
         struct evd_err everr = {0};
-        if (evaluate(e, c, ev.id, &view, run, cancel, &evaluation, &everr) != EVD_OK) {
+        if (evaluate(e, c, ev.id, &view, run, tools, cancel, &evaluation, &review, &everr) !=
+            EVD_OK) {
             evd_run_fail(run, EVD_PHASE_EVALUATE, view.evaluator_function_id, everr.msg,
                          evd_now_ms());
         } else {
             /* The evaluator call is a span of the run's trace too. */
             int64_t t1 = evd_now_ms();
             if (out.spans && json_is_array(out.spans)) {
-                json_array_append_new(
-                    out.spans, json_pack("{s:s, s:s, s:I, s:I, s:s, s:{s:s}}", "name",
-                                         view.evaluator_function_id, "kind", "evaluator",
-                                         "start_ms", (json_int_t)t0, "end_ms", (json_int_t)t1,
-                                         "status", "ok", "attributes", "function_id",
-                                         view.evaluator_function_id));
+                json_array_append_new(out.spans,
+                                      json_pack("{s:s, s:s, s:I, s:I, s:s, s:{s:s}}", "name",
+                                                view.evaluator_function_id, "kind", "evaluator",
+                                                "start_ms", (json_int_t)t0, "end_ms",
+                                                (json_int_t)t1, "status", "ok", "attributes",
+                                                "function_id", view.evaluator_function_id));
                 json_t *traces = evd_harness_traces_from_spans(in.session_id, out.spans);
                 if (traces && out.metrics)
                     json_object_set_new(out.metrics, "traces", traces);
@@ -354,8 +363,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
                     json_decref(traces);
             }
             now = evd_now_ms();
-            evd_run_record_outcome(run, out.output, out.metrics,
-                                   (uint64_t)(now - started_at), now);
+            evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)(now - started_at), now);
             evd_run_complete(run, &view.limits, evaluation);
         }
     } else if (out.status == EVD_HARNESS_COMPLETED) {
@@ -390,7 +398,7 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         json_decref(run);
         run = fresh;
     }
-    transcript = transcript_of(&out);
+    transcript = transcript_of(&out, review);
     bool written = false;
     if (evd_db_begin(c, &err) == EVD_OK) {
         struct evd_store_eval locked;
@@ -415,5 +423,6 @@ out:
     json_decref(remote_fns);
     json_decref(transcript);
     json_decref(evaluation);
+    json_decref(review);
     evd_store_eval_clear(&ev);
 }

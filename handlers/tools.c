@@ -63,9 +63,10 @@ static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, st
             return evd_err_set(err, EVD_EINVAL, "%s is not a known field", key);
     }
     json_t *desc = json_object_get(body, "description");
-    if (!json_is_string(desc) || json_string_length(desc) == 0 ||
-        json_string_length(desc) > TOOL_DESCRIPTION_MAX)
-        return evd_err_set(err, EVD_EINVAL, "description must be a string of 1 to %d bytes",
+    if (!json_is_string(desc) || json_string_length(desc) == 0)
+        return evd_err_set(err, EVD_EINVAL, "description must be a non-empty string");
+    if (json_string_length(desc) > TOOL_DESCRIPTION_MAX)
+        return evd_err_set(err, EVD_EINVAL, "description must be at most %d bytes",
                            TOOL_DESCRIPTION_MAX);
     json_t *schema = json_object_get(body, "request_schema");
     if (!json_is_object(schema))

@@ -114,6 +114,10 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
             if (w == NULL || json_array_append_new(tools, w) != 0)
                 goto nomem;
         }
+        /* A history with tool_use blocks needs `tools`: the repair keeps them, unusable. */
+        if (r->tools_disabled &&
+            json_object_set_new(body, "tool_choice", json_pack("{s:s}", "type", "none")) != 0)
+            goto nomem;
     }
     if (r->thinking_level != NULL || r->output_format != NULL) {
         json_t *oc = json_object();

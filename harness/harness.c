@@ -44,9 +44,9 @@ struct run {
     double max_cost_usd;
     const char *thinking;
     bool agent_trigger;
-    json_t *policy;           /* borrowed; NULL = deny all */
-    json_t *provider_options; /* borrowed */
-    json_t *output_contract;  /* borrowed */
+    json_t *policy;              /* borrowed; NULL = deny all */
+    json_t *provider_options;    /* borrowed */
+    struct evd_hx_output output; /* the final answer's contract and request format */
     char *system;
 
     struct evd_hx_function *fns; /* every known function; `allowed` marks the exposed ones */
@@ -367,8 +367,12 @@ static enum evd_code setup(struct run *r, struct evd_err *err)
         if (!json_is_object(out) || type == NULL ||
             (strcmp(type, "text") != 0 && strcmp(type, "json") != 0))
             return evd_err_set(err, EVD_EINVAL, "output.type must be text or json");
-        r->output_contract = out;
     }
+    if (in->has_max_tool_calls && in->max_tool_calls < 0)
+        return evd_err_set(err, EVD_EINVAL, "max_tool_calls must be a non-negative integer");
+    if ((rc = evd_hx_output_open(&r->output, r->kind, in->contract ? NULL : out, in->contract,
+                                 err)) != EVD_OK)
+        return rc;
     if ((rc = load_functions(r, err)) != EVD_OK || (rc = build_wire_tools(r, err)) != EVD_OK)
         return rc;
 
@@ -667,6 +671,7 @@ struct verdict {
     enum evd_harness_status status;
     const char *phase;
     enum evd_code code;
+    bool output_invalid;
     char error[EVD_ERR_MSG_MAX];
     json_t *output;
 };
@@ -680,16 +685,27 @@ static void fail(struct verdict *v, enum evd_harness_status st, const char *phas
     snprintf(v->error, sizeof(v->error), "%s", msg);
 }
 
+/* The code of a final answer sent in reply to the repair turn with function calls in it. */
+static const char CODE_REPAIR_TOOLS[] =
+    "tools_disabled: the repair turn must answer without calling functions";
+
 static json_t *request_summary(const struct run *r, const struct evd_hx_request *q)
 {
     json_t *names = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(q->tools, i, t) json_array_append(names, json_object_get(t, "name"));
-    return json_pack("{s:s,s:s,s:I,s:o,s:I,s:s?,s:b}", "endpoint", evd_hx_endpoint(r->kind),
-                     "model", q->model, "messages", (json_int_t)json_array_size(q->messages),
-                     "tools", names, "max_output_tokens", (json_int_t)q->max_output_tokens,
-                     "thinking_level", q->thinking_level, "system_prompt", q->system != NULL);
+    bool sent = !q->tools_disabled || r->kind == EVD_KIND_ANTHROPIC_MESSAGES;
+    if (sent)
+        json_array_foreach(q->tools, i, t) json_array_append(names, json_object_get(t, "name"));
+    json_t *s = json_pack("{s:s,s:s,s:I,s:o,s:I,s:s?,s:b}", "endpoint", evd_hx_endpoint(r->kind),
+                          "model", q->model, "messages", (json_int_t)json_array_size(q->messages),
+                          "tools", names, "max_output_tokens", (json_int_t)q->max_output_tokens,
+                          "thinking_level", q->thinking_level, "system_prompt", q->system != NULL);
+    if (s != NULL && q->output_format != NULL)
+        json_object_set_new(s, "output_format", json_string("json_schema"));
+    if (s != NULL && q->tools_disabled)
+        json_object_set_new(s, "tool_choice", json_string("none"));
+    return s;
 }
 
 /* Gives calls without an id (some local servers) a stable one. */
@@ -708,10 +724,86 @@ static void ensure_call_ids(json_t *calls, int64_t turn)
     }
 }
 
+/*
+ * A final answer that broke its contract is never kept: its transcript entry loses the text
+ * (and any function calls it asked for) and names the failure code instead.
+ */
+static void withhold_answer(struct run *r, const char *code)
+{
+    json_t *gen = json_array_get(r->generations, json_array_size(r->generations) - 1);
+    if (gen == NULL)
+        return;
+    json_object_set_new(gen, "text", json_null());
+    json_object_set_new(gen, "tool_calls", json_array());
+    json_object_set_new(gen, "output_error", json_string(code));
+}
+
+enum answer { ANSWER_DONE, ANSWER_REPAIR };
+
+/*
+ * Handles a final answer (a generation without function calls, or any generation of the
+ * repair turn): decodes it against the output contract; on the first failure queues the
+ * one tools-disabled repair turn (ANSWER_REPAIR), otherwise ends the run (ANSWER_DONE).
+ */
+static enum answer final_answer(struct run *r, struct verdict *v, const struct evd_hx_reply *reply,
+                                int64_t turn, bool repairing)
+{
+    json_t *value = NULL;
+    struct evd_so_failure f;
+    enum evd_so_result dr;
+    char msg[EVD_ERR_MSG_MAX];
+    if (json_array_size(reply->tool_calls) > 0) {
+        /* Unsolicited calls in the repair turn are never run. */
+        memset(&f, 0, sizeof(f));
+        snprintf(f.code, sizeof(f.code), "%s", CODE_REPAIR_TOOLS);
+        dr = EVD_SO_INVALID;
+    } else {
+        dr = evd_hx_output_decode(&r->output, reply->text, &value, &f);
+    }
+    if (dr == EVD_SO_VALID) {
+        v->output = value;
+        v->status = EVD_HARNESS_COMPLETED;
+        if (repairing)
+            json_object_set_new(json_array_get(r->generations, json_array_size(r->generations) - 1),
+                                "repair", json_true());
+        return ANSWER_DONE;
+    }
+    if (dr == EVD_SO_NOMEM) {
+        fail(v, EVD_HARNESS_FAILED, "await", EVD_ENOMEM, "out of memory decoding the final answer");
+        return ANSWER_DONE;
+    }
+    withhold_answer(r, f.code);
+    if (repairing) {
+        json_object_set_new(json_array_get(r->generations, json_array_size(r->generations) - 1),
+                            "repair", json_true());
+        fail(v, EVD_HARNESS_FAILED, "await", EVD_EINVAL, f.code);
+        v->output_invalid = true;
+        return ANSWER_DONE;
+    }
+    if (turn >= r->max_turns) {
+        snprintf(msg, sizeof(msg), "max_turns %lld reached before a valid final answer: %s",
+                 (long long)r->max_turns, f.code);
+        fail(v, EVD_HARNESS_FAILED, "limit", EVD_ECONFLICT, msg);
+        return ANSWER_DONE;
+    }
+    char *repair = evd_so_repair_message(&f);
+    json_t *m = repair ? json_pack("{s:s,s:s}", "role", "user", "content", repair) : NULL;
+    free(repair);
+    if (m == NULL || json_array_append_new(r->messages, m) != 0) {
+        fail(v, EVD_HARNESS_FAILED, "await", EVD_ENOMEM, "out of memory building the repair turn");
+        return ANSWER_DONE;
+    }
+    return ANSWER_REPAIR;
+}
+
+/*
+ * The loop. The one repair turn shares every deadline of the run (each call's invocation
+ * timeout, the scenario deadline): nothing is extended for it.
+ */
 static void loop(struct run *r, struct verdict *v)
 {
     char msg[EVD_ERR_MSG_MAX];
-    json_t *format = evd_hx_output_format(r->kind, r->output_contract);
+    bool repairing = false;
 
     for (int64_t turn = 1;; turn++) {
         if (evd_cancel_is_set(r->cancel)) {
@@ -724,8 +816,9 @@ static void loop(struct run *r, struct verdict *v)
             fail(v, EVD_HARNESS_FAILED, "await", EVD_ETIMEOUT, msg);
             break;
         }
-        struct evd_hx_request q = {r->rm.model, r->system,   r->messages,         r->wire_tools,
-                                   r->max_out,  r->thinking, r->provider_options, format};
+        struct evd_hx_request q = {r->rm.model,         r->system,        r->messages,
+                                   r->wire_tools,       r->max_out,       r->thinking,
+                                   r->provider_options, r->output.format, repairing};
         struct evd_err berr = {EVD_OK, ""};
         json_t *body = evd_hx_build_request(r->kind, &q, &berr);
         if (body == NULL) {
@@ -762,9 +855,13 @@ static void loop(struct run *r, struct verdict *v)
         json_t *attrs = json_pack("{s:I,s:s,s:s,s:i,s:I}", "turn", (json_int_t)turn, "provider",
                                   pname, "model", r->rm.model, "attempts", call.attempts,
                                   "http_status", (json_int_t)call.status);
+        if (attrs != NULL && repairing)
+            json_object_set_new(attrs, "repair", json_true());
         if (call.code != EVD_OK) {
             if (gen != NULL) {
                 json_object_set_new(gen, "error", json_string(call.error));
+                if (repairing)
+                    json_object_set_new(gen, "repair", json_true());
                 json_array_append_new(r->generations, gen);
             }
             json_array_append_new(r->spans,
@@ -802,14 +899,13 @@ static void loop(struct run *r, struct verdict *v)
         report_progress(r);
 
         size_t ncalls = json_array_size(reply.tool_calls);
-        if (ncalls == 0) {
-            struct evd_err oerr = {EVD_OK, ""};
-            v->output = evd_hx_output_decode(r->output_contract, reply.text, &oerr);
-            if (v->output == NULL)
-                fail(v, EVD_HARNESS_FAILED, "await", oerr.code, oerr.msg);
-            else
-                v->status = EVD_HARNESS_COMPLETED;
+        if (ncalls == 0 || repairing) {
+            enum answer a = final_answer(r, v, &reply, turn, repairing);
             evd_hx_reply_clear(&reply);
+            if (a == ANSWER_REPAIR) {
+                repairing = true;
+                continue;
+            }
             break;
         }
         /* Budgets are checked after each generation, before any function of it runs. */
@@ -841,6 +937,17 @@ static void loop(struct run *r, struct verdict *v)
                 crc = EVD_ECANCELLED;
                 break;
             }
+            /* max_tool_calls is checked before each further call executes. */
+            if (r->in->has_max_tool_calls && r->function_calls >= r->in->max_tool_calls) {
+                snprintf(msg, sizeof(msg),
+                         "function call %lld would exceed max_tool_calls %lld; %zu call(s) not "
+                         "run",
+                         (long long)r->function_calls + 1, (long long)r->in->max_tool_calls,
+                         ncalls - i);
+                fail(v, EVD_HARNESS_FAILED, "limit", EVD_ECONFLICT, msg);
+                crc = EVD_ECONFLICT;
+                break;
+            }
             crc = run_call(r, json_array_get(reply.tool_calls, i), turn);
             report_progress(r);
         }
@@ -849,12 +956,14 @@ static void loop(struct run *r, struct verdict *v)
             fail(v, EVD_HARNESS_CANCELLED, "cancel", EVD_ECANCELLED, "run was cancelled");
             break;
         }
+        if (crc != EVD_OK)
+            break;
     }
-    json_decref(format);
 }
 
 static void run_free(struct run *r)
 {
+    evd_hx_output_close(&r->output);
     free(r->system);
     free(r->fns);
     free(r->allowed);
@@ -935,6 +1044,7 @@ enum evd_code evd_harness_run(const struct evd_providers *providers,
     out->status = v.status;
     out->phase = v.status == EVD_HARNESS_COMPLETED ? NULL : v.phase;
     out->code = v.status == EVD_HARNESS_COMPLETED ? EVD_OK : v.code;
+    out->output_invalid = v.status == EVD_HARNESS_FAILED && v.output_invalid;
     out->output = v.output;
     out->result_error = v.status == EVD_HARNESS_COMPLETED ? NULL : strdup(v.error);
     out->started_at_ms = r.start_wall;

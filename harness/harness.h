@@ -17,6 +17,7 @@
 
 #include "common/err.h"
 #include "harness/providers.h"
+#include "schema/structured.h"
 
 /* ---- cancel token --------------------------------------------------------------------- */
 
@@ -66,6 +67,11 @@ struct evd_harness_dispatch {
  *   tools      [{id, description, request_schema, url, timeout_ms}] HTTP tools; NULL = none
  *   conversation  the `conversation` of an earlier outcome of the same session, for a
  *               follow-up message; NULL for a first message
+ * The last members serve callers other than an evaluation run (the agent review evaluator):
+ *   contract   the final answer's structured-output contract (e.g. a GREEN/RED verdict);
+ *              when set it replaces `output`. NULL: `output` decides
+ *   max_tool_calls  with has_max_tool_calls, the function calls the run may execute; the
+ *              next call fails the run (phase "limit") before it runs
  */
 struct evd_harness_input {
     const char *session_id;    /* required; sent as X-Evald-Session */
@@ -87,6 +93,9 @@ struct evd_harness_input {
      */
     void (*progress)(void *ctx, json_t *metrics);
     void *progress_ctx;
+    const struct evd_so_contract *contract;      /* optional, borrowed */
+    bool has_max_tool_calls;
+    int64_t max_tool_calls;
 };
 
 enum evd_harness_status {
@@ -113,6 +122,12 @@ struct evd_harness_outcome {
     char *result_error;
     const char *phase;  /* when failed or cancelled: "setup", "send", "limit", "await" */
     enum evd_code code; /* EVD_OK when completed */
+    /*
+     * True when the run failed because its final answer still broke the output contract
+     * after the one repair turn (phase "await", code EVD_EINVAL). result_error is then the
+     * failure code alone ("schema_mismatch: …"), never the model's output.
+     */
+    bool output_invalid;
     json_t *metrics;
     json_t *spans;
     json_t *transcript;

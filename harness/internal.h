@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "harness/harness.h"
 #include "harness/providers.h"
+#include "schema/structured.h"
 
 /* ---- HTTP transport ------------------------------------------------------------------- */
 
@@ -101,7 +102,11 @@ struct evd_hx_request {
     int64_t max_output_tokens;  /* per-call cap */
     const char *thinking_level; /* NULL or minimal|low|medium|high|xhigh */
     json_t *provider_options;   /* object merged into the body (borrowed) or NULL */
-    json_t *output_format;      /* structured-output hook: provider-specific, borrowed, or NULL */
+    json_t *output_format;      /* the structured-output fragment (borrowed) or NULL: the value
+                                   of Responses `text`, Anthropic `output_config.format`, Chat
+                                   `response_format` (evd_so_wire_request_format) */
+    bool tools_disabled;        /* the repair turn: Responses and Chat send no tools; Anthropic
+                                   keeps `tools` and sends tool_choice {"type":"none"} */
 };
 
 struct evd_hx_usage {
@@ -193,18 +198,36 @@ json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_func
                               json_t *payload, const char *session_id, int64_t deadline_ms,
                               struct evd_cancel *cancel, struct evd_err *err);
 
-/* ---- structured output hook ----------------------------------------------------------- */
+/* ---- the output contract of the final answer ------------------------------------------ */
 
 /*
- * Provider-specific structured-output format for the request (new reference or NULL for
- * none). Until the schema layer lands, NULL for every contract.
+ * What a run's final answer must be (harness/output.c). Text output: contract NULL, the
+ * final text is the output. JSON output and verdicts: a structured-output contract, and for
+ * a schema (or a verdict) the provider's wire format, whose request fragment is `format`.
  */
-json_t *evd_hx_output_format(enum evd_provider_kind kind, json_t *output);
+struct evd_hx_output {
+    struct evd_so_contract *owned;          /* built from output.schema, or NULL */
+    const struct evd_so_contract *contract; /* NULL = text output */
+    struct evd_so_wire *wire;               /* NULL = no structured format on the request */
+    json_t *format;                         /* evd_so_wire_request_format(wire), owned */
+};
+
 /*
- * Turns the final text into the run's output (new reference): a JSON string for text
- * output, the decoded JSON value for json output. EVD_EINVAL with a message when the text
- * does not satisfy the contract.
+ * Prepares the output contract for provider `kind`: `contract` (borrowed, may be NULL) wins
+ * over `output` ({type:"text"} | {type:"json", schema?}, borrowed). EVD_EINVAL names
+ * output.schema when it is not a JSON Schema; EVD_ENOMEM. On error *o is left closed.
  */
-json_t *evd_hx_output_decode(json_t *output, const char *text, struct evd_err *err);
+enum evd_code evd_hx_output_open(struct evd_hx_output *o, enum evd_provider_kind kind,
+                                 json_t *output, const struct evd_so_contract *contract,
+                                 struct evd_err *err);
+void evd_hx_output_close(struct evd_hx_output *o);
+
+/*
+ * Turns the final text into the run's output: *out is a new reference (a JSON string for
+ * text output, the decoded and validated value otherwise). EVD_SO_INVALID fills *failure
+ * (its code never holds model output); EVD_SO_NOMEM is an internal error.
+ */
+enum evd_so_result evd_hx_output_decode(const struct evd_hx_output *o, const char *text,
+                                        json_t **out, struct evd_so_failure *failure);
 
 #endif

@@ -73,7 +73,7 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
         if (w == NULL || json_array_append_new(messages, w) != 0)
             goto nomem;
     }
-    if (json_array_size(r->tools) > 0) {
+    if (json_array_size(r->tools) > 0 && !r->tools_disabled) {
         json_t *tools = json_array();
         json_t *t;
         if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)

@@ -115,7 +115,7 @@ json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *e
         if (item == NULL || json_array_append_new(input, item) != 0)
             goto nomem;
     }
-    if (json_array_size(r->tools) > 0) {
+    if (json_array_size(r->tools) > 0 && !r->tools_disabled) {
         json_t *tools = json_array();
         json_t *t;
         if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)
@@ -133,8 +133,7 @@ json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *e
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning", json_pack("{s:s}", "effort", r->thinking_level)))
         goto nomem;
-    if (r->output_format != NULL &&
-        json_object_set_new(body, "text", json_pack("{s:O}", "format", r->output_format)))
+    if (r->output_format != NULL && json_object_set(body, "text", r->output_format) != 0)
         goto nomem;
     return body;
 nomem:

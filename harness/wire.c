@@ -54,7 +54,7 @@ json_t *evd_hx_build_request(enum evd_provider_kind kind, const struct evd_hx_re
     json_t *v;
     json_object_foreach(r->provider_options, k, v)
     {
-        if (protected_key(k))
+        if (protected_key(k) || (r->tools_disabled && strcmp(k, "tool_choice") == 0))
             continue;
         json_t *cur = json_object_get(body, k);
         json_t *copy = json_deep_copy(v);

@@ -206,19 +206,18 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
         json_object_update(model, extra);
     json_t *limits = maybe(a->limits), *functions = maybe(a->functions), *output = maybe(a->output),
            *tools = tools_json();
-    struct evd_harness_input in = {a->session ? a->session : "sess-it",
-                                   a->prompt ? a->prompt : "Hi",
-                                   a->system_prompt,
-                                   model,
-                                   limits,
-                                   functions,
-                                   output,
-                                   NULL,
-                                   tools,
-                                   a->conversation,
-                                   a->dispatch,
-                                   NULL,
-                                   NULL};
+    struct evd_harness_input in = {
+        .session_id = a->session ? a->session : "sess-it",
+        .prompt = a->prompt ? a->prompt : "Hi",
+        .system_prompt = a->system_prompt,
+        .model = model,
+        .limits = limits,
+        .functions = functions,
+        .output = output,
+        .tools = tools,
+        .conversation = a->conversation,
+        .dispatch = a->dispatch,
+    };
     struct evd_err err;
     ck_assert_int_eq(
         evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out, &err), EVD_OK);
@@ -771,11 +770,15 @@ START_TEST(json_output_is_decoded)
     ck_assert(json_is_object(o.output));
     ck_assert_str_eq(JS(o.output, "verdict"), "GREEN");
     evd_harness_outcome_clear(&o);
+    /* Not JSON twice: one repair turn, then the run fails with the code alone. */
     script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"not json\"}}}");
     run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
-    ck_assert_msg(strncmp(o.result_error, "final answer is not valid JSON", 30) == 0, "%s",
-                  o.result_error);
+    ck_assert_str_eq(o.phase, "await");
+    ck_assert(o.output_invalid);
+    ck_assert_str_eq(o.result_error,
+                     "not_json: return exactly one JSON object, without prose or code fences");
+    ck_assert_int_eq(json_array_size(json_object_get(o.transcript, "generations")), 2);
     evd_harness_outcome_clear(&o);
 }
 END_TEST

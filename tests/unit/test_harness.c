@@ -486,7 +486,7 @@ START_TEST(responses_request_shape)
     json_t *opts = json_loads("{\"reasoning\":{\"summary\":\"auto\"},\"model\":\"evil\","
                               "\"service_tier\":\"flex\"}",
                               0, NULL);
-    struct evd_hx_request q = {"gpt-5", "Be terse.", msgs, tools, 512, "high", opts, NULL};
+    struct evd_hx_request q = {"gpt-5", "Be terse.", msgs, tools, 512, "high", opts, NULL, false};
     struct evd_err err;
     json_t *b = evd_hx_build_request(EVD_KIND_OPENAI_RESPONSES, &q, &err);
     ck_assert_ptr_nonnull(b);
@@ -529,7 +529,7 @@ START_TEST(responses_request_shape)
     ck_assert(json_is_false(json_object_get(t, "strict")));
     json_decref(b);
     /* No system prompt, no tools, no thinking: the fields are absent. */
-    struct evd_hx_request q2 = {"gpt-5", NULL, msgs, NULL, 100, NULL, NULL, NULL};
+    struct evd_hx_request q2 = {"gpt-5", NULL, msgs, NULL, 100, NULL, NULL, NULL, false};
     b = evd_hx_build_request(EVD_KIND_OPENAI_RESPONSES, &q2, &err);
     ck_assert_ptr_null(json_object_get(b, "instructions"));
     ck_assert_ptr_null(json_object_get(b, "tools"));
@@ -551,7 +551,7 @@ START_TEST(responses_replays_its_own_items)
         "\"arguments\":\"{}\",\"status\":\"completed\"}]}},"
         "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"3\",\"is_error\":false}]",
         0, NULL);
-    struct evd_hx_request q = {"o3", NULL, msgs, NULL, 100, NULL, NULL, NULL};
+    struct evd_hx_request q = {"o3", NULL, msgs, NULL, 100, NULL, NULL, NULL, false};
     struct evd_err err;
     json_t *b = evd_hx_build_request(EVD_KIND_OPENAI_RESPONSES, &q, &err);
     json_t *input = json_object_get(b, "input");
@@ -572,7 +572,7 @@ START_TEST(anthropic_request_shape)
     json_t *msgs = sample_conversation(), *tools = sample_tools();
     json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", "Thanks"));
     struct evd_hx_request q = {"claude-sonnet-4-5", "Be terse.", msgs, tools, 1024,
-                               "minimal",           NULL,        NULL};
+                               "minimal",           NULL,        NULL, false};
     struct evd_err err;
     json_t *b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q, &err);
     ck_assert_ptr_nonnull(b);
@@ -614,7 +614,7 @@ START_TEST(anthropic_request_shape)
     json_decref(b);
     /* Without thinking there is no thinking or output_config; an error result is flagged. */
     json_object_set_new(json_array_get(msgs, 2), "is_error", json_true());
-    struct evd_hx_request q2 = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL};
+    struct evd_hx_request q2 = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL, false};
     b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q2, &err);
     ck_assert_ptr_null(json_object_get(b, "thinking"));
     ck_assert_ptr_null(json_object_get(b, "output_config"));
@@ -631,7 +631,7 @@ END_TEST
 START_TEST(chat_request_shape)
 {
     json_t *msgs = sample_conversation(), *tools = sample_tools();
-    struct evd_hx_request q = {"qwen3", "Be terse.", msgs, tools, 300, "medium", NULL, NULL};
+    struct evd_hx_request q = {"qwen3", "Be terse.", msgs, tools, 300, "medium", NULL, NULL, false};
     struct evd_err err;
     json_t *b = evd_hx_build_request(EVD_KIND_OPENAI_CHAT, &q, &err);
     ck_assert_ptr_nonnull(b);
@@ -741,7 +741,7 @@ START_TEST(anthropic_reply_parsing)
     ck_assert(!r.usage.has_reasoning);
     /* Replaying the turn keeps the signed thinking block. */
     json_t *msgs = json_pack("[{s:s,s:s},O]", "role", "user", "content", "x", r.message);
-    struct evd_hx_request q = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL};
+    struct evd_hx_request q = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL, false};
     json_t *b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q, &err);
     json_t *blocks = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
     ck_assert_int_eq(json_array_size(blocks), 3);
@@ -800,7 +800,7 @@ START_TEST(builders_survive_allocation_failures)
                                       EVD_KIND_OPENAI_CHAT};
     json_t *msgs = sample_conversation(), *tools = sample_tools();
     json_t *opts = json_loads("{\"temperature\":0.2}", 0, NULL);
-    struct evd_hx_request q = {"m", "sys", msgs, tools, 10, "low", opts, NULL};
+    struct evd_hx_request q = {"m", "sys", msgs, tools, 10, "low", opts, NULL, false};
     json_set_alloc_funcs(limited_malloc, free);
     for (int k = 0; k < 3; k++) {
         bool done = false;
@@ -851,8 +851,7 @@ START_TEST(bad_input_fails_in_setup)
 {
     struct evd_providers *p = load_default();
     json_t *model = json_pack("{s:s,s:s}", "model", "gpt-5", "provider", "mystery");
-    struct evd_harness_input in = {"sess-1", "hi", NULL, model, NULL, NULL, NULL,
-                                   NULL,     NULL, NULL, NULL,  NULL, NULL};
+    struct evd_harness_input in = {.session_id = "sess-1", .prompt = "hi", .model = model};
     struct evd_harness_outcome out;
     struct evd_err err;
     ck_assert_int_eq(evd_harness_run(p, &in, NULL, &out, &err), EVD_OK);
