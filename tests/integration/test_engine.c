@@ -25,7 +25,7 @@ static char env_base[300], env_key[] = "OPENAI_API_KEY=stub-key";
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_t_stub_start(&stub, NULL), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
 }
 

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,17 +21,18 @@
 #include "harness/harness.h"
 #include "schema/jsonschema.h"
 #include "tests/support/harness_support.h"
+#include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
 #define KEY "sk-evald-test-SECRETVALUE-0123456789"
 #define WRONG_KEY "sk-evald-wrong-OTHERSECRET-9876543210"
 
-static struct hs_stub stub;
+static struct evd_t_proc stub;
 static bool ready;
 static struct evd_providers *providers;       /* right key */
 static struct evd_providers *wrong_providers; /* wrong key */
 static char prices_path[64], provs_path[64];
-static char openai_base[96];
+static char openai_base[192];
 
 struct kind_case {
     const char *api;      /* stub api name */
@@ -80,10 +82,10 @@ static void setup_all(void)
     struct evd_err err;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     json_object_seed(0);
-    if (!hs_stub_start(&stub, KEY))
+    if (evd_t_stub_start(&stub, NULL, KEY) != 0)
         return;
     if (!hs_tools_start()) {
-        hs_stub_stop(&stub);
+        evd_t_stop(&stub, SIGTERM, 5000);
         return;
     }
     snprintf(openai_base, sizeof(openai_base), "%s/v1", stub.base);
@@ -124,7 +126,7 @@ static void teardown_all(void)
     evd_providers_free(wrong_providers);
     if (ready) {
         hs_tools_stop();
-        hs_stub_stop(&stub);
+        evd_t_stop(&stub, SIGTERM, 5000);
         unlink(prices_path);
         unlink(provs_path);
     }
@@ -152,9 +154,9 @@ static void script(const char *fmt, ...)
     json_error_t je;
     json_t *s = json_loads(buf, 0, &je);
     ck_assert_msg(s != NULL, "bad test script: %s: %s", je.text, buf);
-    ck_assert_int_eq(hs_stub_script(&stub, s), 200);
+    ck_assert_int_eq(evd_t_stub_script(&stub, buf), 200);
     json_decref(s);
-    ck_assert_int_eq(hs_stub_reset(&stub), 200);
+    ck_assert_int_eq(evd_t_stub_reset(&stub), 200);
     hs_tools_reset();
 }
 
@@ -235,7 +237,7 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out,
 /* The last n requests the stub received (new reference). */
 static json_t *last_requests(int n)
 {
-    json_t *r = hs_stub_requests(&stub, n);
+    json_t *r = evd_t_stub_requests(&stub, n);
     ck_assert_ptr_nonnull(r);
     json_t *arr = json_incref(json_object_get(r, "requests"));
     json_decref(r);
@@ -605,7 +607,7 @@ START_TEST(rate_limit_then_success)
     ck_assert_int_eq(JI(gen, "attempts"), 2);
     ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "turns"), 1);
     ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "input_tokens"), 3);
-    json_t *stats = hs_stub_stats(&stub);
+    json_t *stats = evd_t_stub_stats(&stub);
     ck_assert_int_eq(JI(stats, "requests"), 2);
     ck_assert_int_eq(JI(json_object_get(stats, "by_status"), "429"), 1);
     ck_assert_int_eq(JI(json_object_get(stats, "by_status"), "200"), 1);
@@ -650,7 +652,7 @@ START_TEST(unauthorized_is_not_retried)
     char *dump = json_dumps(o.transcript, 0);
     ck_assert_ptr_null(strstr(dump, "OTHERSECRET"));
     free(dump);
-    json_t *stats = hs_stub_stats(&stub);
+    json_t *stats = evd_t_stub_stats(&stub);
     ck_assert_int_eq(JI(stats, "requests"), 1);
     json_decref(stats);
     json_t *tot = json_object_get(o.metrics, "totals");
@@ -809,7 +811,7 @@ START_TEST(cancel_interrupts_a_call)
     pthread_create(&t, NULL, run_thread, &c);
     /* Wait until the stub holds the request, then cancel. */
     for (int i = 0; i < 100; i++) {
-        json_t *stats = hs_stub_stats(&stub);
+        json_t *stats = evd_t_stub_stats(&stub);
         json_int_t inflight = JI(stats, "in_flight");
         json_decref(stats);
         if (inflight > 0)
@@ -972,7 +974,7 @@ START_TEST(concurrent_runs_share_the_registry)
         ck_assert_int_eq(JI(json_object_get(c[i].out.metrics, "totals"), "input_tokens"), 2);
         evd_harness_outcome_clear(&c[i].out);
     }
-    json_t *stats = hs_stub_stats(&stub);
+    json_t *stats = evd_t_stub_stats(&stub);
     ck_assert_int_eq(JI(stats, "requests"), 6);
     ck_assert_int_eq(JI(stats, "max_in_flight_per_session"), 1);
     ck_assert_int_ge(JI(stats, "max_in_flight"), 2);

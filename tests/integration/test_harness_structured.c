@@ -10,6 +10,7 @@
  */
 #include <check.h>
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +20,15 @@
 #include "harness/harness.h"
 #include "schema/structured.h"
 #include "tests/support/harness_support.h"
+#include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
 #define KEY "sk-evald-structured-SECRETVALUE-0123456789"
 
-static struct hs_stub stub;
+static struct evd_t_proc stub;
 static bool ready;
 static struct evd_providers *providers;
-static char provs_path[64], openai_base[96];
+static char provs_path[64], openai_base[192];
 
 struct kind_case {
     const char *api;      /* stub api name */
@@ -62,10 +64,10 @@ static void setup_all(void)
     struct evd_err err;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     json_object_seed(0);
-    if (!hs_stub_start(&stub, KEY))
+    if (evd_t_stub_start(&stub, NULL, KEY) != 0)
         return;
     if (!hs_tools_start()) {
-        hs_stub_stop(&stub);
+        evd_t_stop(&stub, SIGTERM, 5000);
         return;
     }
     snprintf(openai_base, sizeof(openai_base), "%s/v1", stub.base);
@@ -94,7 +96,7 @@ static void teardown_all(void)
     evd_providers_free(providers);
     if (ready) {
         hs_tools_stop();
-        hs_stub_stop(&stub);
+        evd_t_stop(&stub, SIGTERM, 5000);
         unlink(provs_path);
     }
     curl_global_cleanup();
@@ -128,9 +130,9 @@ static void script(const char *fmt, ...)
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     json_t *s = parse(buf);
-    ck_assert_int_eq(hs_stub_script(&stub, s), 200);
+    ck_assert_int_eq(evd_t_stub_script(&stub, buf), 200);
     json_decref(s);
-    ck_assert_int_eq(hs_stub_reset(&stub), 200);
+    ck_assert_int_eq(evd_t_stub_reset(&stub), 200);
     hs_tools_reset();
 }
 
@@ -179,7 +181,7 @@ static void run(const struct run_args *a, struct evd_harness_outcome *out)
 /* Every request the stub received since the last reset, oldest first (new reference). */
 static json_t *requests(void)
 {
-    json_t *r = hs_stub_requests(&stub, 500);
+    json_t *r = evd_t_stub_requests(&stub, 500);
     ck_assert_ptr_nonnull(r);
     json_t *arr = json_incref(json_object_get(r, "requests"));
     json_decref(r);

@@ -28,7 +28,7 @@ static const char STUB_SCRIPT[] =
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_t_stub_start(&stub, STUB_SCRIPT), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, STUB_SCRIPT, NULL), 0);
     snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
 }
 

@@ -16,12 +16,11 @@
 #include "common/util.h"
 #include "schema/jsonschema.h"
 #include "tests/support/itest.h"
-#include "tests/support/stub_proc.h"
 
 static char db_url[1024];
 static char db_name[64];
 static char providers_path[64];
-static struct evd_test_proc stub;
+static struct evd_t_proc stub;
 static struct evd_t_proc evald;
 
 /* ALPHA and BRAVO answer at once; CHARLIE first calls a function (denied by the default
@@ -48,7 +47,7 @@ static const char SCRIPT[] =
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_test_stub_start(&stub, SCRIPT, NULL), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, SCRIPT, NULL), 0);
     snprintf(providers_path, sizeof(providers_path), "/tmp/evald-providers-XXXXXX");
     int fd = mkstemp(providers_path);
     ck_assert_int_ge(fd, 0);
@@ -58,7 +57,7 @@ static void setup(void)
                      "\"base_url\":\"%s/v1\",\"models\":[{\"id\":\"stub-model\","
                      "\"input_usd_per_mtok\":1.0,\"cached_input_usd_per_mtok\":0.1,"
                      "\"output_usd_per_mtok\":2.0}]}]}",
-                     stub.base_url);
+                     stub.base);
     ck_assert_int_eq(write(fd, doc, (size_t)n), n);
     close(fd);
     static char env_file[128];
@@ -73,7 +72,7 @@ static void teardown(void)
     int rc = evd_t_stop(&evald, SIGTERM, 15000);
     if (rc != 0)
         evd_t_dump_log(&evald);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
     unlink(providers_path);
     evd_t_db_drop(db_name);
     ck_assert_msg(rc == 0, "evald exited with status %d", rc);
@@ -628,9 +627,7 @@ START_TEST(follow_up_cancel_delete_list)
                      "bravo");
     json_decref(s);
     /* The provider saw the first exchange again with the second message. */
-    char url[256];
-    snprintf(url, sizeof(url), "%s/_stub/requests", stub.base_url);
-    json_t *reqs = evd_t_http_json("GET", url, NULL, &st);
+    json_t *reqs = evd_t_stub_requests(&stub, 0);
     json_t *reqlist = json_object_get(reqs, "requests");
     json_t *lastreq = json_array_get(reqlist, json_array_size(reqlist) - 1);
     json_t *sent = json_object_get(json_object_get(lastreq, "body"), "messages");
@@ -665,9 +662,8 @@ START_TEST(follow_up_cancel_delete_list)
     ck_assert(json_is_false(json_object_get(j, "cancelled")));
     json_decref(j);
     /* The provider call was interrupted: the stub sees no request in flight soon after. */
-    snprintf(url, sizeof(url), "%s/_stub/stats", stub.base_url);
     for (;;) {
-        json_t *stats = evd_t_http_json("GET", url, NULL, &st);
+        json_t *stats = evd_t_stub_stats(&stub);
         json_int_t inflight = json_integer_value(json_object_get(stats, "in_flight"));
         json_decref(stats);
         if (inflight == 0)
@@ -892,12 +888,8 @@ START_TEST(five_sessions_of_100_generations)
     }
     evd_buf_printf(&script, "],\"default\":{\"reply\":{\"text\":\"done\"},"
                             "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}}");
-    char url[256], path[512];
-    snprintf(url, sizeof(url), "%s/_stub/script", stub.base_url);
-    struct evd_t_resp r;
-    ck_assert_int_eq(evd_t_http("PUT", url, NULL, script.data, script.len, &r), 0);
-    ck_assert_int_eq(r.status, 200);
-    evd_t_resp_free(&r);
+    char path[512];
+    ck_assert_int_eq(evd_t_stub_script(&stub, script.data), 200);
     evd_buf_free(&script);
     for (int i = 0; i < 5; i++) {
         long st = 0;

@@ -30,7 +30,7 @@ static char env_openai[300], env_anthropic[300];
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_t_stub_start(&stub, NULL), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     snprintf(env_openai, sizeof(env_openai), "OPENAI_BASE_URL=%s/v1", stub.base);
     snprintf(env_anthropic, sizeof(env_anthropic), "ANTHROPIC_BASE_URL=%s", stub.base);
 }
@@ -86,11 +86,8 @@ static json_t *result_of(const char *base, const char *id)
 /* Every request the stub logged (new reference to the array). */
 static json_t *stub_requests(void)
 {
-    char url[256];
-    snprintf(url, sizeof(url), "%s/_stub/requests", stub.base);
-    long status = 0;
-    json_t *r = evd_t_http_json("GET", url, NULL, &status);
-    ck_assert_int_eq(status, 200);
+    json_t *r = evd_t_stub_requests(&stub, 0);
+    ck_assert_ptr_nonnull(r);
     json_t *a = json_incref(json_object_get(r, "requests"));
     json_decref(r);
     return a;

@@ -9,15 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#include "tests/support/stub_http.h"
-#include "tests/support/stub_proc.h"
+#include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
-static struct evd_test_proc stub;
+static struct evd_t_proc stub;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -49,17 +49,17 @@ static long long ji(json_t *root, const char *path)
     return (long long)json_integer_value(v);
 }
 
-static void req(struct evd_test_http_resp *r, const char *method, const char *path,
-                const char *body, const char *const *headers)
+static void req(struct evd_t_resp *r, const char *method, const char *path, const char *body,
+                const char *const *headers)
 {
     char url[256];
-    snprintf(url, sizeof(url), "%s%s", stub.base_url, path);
-    evd_test_http(method, url, body, headers, 10000, r);
+    snprintf(url, sizeof(url), "%s%s", stub.base, path);
+    evd_t_http_timed(method, url, headers, body, body ? strlen(body) : 0, 10000, r);
     ck_assert_msg(r->curl_code == 0, "%s %s: curl error %d", method, path, r->curl_code);
 }
 
 /* POST `body` to `path` and expect `status`; the response is left in *r. */
-static void post(struct evd_test_http_resp *r, const char *path, const char *body, long status)
+static void post(struct evd_t_resp *r, const char *path, const char *body, long status)
 {
     req(r, "POST", path, body, NULL);
     ck_assert_msg(r->status == status, "POST %s: status %ld, want %ld: %s", path, r->status, status,
@@ -69,32 +69,32 @@ static void post(struct evd_test_http_resp *r, const char *path, const char *bod
 
 static void put_script(const char *script)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     req(&r, "PUT", "/_stub/script", script, NULL);
     ck_assert_msg(r.status == 200, "PUT /_stub/script: %ld %s", r.status, r.body);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 
 static json_t *stats(void)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     req(&r, "GET", "/_stub/stats", NULL, NULL);
     ck_assert_int_eq(r.status, 200);
     json_t *s = json_incref(r.json);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     return s;
 }
 
 static json_t *request_log(const char *query)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     char path[64];
     snprintf(path, sizeof(path), "/_stub/requests%s", query);
     req(&r, "GET", path, NULL, NULL);
     ck_assert_int_eq(r.status, 200);
     json_t *l = json_incref(jp(r.json, "requests"));
     ck_assert(json_is_array(l));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     return l;
 }
 
@@ -127,19 +127,19 @@ static char *chat_body(const char *prompt)
 
 static void setup(void)
 {
-    ck_assert_msg(evd_test_stub_start(&stub, NULL, NULL) == 0, "evald-stub did not start");
+    ck_assert_msg(evd_t_stub_start(&stub, NULL, NULL) == 0, "evald-stub did not start");
 }
 
 static void teardown(void)
 {
-    ck_assert_int_eq(evd_test_proc_stop(&stub, 5000), 0);
+    ck_assert_int_eq(evd_t_stop(&stub, SIGTERM, 5000), 0);
 }
 
 /* ---------------------------------------------------------------- wire formats */
 
 START_TEST(responses_wire_builtin)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/responses", "{\"model\":\"stub-model\",\"input\":\"Reply with exactly OK.\"}",
          200);
     json_t *b = r.json;
@@ -158,7 +158,7 @@ START_TEST(responses_wire_builtin)
     ck_assert_int_eq(ji(b, "usage.output_tokens_details.reasoning_tokens"), 0);
     ck_assert(ji(b, "usage.output_tokens") >= 1);
     ck_assert(r.elapsed_ms >= 20); /* built-in latency is 20..60 ms */
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* Another phrasing gets a believable near miss that still contains the word. */
     post(&r, "/v1/responses",
@@ -170,20 +170,20 @@ START_TEST(responses_wire_builtin)
     ck_assert_str_ne(t, "OK");
     ck_assert_ptr_nonnull(strstr(t, "OK"));
     char *first = strdup(t);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/responses",
          "{\"model\":\"stub-model\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":"
          "\"input_text\",\"text\":\"Return exactly the text OK.\"}]}]}",
          200);
     ck_assert_str_eq(reply_text(r.json), first); /* deterministic */
     free(first);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(chat_wire_builtin)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/chat/completions",
          "{\"model\":\"m1\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
          "{\"role\":\"user\",\"content\":\"Reply with exactly Done.\"}]}",
@@ -201,13 +201,13 @@ START_TEST(chat_wire_builtin)
                      ji(b, "usage.prompt_tokens") + ji(b, "usage.completion_tokens"));
     ck_assert_int_eq(ji(b, "usage.prompt_tokens_details.cached_tokens"), 0);
     ck_assert_int_eq(ji(b, "usage.completion_tokens_details.reasoning_tokens"), 0);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(messages_wire_builtin)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     const char *h[] = {"anthropic-version: 2023-06-01", NULL};
     req(&r, "POST", "/v1/messages",
         "{\"model\":\"claude-x\",\"max_tokens\":64,\"system\":[{\"type\":\"text\",\"text\":"
@@ -228,13 +228,13 @@ START_TEST(messages_wire_builtin)
     ck_assert_int_eq(ji(b, "usage.cache_read_input_tokens"), 0);
     ck_assert_int_eq(ji(b, "usage.cache_creation_input_tokens"), 0);
     ck_assert(ji(b, "usage.output_tokens") >= 1);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(models_both_shapes)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     req(&r, "GET", "/v1/models", NULL, NULL);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(js(r.json, "object"), "list");
@@ -242,7 +242,7 @@ START_TEST(models_both_shapes)
     ck_assert_str_eq(js(r.json, "data.0.id"), "stub-model");
     ck_assert(json_is_integer(jp(r.json, "data.0.created")));
     ck_assert_ptr_nonnull(js(r.json, "data.0.owned_by"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     put_script("{\"models\":[\"alpha\",\"beta\"]}");
     const char *h[] = {"anthropic-version: 2023-06-01", "x-api-key: k", NULL};
@@ -256,16 +256,16 @@ START_TEST(models_both_shapes)
     ck_assert(json_is_false(jp(r.json, "has_more")));
     ck_assert_str_eq(js(r.json, "first_id"), "alpha");
     ck_assert_str_eq(js(r.json, "last_id"), "beta");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     req(&r, "GET", "/v1/models/beta", NULL, NULL);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(js(r.json, "id"), "beta");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "GET", "/v1/models/gamma", NULL, NULL);
     ck_assert_int_eq(r.status, 404);
     ck_assert_ptr_nonnull(js(r.json, "error.message"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -276,7 +276,7 @@ START_TEST(usage_mapping_per_wire)
     put_script("{\"default\":{\"reply\":{\"text\":\"hi\"},\"usage\":{\"input_tokens\":12,"
                "\"cached_tokens\":5,\"cache_write_tokens\":2,\"output_tokens\":7,"
                "\"reasoning_tokens\":3}}}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"x\"}", 200);
     ck_assert_int_eq(ji(r.json, "usage.input_tokens"), 19);
     ck_assert_int_eq(ji(r.json, "usage.input_tokens_details.cached_tokens"), 5);
@@ -286,7 +286,7 @@ START_TEST(usage_mapping_per_wire)
     ck_assert_int_eq(ji(r.json, "usage.total_tokens"), 26);
     ck_assert_str_eq(js(r.json, "output.0.type"), "reasoning");
     ck_assert_str_eq(reply_text(r.json), "hi");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[]}", 200);
     ck_assert_int_eq(ji(r.json, "usage.prompt_tokens"), 19);
@@ -294,14 +294,14 @@ START_TEST(usage_mapping_per_wire)
     ck_assert_int_eq(ji(r.json, "usage.completion_tokens"), 7);
     ck_assert_int_eq(ji(r.json, "usage.completion_tokens_details.reasoning_tokens"), 3);
     ck_assert_int_eq(ji(r.json, "usage.total_tokens"), 26);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", 200);
     ck_assert_int_eq(ji(r.json, "usage.input_tokens"), 12);
     ck_assert_int_eq(ji(r.json, "usage.cache_read_input_tokens"), 5);
     ck_assert_int_eq(ji(r.json, "usage.cache_creation_input_tokens"), 2);
     ck_assert_int_eq(ji(r.json, "usage.output_tokens"), 7);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -311,7 +311,7 @@ START_TEST(tool_calls_per_wire)
                "look\",\"tool_calls\":[{\"name\":\"lookup\",\"arguments\":{\"q\":\"x\",\"n\":2}},"
                "{\"name\":\"noargs\"}]}}],\"default\":{\"reply\":{\"text\":\"after\"}}}");
     json_t *want = json_pack("{s:s,s:i}", "q", "x", "n", 2);
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
 
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"go\"}", 200);
     json_t *out = jp(r.json, "output");
@@ -326,7 +326,7 @@ START_TEST(tool_calls_per_wire)
     ck_assert(json_equal(args, want));
     json_decref(args);
     ck_assert_str_eq(js(out, "2.arguments"), "{}");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/chat/completions",
          "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
@@ -340,7 +340,7 @@ START_TEST(tool_calls_per_wire)
     args = json_loads(js(r.json, "choices.0.message.tool_calls.0.function.arguments"), 0, NULL);
     ck_assert(json_equal(args, want));
     json_decref(args);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/messages",
          "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
@@ -353,7 +353,7 @@ START_TEST(tool_calls_per_wire)
     ck_assert(json_equal(jp(r.json, "content.1.input"), want));
     ck_assert(json_is_object(jp(r.json, "content.2.input")));
     ck_assert_int_eq(json_object_size(jp(r.json, "content.2.input")), 0);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* The round trip: with a tool result the first rule no longer matches. */
     post(&r, "/v1/messages",
@@ -364,7 +364,7 @@ START_TEST(tool_calls_per_wire)
          200);
     ck_assert_str_eq(js(r.json, "content.0.text"), "after");
     ck_assert_str_eq(js(r.json, "stop_reason"), "end_turn");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_decref(want);
 }
 END_TEST
@@ -382,27 +382,27 @@ START_TEST(rules_order_times_and_conditions)
                "{\"when\":{\"api\":\"messages\",\"prompt_contains\":\"alpha\"},"
                "\"reply\":{\"text\":\"messages\"}}],"
                "\"default\":{\"reply\":{\"text\":\"dflt\"}}}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     char *alpha = chat_body("say alpha");
     const char *expect[] = {"first", "first", "dflt"};
     for (int i = 0; i < 3; i++) {
         post(&r, "/v1/chat/completions", alpha, 200);
         ck_assert_str_eq(reply_text(r.json), expect[i]);
-        evd_test_http_resp_free(&r);
+        evd_t_resp_free(&r);
     }
     free(alpha);
     post(&r, "/v1/responses", "{\"model\":\"m2\",\"input\":\"alpha\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "model");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     const char *sh[] = {"X-Evald-Session: S-1", NULL};
     req(&r, "POST", "/v1/responses", "{\"model\":\"m\",\"input\":\"q\"}", sh);
     ck_assert_str_eq(reply_text(r.json), "session");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/responses", "{\"model\":\"m\",\"instructions\":\"be SYS\",\"input\":\"q\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "system");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
 #define TOOL_TPL                                                                                   \
     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"              \
@@ -413,18 +413,18 @@ START_TEST(rules_order_times_and_conditions)
     snprintf(body, sizeof(body), TOOL_TPL, "answer 42");
     post(&r, "/v1/chat/completions", body, 200);
     ck_assert_str_eq(reply_text(r.json), "tool");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     snprintf(body, sizeof(body), TOOL_TPL, "answer 43");
     post(&r, "/v1/chat/completions", body, 200);
     ck_assert_str_eq(reply_text(r.json), "dflt");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/messages",
          "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":"
          "\"alpha\"}]}",
          200);
     ck_assert_str_eq(reply_text(r.json), "messages");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     json_t *st = stats();
     long long hits[] = {2, 1, 1, 1, 1, 1};
@@ -451,43 +451,43 @@ START_TEST(reply_kinds)
                "{\"when\":{\"prompt_contains\":\"refuse\"},\"reply\":{\"refusal\":\"no\"}},"
                "{\"when\":{\"prompt_contains\":\"cut\"},\"reply\":{\"text\":\"par\","
                "\"incomplete\":true}}]}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"json please\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "{\"a\":[1,2],\"b\":\"x\"}");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"refuse\"}", 200);
     ck_assert_str_eq(js(r.json, "output.0.content.0.type"), "refusal");
     ck_assert_str_eq(js(r.json, "output.0.content.0.refusal"), "no");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     char *b = chat_body("refuse");
     post(&r, "/v1/chat/completions", b, 200);
     free(b);
     ck_assert_str_eq(js(r.json, "choices.0.message.refusal"), "no");
     ck_assert(json_is_null(jp(r.json, "choices.0.message.content")));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/messages",
          "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
          "\"content\":\"refuse\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "stop_reason"), "refusal");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"cut\"}", 200);
     ck_assert_str_eq(js(r.json, "status"), "incomplete");
     ck_assert_str_eq(js(r.json, "incomplete_details.reason"), "max_output_tokens");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     b = chat_body("cut");
     post(&r, "/v1/chat/completions", b, 200);
     free(b);
     ck_assert_str_eq(js(r.json, "choices.0.finish_reason"), "length");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/messages",
          "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
          "\"content\":\"cut\"}]}",
          200);
     ck_assert_str_eq(js(r.json, "stop_reason"), "max_tokens");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -518,42 +518,42 @@ static const struct {
 START_TEST(script_put_validation)
 {
     put_script("{\"default\":{\"reply\":{\"text\":\"kept\"}}}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     req(&r, "PUT", "/_stub/script", bad_scripts[_i].script, NULL);
     ck_assert_int_eq(r.status, 400);
     const char *msg = js(r.json, "error.message");
     ck_assert_ptr_nonnull(msg);
     ck_assert_msg(strstr(msg, bad_scripts[_i].needle) != NULL, "message \"%s\" lacks \"%s\"", msg,
                   bad_scripts[_i].needle);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     /* The previous script still answers. */
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"q\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "kept");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "GET", "/_stub/script", NULL, NULL);
     ck_assert_str_eq(js(r.json, "default.reply.text"), "kept");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(script_file_at_start)
 {
-    ck_assert_int_eq(evd_test_proc_stop(&stub, 5000), 0);
-    ck_assert_int_eq(evd_test_stub_start(&stub,
-                                         "{\"rules\":[{\"when\":{\"api\":\"chat\"},"
-                                         "\"reply\":{\"text\":\"from file\"}}]}",
-                                         NULL),
+    ck_assert_int_eq(evd_t_stop(&stub, SIGTERM, 5000), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub,
+                                      "{\"rules\":[{\"when\":{\"api\":\"chat\"},"
+                                      "\"reply\":{\"text\":\"from file\"}}]}",
+                                      NULL),
                      0);
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     char *b = chat_body("x");
     post(&r, "/v1/chat/completions", b, 200);
     free(b);
     ck_assert_str_eq(reply_text(r.json), "from file");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* An invalid script file stops the stub before it is ready. */
-    struct evd_test_proc bad;
-    ck_assert_int_eq(evd_test_stub_start(&bad, "{\"rules\":[{\"nope\":1}]}", NULL), -1);
+    struct evd_t_proc bad;
+    ck_assert_int_eq(evd_t_stub_start(&bad, "{\"rules\":[{\"nope\":1}]}", NULL), -1);
     ck_assert_int_eq(bad.pid, 0);
 }
 END_TEST
@@ -562,7 +562,7 @@ END_TEST
 
 START_TEST(builtin_tool_round_trip)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     const char *tools = "\"tools\":[{\"type\":\"function\",\"name\":\"get_time\",\"parameters\":"
                         "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\","
                         "\"enum\":[\"UTC\",\"CET\"]},\"n\":{\"type\":\"integer\",\"minimum\":3}},"
@@ -573,7 +573,7 @@ START_TEST(builtin_tool_round_trip)
     ck_assert_str_eq(js(r.json, "output.0.type"), "function_call");
     ck_assert_str_eq(js(r.json, "output.0.name"), "get_time");
     ck_assert_str_eq(js(r.json, "output.0.arguments"), "{\"tz\":\"UTC\",\"n\":3}");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     snprintf(body, sizeof(body),
              "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"Call get_time "
@@ -584,7 +584,7 @@ START_TEST(builtin_tool_round_trip)
     post(&r, "/v1/responses", body, 200);
     ck_assert_str_eq(js(r.json, "output.0.type"), "message");
     ck_assert_ptr_nonnull(strstr(reply_text(r.json), "12:00 UTC"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* Messages: tool offered by name in the prompt. */
     post(&r, "/v1/messages",
@@ -594,13 +594,13 @@ START_TEST(builtin_tool_round_trip)
          200);
     ck_assert_str_eq(js(r.json, "content.0.type"), "tool_use");
     ck_assert_str_eq(js(r.json, "content.0.input.q"), "stub");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(builtin_structured_output)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     const char *schema =
         "{\"type\":\"object\",\"properties\":{\"verdict\":{\"type\":\"string\",\"enum\":"
         "[\"GREEN\",\"RED\"]},\"score\":{\"type\":[\"integer\",\"null\"],\"minimum\":2},"
@@ -618,7 +618,7 @@ START_TEST(builtin_structured_output)
     json_t *got = json_loads(reply_text(r.json), 0, NULL);
     ck_assert_msg(json_equal(got, want), "got %s", reply_text(r.json));
     json_decref(got);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     snprintf(body, sizeof(body),
              "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"judge\"}],"
@@ -629,7 +629,7 @@ START_TEST(builtin_structured_output)
     got = json_loads(reply_text(r.json), 0, NULL);
     ck_assert(json_equal(got, want));
     json_decref(got);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     snprintf(body, sizeof(body),
              "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":"
@@ -640,7 +640,7 @@ START_TEST(builtin_structured_output)
     got = json_loads(reply_text(r.json), 0, NULL);
     ck_assert(json_equal(got, want));
     json_decref(got);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_decref(want);
 
     /* Formats, lengths and bounds are honoured. */
@@ -658,7 +658,7 @@ START_TEST(builtin_structured_output)
     ck_assert_msg(json_equal(got, want), "got %s", reply_text(r.json));
     json_decref(got);
     json_decref(want);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -668,29 +668,27 @@ START_TEST(fault_429_with_retry_after)
 {
     put_script("{\"rules\":[{\"times\":2,\"fault\":{\"status\":429,\"retry_after_s\":1,"
                "\"retry_after_ms\":1000}}]}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"q\"}", 429);
-    char *ra = evd_test_http_header(&r, "retry-after");
-    ck_assert_ptr_nonnull(ra);
+    char ra[32];
+    ck_assert(evd_t_resp_header(&r, "retry-after", ra, sizeof(ra)));
     ck_assert_str_eq(ra, "1");
-    free(ra);
-    ra = evd_test_http_header(&r, "retry-after-ms");
+    ck_assert(evd_t_resp_header(&r, "retry-after-ms", ra, sizeof(ra)));
     ck_assert_str_eq(ra, "1000");
-    free(ra);
     ck_assert_str_eq(js(r.json, "error.type"), "requests");
     ck_assert_str_eq(js(r.json, "error.code"), "rate_limit_exceeded");
     ck_assert_ptr_nonnull(js(r.json, "error.message"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", 429);
     ck_assert_str_eq(js(r.json, "type"), "error");
     ck_assert_str_eq(js(r.json, "error.type"), "rate_limit_error");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* `times` is spent: the built-in reply answers. */
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"Reply with exactly OK.\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "OK");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "by_status.429"), 2);
     ck_assert_int_eq(ji(st, "by_status.200"), 1);
@@ -716,18 +714,18 @@ START_TEST(fault_status_shapes)
              "{\"rules\":[{\"fault\":{\"status\":%d,\"message\":\"boom\"}}]}",
              status_faults[_i].status);
     put_script(script);
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[]}", status_faults[_i].status);
     ck_assert_str_eq(js(r.json, "error.type"), status_faults[_i].openai_type);
     ck_assert_str_eq(js(r.json, "error.message"), "boom");
     ck_assert(json_is_null(jp(r.json, "error.param")));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}",
          status_faults[_i].status);
     ck_assert_str_eq(js(r.json, "type"), "error");
     ck_assert_str_eq(js(r.json, "error.type"), status_faults[_i].anthropic_type);
     ck_assert_str_eq(js(r.json, "error.message"), "boom");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -736,13 +734,14 @@ START_TEST(fault_stall)
     put_script("{\"rules\":[{\"when\":{\"prompt_contains\":\"hang\"},\"fault\":{\"stall\":"
                "true}}]}");
     char url[256];
-    snprintf(url, sizeof(url), "%s/v1/responses", stub.base_url);
-    struct evd_test_http_resp r;
-    evd_test_http("POST", url, "{\"model\":\"m\",\"input\":\"hang\"}", NULL, 700, &r);
+    snprintf(url, sizeof(url), "%s/v1/responses", stub.base);
+    struct evd_t_resp r;
+    const char *hang = "{\"model\":\"m\",\"input\":\"hang\"}";
+    evd_t_http_timed("POST", url, NULL, hang, strlen(hang), 700, &r);
     ck_assert_int_eq(r.curl_code, 28); /* CURLE_OPERATION_TIMEDOUT */
     ck_assert_int_eq(r.status, 0);
     ck_assert(r.elapsed_ms >= 650);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* The stub noticed the disconnect and is free again. */
     json_t *st = NULL;
@@ -763,7 +762,7 @@ START_TEST(fault_stall)
     json_decref(log);
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"Reply with exactly up.\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "up");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -772,19 +771,19 @@ START_TEST(fault_truncate)
     put_script("{\"rules\":[{\"fault\":{\"truncate\":true},\"reply\":{\"text\":\"a reply long "
                "enough to be cut in half\"}}]}");
     char url[256];
-    snprintf(url, sizeof(url), "%s/v1/chat/completions", stub.base_url);
-    struct evd_test_http_resp r;
-    evd_test_http("POST", url, "{\"model\":\"m\",\"messages\":[]}", NULL, 5000, &r);
+    snprintf(url, sizeof(url), "%s/v1/chat/completions", stub.base);
+    struct evd_t_resp r;
+    const char *body = "{\"model\":\"m\",\"messages\":[]}";
+    evd_t_http_timed("POST", url, NULL, body, strlen(body), 5000, &r);
     ck_assert_int_eq(r.curl_code, 18); /* CURLE_PARTIAL_FILE */
     ck_assert_int_eq(r.status, 200);
-    char *cl = evd_test_http_header(&r, "content-length");
-    ck_assert_ptr_nonnull(cl);
+    char cl[32];
+    ck_assert(evd_t_resp_header(&r, "content-length", cl, sizeof(cl)));
     long declared = strtol(cl, NULL, 10);
-    free(cl);
     ck_assert_int_eq((long)r.len, declared / 2);
     ck_assert_ptr_null(r.json);
     ck_assert(strncmp(r.body, "{\"id\":\"chatcmpl-", 16) == 0);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "truncations"), 1);
     json_decref(st);
@@ -795,16 +794,15 @@ START_TEST(fault_malformed)
 {
     put_script("{\"rules\":[{\"fault\":{\"malformed\":true},\"reply\":{\"text\":\"a reply "
                "long enough to be cut in half\"}}]}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     req(&r, "POST", "/v1/messages", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", NULL);
     ck_assert_int_eq(r.status, 200);
-    char *cl = evd_test_http_header(&r, "content-length");
-    ck_assert_ptr_nonnull(cl);
+    char cl[32];
+    ck_assert(evd_t_resp_header(&r, "content-length", cl, sizeof(cl)));
     ck_assert_int_eq(strtol(cl, NULL, 10), (long)r.len); /* complete at the HTTP level */
-    free(cl);
     ck_assert_ptr_null(r.json);
     ck_assert(strncmp(r.body, "{\"id\":\"msg_", 11) == 0);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "malformed"), 1);
     json_decref(st);
@@ -816,7 +814,7 @@ END_TEST
 struct worker {
     char url[256];
     const char *session;
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
 };
 
 static void *worker_run(void *arg)
@@ -825,7 +823,8 @@ static void *worker_run(void *arg)
     char h[128];
     snprintf(h, sizeof(h), "X-Evald-Session: %s", w->session);
     const char *headers[] = {h, NULL};
-    evd_test_http("POST", w->url, "{\"model\":\"m\",\"input\":\"slow\"}", headers, 10000, &w->r);
+    const char *body = "{\"model\":\"m\",\"input\":\"slow\"}";
+    evd_t_http_timed("POST", w->url, headers, body, strlen(body), 10000, &w->r);
     return NULL;
 }
 
@@ -836,7 +835,7 @@ static long run_parallel(int n, const char *const *sessions)
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < n; i++) {
-        snprintf(w[i].url, sizeof(w[i].url), "%s/v1/responses", stub.base_url);
+        snprintf(w[i].url, sizeof(w[i].url), "%s/v1/responses", stub.base);
         w[i].session = sessions[i];
         ck_assert_int_eq(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
     }
@@ -847,7 +846,7 @@ static long run_parallel(int n, const char *const *sessions)
         ck_assert_int_eq(w[i].r.curl_code, 0);
         ck_assert_int_eq(w[i].r.status, 200);
         ck_assert_msg(w[i].r.elapsed_ms >= 300, "answered after %ld ms", w[i].r.elapsed_ms);
-        evd_test_http_resp_free(&w[i].r);
+        evd_t_resp_free(&w[i].r);
     }
     return (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
 }
@@ -872,9 +871,9 @@ START_TEST(latency_and_concurrency)
     ck_assert_int_eq(ji(st, "by_api.responses"), 4);
     json_decref(st);
 
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/_stub/reset", NULL, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     const char *distinct[] = {"run-1", "run-2", "run-3"};
     run_parallel(3, distinct);
     st = stats();
@@ -889,9 +888,9 @@ END_TEST
 
 START_TEST(require_key_and_redaction)
 {
-    ck_assert_int_eq(evd_test_proc_stop(&stub, 5000), 0);
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, "sk-test-secret-123"), 0);
-    struct evd_test_http_resp r;
+    ck_assert_int_eq(evd_t_stop(&stub, SIGTERM, 5000), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, "sk-test-secret-123"), 0);
+    struct evd_t_resp r;
     const char *body = "{\"model\":\"m\",\"input\":\"q\"}";
     const char *mbody = "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}";
 
@@ -899,16 +898,16 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 401);
     ck_assert_str_eq(js(r.json, "error.code"), "invalid_api_key");
     ck_assert_ptr_null(strstr(r.body, "sk-test"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     const char *wrong[] = {"Authorization: Bearer sk-test-secret-124", NULL};
     req(&r, "POST", "/v1/responses", body, wrong);
     ck_assert_int_eq(r.status, 401);
     ck_assert_ptr_null(strstr(r.body, "sk-test"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     const char *good[] = {"Authorization: Bearer sk-test-secret-123", NULL};
     req(&r, "POST", "/v1/responses", body, good);
     ck_assert_int_eq(r.status, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* Anthropic takes x-api-key or a bearer token; a wrong x-api-key is refused. */
     const char *wrong_x[] = {"x-api-key: sk-test-secret-124", NULL};
@@ -916,18 +915,18 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(r.status, 401);
     ck_assert_str_eq(js(r.json, "error.type"), "authentication_error");
     ck_assert_ptr_null(strstr(r.body, "sk-test"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "POST", "/v1/messages", mbody, good);
     ck_assert_int_eq(r.status, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     const char *xkey[] = {"x-api-key: sk-test-secret-123", "anthropic-version: 2023-06-01", NULL};
     req(&r, "POST", "/v1/messages", mbody, xkey);
     ck_assert_int_eq(r.status, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "GET", "/v1/models", NULL, xkey);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(js(r.json, "data.0.type"), "model");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     req(&r, "GET", "/_stub/requests", NULL, NULL);
     ck_assert_int_eq(r.status, 200);
@@ -944,48 +943,48 @@ START_TEST(require_key_and_redaction)
     ck_assert_int_eq(ji(log, "5.status"), 200);
     ck_assert_int_eq(ji(log, "0.status"), 401);
     ck_assert_int_eq(ji(log, "5.body.max_tokens"), 5);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(bad_requests)
 {
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     post(&r, "/v1/responses", "{\"model\":", 400);
     ck_assert_str_eq(js(r.json, "error.type"), "invalid_request_error");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/responses", "{\"input\":\"x\"}", 400);
     ck_assert_ptr_nonnull(strstr(js(r.json, "error.message"), "model"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/chat/completions", "{\"model\":\"m\"}", 400);
     ck_assert_ptr_nonnull(strstr(js(r.json, "error.message"), "messages"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/messages", "{\"model\":\"m\",\"messages\":[]}", 400);
     ck_assert_str_eq(js(r.json, "error.type"), "invalid_request_error");
     ck_assert_ptr_nonnull(strstr(js(r.json, "error.message"), "max_tokens"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"x\",\"stream\":true}", 400);
     ck_assert_ptr_nonnull(strstr(js(r.json, "error.message"), "stream"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/messages", "{\"model\":\"m\",\"max_tokens\":3,\"messages\":[],\"stream\":true}",
          400);
     ck_assert_str_eq(js(r.json, "type"), "error");
     ck_assert_ptr_nonnull(strstr(js(r.json, "error.message"), "stream"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     req(&r, "GET", "/v1/responses", NULL, NULL);
     ck_assert_int_eq(r.status, 405);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     post(&r, "/v1/embeddings", "{}", 404);
     ck_assert_ptr_nonnull(js(r.json, "error.message"));
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "GET", "/_stub/nothing", NULL, NULL);
     ck_assert_int_eq(r.status, 404);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     req(&r, "GET", "/_stub/healthz", NULL, NULL);
     ck_assert_int_eq(r.status, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     /* 9 MiB body: over the 8 MiB limit. */
     size_t n = 9u * 1024u * 1024u;
@@ -996,7 +995,7 @@ START_TEST(bad_requests)
     post(&r, "/v1/responses", big, 413);
     free(big);
     ck_assert_str_eq(js(r.json, "error.type"), "invalid_request_error");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "by_status.400"), 6);
@@ -1009,13 +1008,13 @@ END_TEST
 START_TEST(reset_and_log_limit)
 {
     put_script("{\"rules\":[{\"times\":1,\"reply\":{\"text\":\"once\"}}]}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     const char *prompts[] = {"p0", "p1", "p2"};
     for (int i = 0; i < 3; i++) {
         char body[64];
         snprintf(body, sizeof(body), "{\"model\":\"m\",\"input\":\"%s\"}", prompts[i]);
         post(&r, "/v1/responses", body, 200);
-        evd_test_http_resp_free(&r);
+        evd_t_resp_free(&r);
     }
     json_t *log = request_log("?limit=2");
     ck_assert_int_eq(json_array_size(log), 2);
@@ -1024,10 +1023,10 @@ START_TEST(reset_and_log_limit)
     json_decref(log);
     req(&r, "GET", "/_stub/requests?limit=x", NULL, NULL);
     ck_assert_int_eq(r.status, 400);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 
     post(&r, "/_stub/reset", NULL, 200);
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "requests"), 0);
     ck_assert_int_eq(ji(st, "rules.0.hits"), 0);
@@ -1039,19 +1038,19 @@ START_TEST(reset_and_log_limit)
     /* The script is kept and `times` is re-armed. */
     post(&r, "/v1/responses", "{\"model\":\"m\",\"input\":\"q\"}", 200);
     ck_assert_str_eq(reply_text(r.json), "once");
-    evd_test_http_resp_free(&r);
+    evd_t_resp_free(&r);
 }
 END_TEST
 
 START_TEST(request_log_is_bounded)
 {
     put_script("{\"default\":{\"reply\":{\"text\":\"x\"}}}");
-    struct evd_test_http_resp r;
+    struct evd_t_resp r;
     for (int i = 0; i < 505; i++) {
         char body[64];
         snprintf(body, sizeof(body), "{\"model\":\"m\",\"input\":\"n%d\"}", i);
         post(&r, "/v1/responses", body, 200);
-        evd_test_http_resp_free(&r);
+        evd_t_resp_free(&r);
     }
     json_t *log = request_log("");
     ck_assert_int_eq(json_array_size(log), 500);

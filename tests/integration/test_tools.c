@@ -22,7 +22,7 @@ static struct evd_t_proc stub, evald;
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_t_stub_start(&stub, NULL), 0);
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     ck_assert(hs_tools_start());
     static char base[300];
     snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);

@@ -13,7 +13,6 @@
 
 #include "common/util.h"
 #include "tests/support/itest.h"
-#include "tests/support/stub_proc.h"
 #include "tests/support/testutil.h"
 #include "tests/support/webhooks_receiver.h"
 #include "webhooks/seal.h"
@@ -55,10 +54,10 @@ static void env_add(struct env *e, const char *fmt, ...)
 }
 
 /* The environment of an evald that talks to `stub` and may call the receiver. */
-static void base_env(struct env *e, const struct evd_test_proc *stub)
+static void base_env(struct env *e, const struct evd_t_proc *stub)
 {
     memset(e, 0, sizeof(*e));
-    env_add(e, "OPENAI_BASE_URL=%s/v1", stub->base_url);
+    env_add(e, "OPENAI_BASE_URL=%s/v1", stub->base);
     env_add(e, "OPENAI_API_KEY=stub-key");
     env_add(e, "EVALD_WORKERS=2");
     env_add(e, "EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1");
@@ -200,8 +199,8 @@ static void assert_event_body(const struct evd_t_hook *h, const char *evaluation
 
 START_TEST(signed_and_retried_until_acknowledged)
 {
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     struct evd_t_receiver *rx = evd_t_receiver_start(0);
     ck_assert_ptr_nonnull(rx);
     evd_t_receiver_fail(rx, 3, 500);
@@ -273,15 +272,15 @@ START_TEST(signed_and_retried_until_acknowledged)
 
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
     evd_t_receiver_stop(rx);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 
 START_TEST(filter_delivers_only_its_evaluation)
 {
     /* Slow replies keep the evaluations running while the filtered subscription is made. */
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, "{\"default\":{\"latency_ms\":600}}", NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, "{\"default\":{\"latency_ms\":600}}", NULL), 0);
     struct evd_t_receiver *rx = evd_t_receiver_start(0);
     ck_assert_ptr_nonnull(rx);
     struct env e;
@@ -365,7 +364,7 @@ START_TEST(filter_delivers_only_its_evaluation)
     json_decref(late);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
     evd_t_receiver_stop(rx);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 
@@ -388,8 +387,8 @@ static int acked_for(struct evd_t_receiver *rx, const char *evaluation_id)
 
 START_TEST(kill_9_before_delivery_still_delivers)
 {
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     struct evd_t_receiver *rx = evd_t_receiver_start(0);
     ck_assert_ptr_nonnull(rx);
 
@@ -460,7 +459,7 @@ START_TEST(kill_9_before_delivery_still_delivers)
     json_decref(sub);
     ck_assert_int_eq(evd_t_stop(&p2, SIGTERM, 15000), 0);
     evd_t_receiver_stop(rx);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 
@@ -479,8 +478,8 @@ static bool file_contains(const char *path, const char *needle)
 
 START_TEST(secret_never_leaves_the_request)
 {
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     struct evd_t_receiver *rx = evd_t_receiver_start(0);
     ck_assert_ptr_nonnull(rx);
     struct env e;
@@ -592,7 +591,7 @@ START_TEST(secret_never_leaves_the_request)
 
     json_decref(sub);
     evd_t_receiver_stop(rx);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 
@@ -641,8 +640,8 @@ static void assert_400(const struct evd_t_proc *p, const char *body, const char 
 
 START_TEST(bad_input_is_refused_and_writes_nothing)
 {
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     struct env e;
     base_env(&e, &stub);
     struct evd_t_proc p;
@@ -742,7 +741,7 @@ START_TEST(bad_input_is_refused_and_writes_nothing)
              "EVALD_WEBHOOK_ALLOW_HOSTS=http://x.example.com/");
     ck_assert_int_ne(evd_t_evald_start(&k, db_url, badallow.v), 0);
     ck_assert(file_contains(k.log_path, "EVALD_WEBHOOK_ALLOW_HOSTS"));
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 
@@ -751,8 +750,8 @@ START_TEST(private_address_refused_at_connect_time)
     /* A subscription whose name resolves (now) to a loopback address: here the row is
      * written directly, as if DNS had changed since it was made. Without an allowlist
      * the connection is refused and the attempt records why. */
-    struct evd_test_proc stub;
-    ck_assert_int_eq(evd_test_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
     struct evd_t_receiver *rx = evd_t_receiver_start(0);
     ck_assert_ptr_nonnull(rx);
     struct env e;
@@ -801,7 +800,7 @@ START_TEST(private_address_refused_at_connect_time)
     ck_assert_uint_eq(evd_t_receiver_count(rx), 0);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
     evd_t_receiver_stop(rx);
-    evd_test_proc_stop(&stub, 5000);
+    evd_t_stop(&stub, SIGTERM, 5000);
 }
 END_TEST
 

@@ -1,167 +1,18 @@
 /*
- * See harness_support.h. The stub child is spawned with posix_spawn and stopped with
- * SIGTERM; the tool server runs libmicrohttpd with a thread per connection and guards its
- * counters with one mutex.
+ * See harness_support.h. The tool server runs libmicrohttpd with a thread per connection
+ * and guards its counters with one mutex; payloads are deep-copied under it so that no
+ * json_t is shared between threads.
  */
 #include "tests/support/harness_support.h"
 
-#include <curl/curl.h>
 #include <microhttpd.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
-
-extern char **environ;
-
-bool hs_stub_start(struct hs_stub *s, const char *key)
-{
-    const char *bin = getenv("EVALD_STUB_BIN");
-    int pipefd[2];
-    memset(s, 0, sizeof(*s));
-    if (bin == NULL || access(bin, X_OK) != 0) {
-        fprintf(stderr, "SKIPPED: evald-stub not found (EVALD_STUB_BIN=%s)\n", bin ? bin : "");
-        return false;
-    }
-    if (pipe(pipefd) != 0)
-        return false;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-    posix_spawn_file_actions_addclose(&fa, pipefd[1]);
-    char *argv[] = {(char *)bin, "--listen", "127.0.0.1:0", "--log-level", "warn", NULL};
-    if (key != NULL)
-        setenv("EVALD_STUB_REQUIRE_KEY", key, 1);
-    else
-        unsetenv("EVALD_STUB_REQUIRE_KEY");
-    int rc = posix_spawn(&s->pid, bin, &fa, NULL, argv, environ);
-    unsetenv("EVALD_STUB_REQUIRE_KEY");
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    if (rc != 0) {
-        close(pipefd[0]);
-        return false;
-    }
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof(line) - 1) {
-        ssize_t r = read(pipefd[0], line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    close(pipefd[0]);
-    json_t *ready = json_loads(line, 0, NULL);
-    const char *listen = json_string_value(json_object_get(ready, "listen"));
-    if (listen != NULL)
-        snprintf(s->base, sizeof(s->base), "http://%s", listen);
-    json_decref(ready);
-    if (s->base[0] == '\0') {
-        fprintf(stderr, "evald-stub did not report its address: %s\n", line);
-        hs_stub_stop(s);
-        return false;
-    }
-    return true;
-}
-
-void hs_stub_stop(struct hs_stub *s)
-{
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        waitpid(s->pid, NULL, 0);
-        s->pid = 0;
-    }
-}
-
-static size_t collect(char *p, size_t sz, size_t nm, void *ud)
-{
-    return evd_buf_append(ud, p, sz * nm) == 0 ? sz * nm : 0;
-}
-
-long hs_http(const char *method, const char *url, const char *body, char **resp_body)
-{
-    CURL *c = curl_easy_init();
-    struct evd_buf b = {0};
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    long status = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    if (body != NULL)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (resp_body != NULL)
-        *resp_body = b.data;
-    else
-        evd_buf_free(&b);
-    return status;
-}
-
-long hs_stub_script(struct hs_stub *s, json_t *script)
-{
-    char url[128];
-    char *text = json_dumps(script, JSON_COMPACT);
-    snprintf(url, sizeof(url), "%s/_stub/script", s->base);
-    char *resp = NULL;
-    long st = hs_http("PUT", url, text, &resp);
-    if (st != 200) {
-        int ws = 0;
-        pid_t w = waitpid(s->pid, &ws, WNOHANG);
-        fprintf(stderr, "stub script refused (%ld): %s; stub %s (status %d)\n", st,
-                resp ? resp : "", w == s->pid ? "exited" : "alive", ws);
-    }
-    free(resp);
-    free(text);
-    return st;
-}
-
-long hs_stub_reset(struct hs_stub *s)
-{
-    char url[128];
-    snprintf(url, sizeof(url), "%s/_stub/reset", s->base);
-    return hs_http("POST", url, "", NULL);
-}
-
-static json_t *get_json(const char *url)
-{
-    char *body = NULL;
-    json_t *v = NULL;
-    if (hs_http("GET", url, NULL, &body) == 200 && body != NULL)
-        v = json_loads(body, 0, NULL);
-    free(body);
-    return v;
-}
-
-json_t *hs_stub_requests(struct hs_stub *s, int limit)
-{
-    char url[160];
-    snprintf(url, sizeof(url), "%s/_stub/requests?limit=%d", s->base, limit);
-    return get_json(url);
-}
-
-json_t *hs_stub_stats(struct hs_stub *s)
-{
-    char url[128];
-    snprintf(url, sizeof(url), "%s/_stub/stats", s->base);
-    return get_json(url);
-}
-
-/* ---- tool server ----------------------------------------------------------------------- */
 
 static struct MHD_Daemon *tools_d;
 static char tools_base[64];

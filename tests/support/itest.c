@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ const char *evd_t_pg_admin_url(void)
         u = getenv("EVALD_DATABASE_URL");
     if (u == NULL || *u == '\0')
         die("", "set EVALD_TEST_DATABASE_URL or EVALD_DATABASE_URL to a PostgreSQL server "
-                  "where databases may be created (`make test` starts one)");
+                "where databases may be created (`make test` starts one)");
     return u;
 }
 
@@ -265,87 +266,111 @@ void evd_t_dump_log(const struct evd_t_proc *p)
     fclose(f);
 }
 
-struct sink {
-    struct evd_buf body;
-    struct evd_buf headers;
-};
+/* Response bodies and header blocks are bounded like every buffer that grows from input. */
+#define RESP_LIMIT (64u * 1024u * 1024u)
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void init_curl(void)
 {
-    struct sink *s = ud;
-    return evd_buf_append(&s->body, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    struct sink *s = ud;
-    return evd_buf_append(&s->headers, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+    return evd_buf_append(ud, ptr, size * nmemb) == 0 ? size * nmemb : 0;
 }
 
-static void header_value(const char *headers, const char *name, char *out, size_t n)
+/* The buffer's bytes as a NUL-terminated string the caller frees; the buffer is emptied. */
+static char *take(struct evd_buf *b)
 {
-    out[0] = '\0';
+    char *s = b->data != NULL ? b->data : strdup("");
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+bool evd_t_resp_header(const struct evd_t_resp *r, const char *name, char *out, size_t n)
+{
+    bool found = false;
     size_t nl = strlen(name);
-    for (const char *l = headers; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    out[0] = '\0';
+    for (const char *l = r->headers; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncasecmp(l, name, nl) == 0 && l[nl] == ':') {
             const char *v = l + nl + 1;
-            while (*v == ' ')
+            while (*v == ' ' || *v == '\t')
                 v++;
             size_t vl = strcspn(v, "\r\n");
             snprintf(out, n, "%.*s", (int)vl, v);
+            found = true;
         }
     }
+    return found;
 }
 
-int evd_t_http(const char *method, const char *url, const char *const *headers,
-               const char *body, size_t body_len, struct evd_t_resp *out)
+int evd_t_http_timed(const char *method, const char *url, const char *const *headers,
+                     const char *body, size_t body_len, long timeout_ms, struct evd_t_resp *out)
 {
-    memset(out, 0, sizeof(*out));
-    CURL *c = curl_easy_init();
-    if (c == NULL)
-        return -1;
-    struct sink s = {{0}, {0}};
+    struct evd_buf data = {.limit = RESP_LIMIT}, head = {.limit = RESP_LIMIT};
     struct curl_slist *hl = NULL;
     bool has_ct = false;
+    memset(out, 0, sizeof(*out));
+    pthread_once(&curl_once, init_curl);
+    CURL *c = curl_easy_init();
+    if (c == NULL) {
+        out->curl_code = CURLE_FAILED_INIT;
+        goto out;
+    }
     for (size_t i = 0; headers && headers[i]; i++) {
         hl = curl_slist_append(hl, headers[i]);
         has_ct |= strncasecmp(headers[i], "Content-Type:", 13) == 0;
     }
     if (body != NULL && !has_ct)
         hl = curl_slist_append(hl, "Content-Type: application/json");
-    hl = curl_slist_append(hl, "Expect:");
+    hl = curl_slist_append(hl, "Expect:"); /* no 100-continue round trip */
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 60000L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &data);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &head);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     if (body != NULL) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     }
-    CURLcode rc = curl_easy_perform(c);
+    int64_t t0 = evd_mono_ms();
+    out->curl_code = (int)curl_easy_perform(c);
+    out->elapsed_ms = (long)(evd_mono_ms() - t0);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    if (rc == CURLE_OK)
-        evd_t_contract_record(method, url, headers, body ? body_len : 0, out->status,
-                              s.headers.data, s.body.data ? s.body.data : "", s.body.len);
+out:
+    out->len = data.len;
+    out->body = take(&data);
+    out->headers = take(&head);
+    /* Only exchanges with an evald under test are recorded (never the stub's own). */
+    if (out->curl_code == CURLE_OK)
+        evd_t_contract_record(method, url, headers, body ? body_len : 0, out->status, out->headers,
+                              out->body, out->len);
+    if (out->len > 0)
+        out->json = json_loadb(out->body, out->len, 0, NULL);
+    evd_t_resp_header(out, "Content-Type", out->content_type, sizeof(out->content_type));
+    evd_t_resp_header(out, "X-Request-Id", out->request_id, sizeof(out->request_id));
+    evd_t_resp_header(out, "Location", out->location, sizeof(out->location));
     curl_slist_free_all(hl);
-    curl_easy_cleanup(c);
-    if (s.body.data == NULL)
-        evd_buf_append(&s.body, "", 0);
-    out->body = s.body.data;
-    out->len = s.body.len;
-    snprintf(out->headers, sizeof(out->headers), "%s", s.headers.data ? s.headers.data : "");
-    header_value(out->headers, "Content-Type", out->content_type, sizeof(out->content_type));
-    header_value(out->headers, "X-Request-Id", out->request_id, sizeof(out->request_id));
-    header_value(out->headers, "Location", out->location, sizeof(out->location));
-    evd_buf_free(&s.headers);
-    return rc == CURLE_OK ? 0 : -1;
+    if (c != NULL)
+        curl_easy_cleanup(c);
+    return out->curl_code == CURLE_OK ? 0 : -1;
+}
+
+int evd_t_http(const char *method, const char *url, const char *const *headers, const char *body,
+               size_t body_len, struct evd_t_resp *out)
+{
+    return evd_t_http_timed(method, url, headers, body, body_len, 0, out);
 }
 
 json_t *evd_t_http_json(const char *method, const char *url, const char *body, long *status)
@@ -353,7 +378,7 @@ json_t *evd_t_http_json(const char *method, const char *url, const char *body, l
     struct evd_t_resp r;
     json_t *j = NULL;
     if (evd_t_http(method, url, NULL, body, body ? strlen(body) : 0, &r) == 0)
-        j = json_loads(r.body, JSON_DECODE_ANY, NULL);
+        j = r.json != NULL ? json_incref(r.json) : json_loads(r.body, JSON_DECODE_ANY, NULL);
     if (status)
         *status = r.status;
     evd_t_resp_free(&r);
@@ -363,7 +388,10 @@ json_t *evd_t_http_json(const char *method, const char *url, const char *body, l
 void evd_t_resp_free(struct evd_t_resp *r)
 {
     free(r->body);
-    r->body = NULL;
+    free(r->headers);
+    json_decref(r->json);
+    r->body = r->headers = NULL;
+    r->json = NULL;
 }
 
 bool evd_t_wait_status(const char *url, long want_status, int timeout_ms)
@@ -396,33 +424,94 @@ unsigned evd_t_free_port(void)
 #include "schema/jsonschema.h"
 #include "tests/support/testutil.h"
 
-int evd_t_stub_start(struct evd_t_proc *p, const char *script_json)
+int evd_t_stub_start(struct evd_t_proc *p, const char *script_json, const char *require_key)
 {
-    static char path[512];
+    memset(p, 0, sizeof(*p));
     const char *bin = getenv("EVALD_STUB_BIN");
-    if (bin == NULL)
-        die("", "EVALD_STUB_BIN is not set (run the tests through ctest or make test)");
+    if (bin == NULL || access(bin, X_OK) != 0) {
+        fprintf(stderr,
+                "itest: evald-stub not found (EVALD_STUB_BIN=%s); run the tests "
+                "through ctest or make test\n",
+                bin ? bin : "");
+        return -1;
+    }
+    char path[] = "/tmp/evald-stub-script-XXXXXX";
     char *argv[] = {(char *)bin, "--listen", "127.0.0.1:0", NULL, NULL, NULL};
     if (script_json != NULL) {
-        snprintf(path, sizeof(path), "/tmp/evald-stub-script-XXXXXX");
         int fd = mkstemp(path);
-        if (fd < 0 || write(fd, script_json, strlen(script_json)) < 0)
-            die("cannot write a stub script: ", strerror(errno));
-        close(fd);
+        size_t len = strlen(script_json);
+        bool ok = fd >= 0 && write(fd, script_json, len) == (ssize_t)len;
+        if (fd >= 0)
+            close(fd);
+        if (!ok) {
+            fprintf(stderr, "itest: cannot write a stub script: %s\n", strerror(errno));
+            if (fd >= 0)
+                unlink(path);
+            return -1;
+        }
         argv[3] = "--script";
         argv[4] = path;
     }
-    return evd_t_spawn(p, argv, NULL, true, 10000);
+    char key_env[512];
+    char *env[] = {NULL, NULL};
+    if (require_key != NULL) {
+        snprintf(key_env, sizeof(key_env), "EVALD_STUB_REQUIRE_KEY=%s", require_key);
+        env[0] = key_env;
+    }
+    int rc = evd_t_spawn(p, argv, env, true, 10000);
+    if (script_json != NULL)
+        unlink(path); /* read before the ready line */
+    return rc;
+}
+
+/* One exchange with the stub's control surface; the response is left in *r. */
+static void stub_call(const struct evd_t_proc *stub, const char *method, const char *path,
+                      const char *body, struct evd_t_resp *r)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s%s", stub->base, path);
+    evd_t_http(method, url, NULL, body, body ? strlen(body) : 0, r);
 }
 
 long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json)
 {
-    char url[256];
-    snprintf(url, sizeof(url), "%s/_stub/script", stub->base);
     struct evd_t_resp r;
-    evd_t_http("PUT", url, NULL, script_json, strlen(script_json), &r);
+    stub_call(stub, "PUT", "/_stub/script", script_json, &r);
+    if (r.status != 200)
+        fprintf(stderr, "itest: the stub refused a script (%ld): %s\n", r.status, r.body);
     evd_t_resp_free(&r);
     return r.status;
+}
+
+long evd_t_stub_reset(const struct evd_t_proc *stub)
+{
+    struct evd_t_resp r;
+    stub_call(stub, "POST", "/_stub/reset", "", &r);
+    evd_t_resp_free(&r);
+    return r.status;
+}
+
+/* GET `path` of the stub: its JSON object (new reference) when it answers 200, else NULL. */
+static json_t *stub_get(const struct evd_t_proc *stub, const char *path)
+{
+    struct evd_t_resp r;
+    stub_call(stub, "GET", path, NULL, &r);
+    json_t *v = r.status == 200 && json_is_object(r.json) ? json_incref(r.json) : NULL;
+    evd_t_resp_free(&r);
+    return v;
+}
+
+json_t *evd_t_stub_requests(const struct evd_t_proc *stub, int limit)
+{
+    char path[64] = "/_stub/requests";
+    if (limit > 0)
+        snprintf(path, sizeof(path), "/_stub/requests?limit=%d", limit);
+    return stub_get(stub, path);
+}
+
+json_t *evd_t_stub_stats(const struct evd_t_proc *stub)
+{
+    return stub_get(stub, "/_stub/stats");
 }
 
 bool evd_t_valid_response(const char *function, const json_t *response)

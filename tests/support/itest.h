@@ -1,7 +1,10 @@
 /*
- * Integration-test support: throwaway PostgreSQL databases, real child processes
- * (evald, evald-stub, private clusters) and a small libcurl HTTP client. Every
- * address is loopback. Not thread-safe unless stated; tests call it from one thread.
+ * Integration-test support, the one place for it: throwaway PostgreSQL databases, real
+ * child processes (evald, evald-stub, private clusters) started and stopped around their
+ * {"listen":...} ready line, the stub's control endpoints, and a small libcurl HTTP client
+ * that also records exchanges with evald for the contract check. Every address is loopback.
+ * The HTTP calls are thread-safe (one easy handle per call); the rest is meant for one
+ * thread. A proc or response struct belongs to its caller.
  */
 #ifndef EVD_TESTS_ITEST_H
 #define EVD_TESTS_ITEST_H
@@ -50,24 +53,36 @@ int evd_t_wait(struct evd_t_proc *p, int timeout_ms);
 void evd_t_dump_log(const struct evd_t_proc *p);
 
 struct evd_t_resp {
-    long status;
-    char *body;            /* NUL-terminated, malloc'd */
+    int curl_code; /* CURLcode: 0, or e.g. 28 (timeout), 18 (partial body), 7 (refused) */
+    long status;   /* HTTP status, 0 when none was received */
+    char *body;    /* NUL-terminated received body (possibly partial), malloc'd, never NULL */
     size_t len;
+    char *headers;   /* raw received header block, malloc'd, never NULL */
+    json_t *json;    /* the body parsed when it is a JSON object or array (new reference
+                      * owned by the struct), else NULL */
+    long elapsed_ms; /* wall time of the request */
     char content_type[128];
     char request_id[80];
     char location[256];
-    char headers[4096];    /* raw response headers */
 };
 
 /*
  * One HTTP request. `headers` is a NULL-terminated list of "Name: value" or NULL;
  * a non-NULL `body` is sent with Content-Type application/json unless a header
- * overrides it. Returns 0 (transport ok) or -1. Free with evd_t_resp_free.
+ * overrides it. Times out after 60 s. Always fills *out (free it with evd_t_resp_free);
+ * returns 0 when the exchange completed, else -1 (out->curl_code says why).
  */
-int evd_t_http(const char *method, const char *url, const char *const *headers,
-               const char *body, size_t body_len, struct evd_t_resp *out);
+int evd_t_http(const char *method, const char *url, const char *const *headers, const char *body,
+               size_t body_len, struct evd_t_resp *out);
+/* As evd_t_http with a whole-request timeout of timeout_ms (0 means 60 s). */
+int evd_t_http_timed(const char *method, const char *url, const char *const *headers,
+                     const char *body, size_t body_len, long timeout_ms, struct evd_t_resp *out);
 /* Convenience: request + parse the JSON body (new reference, NULL when not JSON). */
 json_t *evd_t_http_json(const char *method, const char *url, const char *body, long *status);
+/* Copies the value of response header `name` (case-insensitive; the last one when
+ * repeated) into out (size n); false, with out empty, when it is absent. */
+bool evd_t_resp_header(const struct evd_t_resp *r, const char *name, char *out, size_t n);
+/* Frees what the response owns; status and curl_code stay readable. */
 void evd_t_resp_free(struct evd_t_resp *r);
 
 /* Polls `url` until it answers `want_status` or timeout_ms passes; true on success. */
@@ -82,14 +97,25 @@ const char *evd_t_evald_bin(void);
 /* The source tree (EVALD_SOURCE_DIR). */
 const char *evd_t_source_dir(void);
 
-#endif
-
 /* ---- helpers for suites that run evaluations ---- */
 
-/* Starts evald-stub (EVALD_STUB_BIN) on a free loopback port with an optional script. */
-int evd_t_stub_start(struct evd_t_proc *p, const char *script_json);
-/* Replaces the stub's script (PUT /_stub/script); returns the HTTP status. */
+/*
+ * Starts evald-stub (EVALD_STUB_BIN) on 127.0.0.1:0 with an optional script (written to
+ * a temporary file passed with --script and removed once the stub is ready) and an
+ * optional key it then requires of every provider call (EVALD_STUB_REQUIRE_KEY). Returns
+ * 0, or -1 with a reason on stderr (the binary is missing, or the stub exited or stayed
+ * silent: then p->pid is 0).
+ */
+int evd_t_stub_start(struct evd_t_proc *p, const char *script_json, const char *require_key);
+/* Replaces the stub's script (PUT /_stub/script); returns the HTTP status and prints
+ * the stub's answer on stderr when it is not 200. */
 long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json);
+/* Clears the stub's request log and counters (POST /_stub/reset); returns the status. */
+long evd_t_stub_reset(const struct evd_t_proc *stub);
+/* GET /_stub/requests?limit=N (limit <= 0: the stub's default) and GET /_stub/stats:
+ * new references, NULL unless the stub answered 200 with a JSON object. */
+json_t *evd_t_stub_requests(const struct evd_t_proc *stub, int limit);
+json_t *evd_t_stub_stats(const struct evd_t_proc *stub);
 
 /*
  * Validates a function-mirror response against the seed contract's response schema
@@ -108,3 +134,5 @@ json_t *evd_t_call(const char *base, const char *function, const char *body, lon
  * passes; returns the final status string (static buffer) or "timeout".
  */
 const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int timeout_ms);
+
+#endif
