@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "engine/engine.h"
 #include "handlers/functions.h"
+#include "handlers/sse.h"
 #include "store/db.h"
 #include "store/evals.h"
 
@@ -244,35 +245,22 @@ void evd_h_models(struct evd_req *req, struct evd_resp *resp)
 
 /* ---- Server-Sent Events --------------------------------------------------------------- */
 
-#define SSE_KEEPALIVE_MS 15000
-
 struct sse {
-    struct evd_engine *engine;
+    struct evd_sse base; /* first: the stream callbacks get a struct sse */
     struct evd_db *db;
     char id[64];
-    struct evd_subscription *sub;
-    struct evd_buf pending;
-    size_t off;
-    bool started, done;
     char (*seen)[40]; /* per position: last status sent */
     size_t nseen;
 };
 
-static void sse_event(struct sse *s, const char *name, const json_t *data)
-{
-    char *text = json_dumps(data, JSON_COMPACT);
-    if (text != NULL)
-        evd_buf_printf(&s->pending, "event: %s\ndata: %s\n\n", name, text);
-    free(text);
-}
-
 /* Reads the evaluation and queues the events for what changed since last time. */
-static void sse_emit(struct sse *s)
+static void sse_emit(struct evd_sse *base)
 {
+    struct sse *s = (struct sse *)base;
     struct evd_err err = {0};
     PGconn *c = evd_db_acquire(s->db, &err);
     if (c == NULL) {
-        evd_buf_printf(&s->pending, ": database unavailable, retrying\n\n");
+        evd_buf_printf(&base->pending, ": database unavailable, retrying\n\n");
         return;
     }
     json_t *status = evd_store_eval_status(c, s->id, &err);
@@ -280,9 +268,9 @@ static void sse_emit(struct sse *s)
     evd_db_release(s->db, c);
     if (status == NULL) {
         if (err.code == EVD_ENOTFOUND) {
-            evd_buf_printf(&s->pending, "event: deleted\ndata: {\"evaluation_id\":\"%s\"}\n\n",
+            evd_buf_printf(&base->pending, "event: deleted\ndata: {\"evaluation_id\":\"%s\"}\n\n",
                            s->id);
-            s->done = true;
+            base->done = true;
         }
         json_decref(runs);
         return;
@@ -300,51 +288,21 @@ static void sse_emit(struct sse *s)
         if (strcmp(key, s->seen[i]) == 0)
             continue;
         memcpy(s->seen[i], key, sizeof(key));
-        if (strncmp(key, "pending:", 8) != 0 || s->started)
-            sse_event(s, "run", run);
+        if (strncmp(key, "pending:", 8) != 0 || base->started)
+            evd_sse_event(base, "run", run);
     }
-    sse_event(s, "status", status);
+    evd_sse_event(base, "status", status);
     const char *st = json_string_value(json_object_get(status, "status"));
     if (st && (!strcmp(st, "completed") || !strcmp(st, "failed") || !strcmp(st, "cancelled")))
-        s->done = true;
+        base->done = true;
     json_decref(status);
     json_decref(runs);
-}
-
-static ssize_t sse_read(void *cls, char *buf, size_t max)
-{
-    struct sse *s = cls;
-    while (s->off >= s->pending.len) {
-        s->pending.len = 0;
-        s->off = 0;
-        if (s->done)
-            return -1;
-        if (!s->started) {
-            sse_emit(s);
-            s->started = true;
-            continue;
-        }
-        int w = evd_engine_wait(s->engine, s->sub, SSE_KEEPALIVE_MS);
-        if (w < 0)
-            return -1;
-        if (w == 0)
-            evd_buf_printf(&s->pending, ": keep-alive\n\n");
-        else
-            sse_emit(s);
-    }
-    size_t n = s->pending.len - s->off;
-    if (n > max)
-        n = max;
-    memcpy(buf, s->pending.data + s->off, n);
-    s->off += n;
-    return (ssize_t)n;
 }
 
 static void sse_free(void *cls)
 {
     struct sse *s = cls;
-    evd_engine_unsubscribe(s->engine, s->sub);
-    evd_buf_free(&s->pending);
+    evd_sse_release(&s->base);
     free(s->seen);
     free(s);
 }
@@ -374,21 +332,16 @@ void evd_h_eval_events(struct evd_req *req, struct evd_resp *resp)
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
         return;
     }
-    s->engine = req->ctx->engine;
+    s->base.engine = req->ctx->engine;
+    s->base.emit = sse_emit;
     s->db = req->ctx->db;
     snprintf(s->id, sizeof(s->id), "%s", id);
     /* Subscribe before the first read so no change can slip between them. */
-    s->sub = evd_engine_subscribe(s->engine, s->id);
-    if (s->sub == NULL) {
+    s->base.sub = evd_engine_subscribe(s->base.engine, s->id);
+    if (s->base.sub == NULL) {
         free(s);
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
         return;
     }
-    resp->status = 200;
-    resp->content_type = "text/event-stream";
-    resp->stream = sse_read;
-    resp->stream_cls = s;
-    resp->stream_free = sse_free;
-    evd_resp_header(resp, "Cache-Control", "no-cache");
-    evd_resp_header(resp, "X-Accel-Buffering", "no");
+    evd_sse_start(resp, &s->base, sse_free);
 }

@@ -15,8 +15,8 @@
 #include "engine/engine.h"
 #include "engine/sessions.h"
 #include "handlers/functions.h"
+#include "handlers/sse.h"
 
-#define SSE_KEEPALIVE_MS 15000
 #define COMPARE_MIN_INTERVAL_MS 200 /* coalesces bursts of per-generation snapshots */
 
 static enum evd_code fn_compare(struct evd_ctx *ctx, json_t *request, json_t **response,
@@ -171,64 +171,54 @@ void evd_h_sessions_compare(struct evd_req *req, struct evd_resp *resp)
 /* ---- event streams ------------------------------------------------------------------------ */
 
 struct stream {
-    struct evd_engine *engine;
-    struct evd_subscription *sub;
-    char id[256];    /* the session (session stream) */
-    json_t *request; /* the compare request (comparison stream) */
-    struct evd_buf pending;
-    size_t off;
-    bool started, done;
+    struct evd_sse base; /* first: the stream callbacks get a struct stream */
+    char id[256];        /* the session (session stream) */
+    json_t *request;     /* the compare request (comparison stream) */
     int64_t last_emit;
 };
 
-static void event(struct stream *s, const char *name, const json_t *data)
-{
-    char *text = evd_json_dump(data, NULL);
-    if (text != NULL)
-        evd_buf_printf(&s->pending, "event: %s\ndata: %s\n\n", name, text);
-    free(text);
-}
-
 /* Session stream: the session with its live metrics; ends when no turn is in flight. */
-static void emit_session(struct stream *s)
+static void emit_session(struct evd_sse *base)
 {
+    struct stream *s = (struct stream *)base;
     struct evd_err err = {0};
     json_t *view = NULL;
-    if (evd_session_get(s->engine, s->id, false, &view, &err) != EVD_OK) {
+    if (evd_session_get(base->engine, s->id, false, &view, &err) != EVD_OK) {
         if (err.code == EVD_ENOTFOUND) {
             json_t *d = json_pack("{s:s}", "session_id", s->id);
-            event(s, "deleted", d);
+            evd_sse_event(base, "deleted", d);
             json_decref(d);
-            s->done = true;
+            base->done = true;
         } else {
-            evd_buf_printf(&s->pending, ": could not read the session, retrying\n\n");
+            evd_buf_printf(&base->pending, ": could not read the session, retrying\n\n");
         }
         return;
     }
-    event(s, "session", view);
+    evd_sse_event(base, "session", view);
     const char *st = json_string_value(json_object_get(view, "status"));
     if (st == NULL || strcmp(st, "working") != 0)
-        s->done = true;
+        base->done = true;
     json_decref(view);
 }
 
 /* Comparison stream: the whole comparison; ends when every session is terminal. */
-static void emit_comparison(struct stream *s)
+static void emit_comparison(struct evd_sse *base)
 {
+    struct stream *s = (struct stream *)base;
     struct evd_err err = {0};
     json_t *cmp = NULL;
-    if (evd_sessions_compare(s->engine, s->request, &cmp, &err) != EVD_OK) {
+    if (evd_sessions_compare(base->engine, s->request, &cmp, &err) != EVD_OK) {
         if (err.code == EVD_ENOTFOUND) {
             json_t *d = json_pack("{s:s}", "detail", err.msg);
-            event(s, "deleted", d);
+            evd_sse_event(base, "deleted", d);
             json_decref(d);
-            s->done = true;
+            base->done = true;
         } else {
-            evd_buf_printf(&s->pending, ": could not read the sessions, retrying\n\n");
+            evd_buf_printf(&base->pending, ": could not read the sessions, retrying\n\n");
         }
         return;
     }
-    event(s, "comparison", cmp);
+    evd_sse_event(base, "comparison", cmp);
     bool all = true;
     size_t i;
     json_t *item;
@@ -236,74 +226,28 @@ static void emit_comparison(struct stream *s)
     {
         all &= json_is_true(json_object_get(json_object_get(item, "lifecycle"), "terminal"));
     }
-    s->done = all;
+    base->done = all;
     s->last_emit = evd_mono_ms();
     json_decref(cmp);
 }
 
-static void emit(struct stream *s)
+/* Lets a burst of snapshots settle into one comparison. */
+static int settle_comparison(struct evd_sse *base)
 {
-    if (s->request != NULL)
-        emit_comparison(s);
-    else
-        emit_session(s);
-}
-
-static ssize_t stream_read(void *cls, char *buf, size_t max)
-{
-    struct stream *s = cls;
-    while (s->off >= s->pending.len) {
-        s->pending.len = 0;
-        s->off = 0;
-        if (s->done)
-            return -1;
-        if (!s->started) {
-            emit(s);
-            s->started = true;
-            continue;
-        }
-        int w = evd_engine_wait(s->engine, s->sub, SSE_KEEPALIVE_MS);
-        if (w < 0)
-            return -1;
-        if (w == 0) {
-            evd_buf_printf(&s->pending, ": keep-alive\n\n");
-            continue;
-        }
-        if (s->request != NULL) {
-            /* Let a burst of snapshots settle into one comparison. */
-            int64_t since = evd_mono_ms() - s->last_emit;
-            if (since < COMPARE_MIN_INTERVAL_MS &&
-                evd_engine_wait(s->engine, s->sub, (int)(COMPARE_MIN_INTERVAL_MS - since)) < 0)
-                return -1;
-        }
-        emit(s);
-    }
-    size_t n = s->pending.len - s->off;
-    if (n > max)
-        n = max;
-    memcpy(buf, s->pending.data + s->off, n);
-    s->off += n;
-    return (ssize_t)n;
+    struct stream *s = (struct stream *)base;
+    int64_t since = evd_mono_ms() - s->last_emit;
+    if (since < COMPARE_MIN_INTERVAL_MS &&
+        evd_engine_wait(base->engine, base->sub, (int)(COMPARE_MIN_INTERVAL_MS - since)) < 0)
+        return -1;
+    return 0;
 }
 
 static void stream_free(void *cls)
 {
     struct stream *s = cls;
-    evd_engine_unsubscribe(s->engine, s->sub);
-    evd_buf_free(&s->pending);
+    evd_sse_release(&s->base);
     json_decref(s->request);
     free(s);
-}
-
-static void start_stream(struct evd_resp *resp, struct stream *s)
-{
-    resp->status = 200;
-    resp->content_type = "text/event-stream";
-    resp->stream = stream_read;
-    resp->stream_cls = s;
-    resp->stream_free = stream_free;
-    evd_resp_header(resp, "Cache-Control", "no-cache");
-    evd_resp_header(resp, "X-Accel-Buffering", "no");
 }
 
 void evd_h_session_events(struct evd_req *req, struct evd_resp *resp)
@@ -315,18 +259,19 @@ void evd_h_session_events(struct evd_req *req, struct evd_resp *resp)
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
         return;
     }
-    s->engine = req->ctx->engine;
+    s->base.engine = req->ctx->engine;
+    s->base.emit = emit_session;
     snprintf(s->id, sizeof(s->id), "%s", id);
     /* Subscribe before the first read so that no change slips between them. */
-    s->sub = evd_engine_subscribe(s->engine, s->id);
+    s->base.sub = evd_engine_subscribe(s->base.engine, s->id);
     json_t *view = NULL;
-    if (s->sub == NULL) {
+    if (s->base.sub == NULL) {
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
-    } else if (evd_session_get(s->engine, id, false, &view, &err) != EVD_OK) {
+    } else if (evd_session_get(s->base.engine, id, false, &view, &err) != EVD_OK) {
         evd_resp_error(resp, &err); /* unknown ids get a plain 404 before any stream */
     } else {
         json_decref(view);
-        start_stream(resp, s);
+        evd_sse_start(resp, &s->base, stream_free);
         return;
     }
     stream_free(s);
@@ -342,8 +287,10 @@ void evd_h_sessions_compare_events(struct evd_req *req, struct evd_resp *resp)
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
         return;
     }
-    s->engine = req->ctx->engine;
-    watch = evd_sessions_watch_ids(s->engine, s->request, &err);
+    s->base.engine = req->ctx->engine;
+    s->base.emit = emit_comparison;
+    s->base.settle = settle_comparison;
+    watch = evd_sessions_watch_ids(s->base.engine, s->request, &err);
     if (watch != NULL) {
         const char *ids[EVD_SUB_IDS_MAX];
         size_t n = 0, i;
@@ -353,19 +300,19 @@ void evd_h_sessions_compare_events(struct evd_req *req, struct evd_resp *resp)
             if (n < EVD_SUB_IDS_MAX)
                 ids[n++] = json_string_value(v);
         }
-        s->sub = evd_engine_subscribe_many(s->engine, ids, n);
+        s->base.sub = evd_engine_subscribe_many(s->base.engine, ids, n);
     }
     /* Validation and unknown ids are answered as plain problems before any stream. */
     if (watch == NULL) {
         evd_resp_error(resp, &err);
-    } else if (s->sub == NULL) {
+    } else if (s->base.sub == NULL) {
         evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
-    } else if (evd_sessions_compare(s->engine, s->request, &probe, &err) != EVD_OK) {
+    } else if (evd_sessions_compare(s->base.engine, s->request, &probe, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
     } else {
         json_decref(probe);
         json_decref(watch);
-        start_stream(resp, s);
+        evd_sse_start(resp, &s->base, stream_free);
         return;
     }
     json_decref(watch);
