@@ -194,14 +194,7 @@ enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out, str
         if (us->has_cache_write)
             us->input += us->cache_write;
     }
-    out->text = text.data != NULL ? text.data : strdup("");
-    text.data = NULL;
-    if (out->text == NULL)
-        goto nomem;
-    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content", out->text,
-                             "tool_calls", out->tool_calls, "provider_state", "kind",
-                             "anthropic-messages", "items", content);
-    if (out->message == NULL)
+    if (!evd_hx_reply_finish(out, &text, "anthropic-messages", content))
         goto nomem;
     return EVD_OK;
 nomem:

@@ -150,6 +150,17 @@ enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct e
 /* Shared by the parsers: a tool call entry {id, name, arguments?, arguments_text}. */
 json_t *evd_hx_tool_call(const char *id, const char *name, const char *arguments_text,
                          json_t *arguments /* borrowed, may be NULL */);
+/* The same from arguments sent as JSON text (the OpenAI wires); `arguments` is set when
+ * the text parses. New reference, NULL when out of memory. */
+json_t *evd_hx_tool_call_from_text(const char *id, const char *name, const char *arguments_text);
+/*
+ * Ends a parse whose answer text was gathered in `text`: out->text takes its bytes (""
+ * when none; the buffer is left empty) and out->message becomes the neutral assistant
+ * message with out->tool_calls and provider_state {kind, items} (items borrowed), which
+ * the builder of that kind replays. false when out of memory.
+ */
+bool evd_hx_reply_finish(struct evd_hx_reply *out, struct evd_buf *text, const char *kind,
+                         json_t *items);
 /* The arguments of a neutral tool call as JSON text (new malloc'd string). */
 char *evd_hx_tool_call_args_text(json_t *call);
 /* Reads a non-negative integer field path like "a.b"; false when absent. */

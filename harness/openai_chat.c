@@ -127,11 +127,9 @@ enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct e
     json_array_foreach(json_object_get(msg, "tool_calls"), i, tc)
     {
         json_t *fn = json_object_get(tc, "function");
-        const char *args = json_string_value(json_object_get(fn, "arguments"));
-        json_t *parsed = args ? json_loads(args, JSON_DECODE_ANY, NULL) : NULL;
-        json_t *c = evd_hx_tool_call(json_string_value(json_object_get(tc, "id")),
-                                     json_string_value(json_object_get(fn, "name")), args, parsed);
-        json_decref(parsed);
+        json_t *c = evd_hx_tool_call_from_text(json_string_value(json_object_get(tc, "id")),
+                                               json_string_value(json_object_get(fn, "name")),
+                                               json_string_value(json_object_get(fn, "arguments")));
         if (c == NULL || json_array_append_new(out->tool_calls, c) != 0)
             goto nomem;
     }

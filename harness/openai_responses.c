@@ -203,25 +203,16 @@ enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out, str
                     goto nomem;
             }
         } else if (strcmp(type, "function_call") == 0) {
-            const char *args = json_string_value(json_object_get(it, "arguments"));
-            json_t *parsed = args ? json_loads(args, JSON_DECODE_ANY, NULL) : NULL;
             json_t *c =
-                evd_hx_tool_call(json_string_value(json_object_get(it, "call_id")),
-                                 json_string_value(json_object_get(it, "name")), args, parsed);
-            json_decref(parsed);
+                evd_hx_tool_call_from_text(json_string_value(json_object_get(it, "call_id")),
+                                           json_string_value(json_object_get(it, "name")),
+                                           json_string_value(json_object_get(it, "arguments")));
             if (c == NULL || json_array_append_new(out->tool_calls, c) != 0)
                 goto nomem;
         }
     }
     usage_of(json_object_get(body, "usage"), &out->usage);
-    out->text = text.data != NULL ? text.data : strdup("");
-    text.data = NULL;
-    if (out->text == NULL)
-        goto nomem;
-    out->message = json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content", out->text,
-                             "tool_calls", out->tool_calls, "provider_state", "kind",
-                             "openai-responses", "items", output);
-    if (out->message == NULL)
+    if (!evd_hx_reply_finish(out, &text, "openai-responses", output))
         goto nomem;
     return EVD_OK;
 nomem:

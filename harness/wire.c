@@ -1,6 +1,7 @@
 /*
  * What the three wire formats share: dispatch by kind, provider_options merging, tool-call
- * entries and usage counters. Pure functions over jansson values; thread-safe.
+ * entries, the end of a reply parse and usage counters. Pure functions over jansson values;
+ * thread-safe.
  */
 #include "harness/internal.h"
 
@@ -120,6 +121,28 @@ json_t *evd_hx_tool_call(const char *id, const char *name, const char *arguments
         return NULL;
     }
     return c;
+}
+
+json_t *evd_hx_tool_call_from_text(const char *id, const char *name, const char *arguments_text)
+{
+    json_t *parsed = arguments_text ? json_loads(arguments_text, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *c = evd_hx_tool_call(id, name, arguments_text, parsed);
+    json_decref(parsed);
+    return c;
+}
+
+bool evd_hx_reply_finish(struct evd_hx_reply *out, struct evd_buf *text, const char *kind,
+                         json_t *items)
+{
+    out->text = text->data != NULL ? text->data : strdup("");
+    text->data = NULL;
+    text->len = text->cap = 0;
+    if (out->text == NULL)
+        return false;
+    out->message =
+        json_pack("{s:s,s:s,s:O,s:{s:s,s:O}}", "role", "assistant", "content", out->text,
+                  "tool_calls", out->tool_calls, "provider_state", "kind", kind, "items", items);
+    return out->message != NULL;
 }
 
 char *evd_hx_tool_call_args_text(json_t *call)
