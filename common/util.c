@@ -106,3 +106,33 @@ void evd_buf_free(struct evd_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+const char *evd_json_escape(unsigned char c, char esc[7])
+{
+    static const char HEX[] = "0123456789abcdef";
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        break;
+    }
+    if (c >= 0x20)
+        return NULL;
+    memcpy(esc, "\\u00", 4);
+    esc[4] = HEX[c >> 4];
+    esc[5] = HEX[c & 0xf];
+    esc[6] = '\0';
+    return esc;
+}

@@ -35,4 +35,11 @@ int evd_buf_append(struct evd_buf *b, const void *data, size_t len);
 int evd_buf_printf(struct evd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void evd_buf_free(struct evd_buf *b);
 
+/*
+ * How byte c is written inside a JSON string: the short escape for " \ \b \f \n \r \t,
+ * "\u00xx" (lowercase hex) for another control byte, written into esc and returned; NULL
+ * when c stands for itself.
+ */
+const char *evd_json_escape(unsigned char c, char esc[7]);
+
 #endif

@@ -127,49 +127,12 @@ size_t evd_canonical_format_real(double d, char *buf, size_t size)
 
 static int append_string(struct evd_buf *out, const char *s, size_t len)
 {
-    static const char HEX[] = "0123456789abcdef";
     if (evd_buf_append(out, "\"", 1) != 0)
         return -1;
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char uesc[7];
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                uesc[0] = '\\';
-                uesc[1] = 'u';
-                uesc[2] = '0';
-                uesc[3] = '0';
-                uesc[4] = HEX[c >> 4];
-                uesc[5] = HEX[c & 0xf];
-                uesc[6] = '\0';
-                esc = uesc;
-            }
-            break;
-        }
+        char ubuf[7];
+        const char *esc = evd_json_escape((unsigned char)s[i], ubuf);
         if (esc == NULL)
             continue;
         if (evd_buf_append(out, s + start, i - start) != 0 ||

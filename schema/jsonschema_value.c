@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define VALUE_MAX_DEPTH 2048 /* equality and hashing give up beyond this nesting */
 #define DUMP_MAX_DEPTH 64
 
@@ -300,37 +302,8 @@ void evd_js_dump_string(struct evd_sbuf *b, const char *s, size_t n)
     evd_sbuf_put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n && !b->truncated; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char ubuf[8];
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        default:
-            if (c < 0x20) {
-                snprintf(ubuf, sizeof(ubuf), "\\u%04x", c);
-                esc = ubuf;
-            }
-        }
+        char ubuf[7];
+        const char *esc = evd_json_escape((unsigned char)s[i], ubuf);
         if (esc == NULL) {
             run++;
             continue;

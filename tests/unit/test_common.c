@@ -66,6 +66,26 @@ START_TEST(buf_grows_and_respects_limit)
 }
 END_TEST
 
+static const struct {
+    unsigned char c;
+    const char *want; /* NULL: the byte stands for itself */
+} escapes[] = {
+    {'"', "\\\""}, {'\\', "\\\\"}, {'\b', "\\b"},     {'\f', "\\f"},     {'\n', "\\n"},
+    {'\r', "\\r"}, {'\t', "\\t"},  {0x00, "\\u0000"}, {0x1f, "\\u001f"}, {0x0b, "\\u000b"},
+    {'/', NULL},   {0x7f, NULL},   {0xc3, NULL},      {'a', NULL},
+};
+
+START_TEST(json_escape_table)
+{
+    char esc[7];
+    const char *got = evd_json_escape(escapes[_i].c, esc);
+    if (escapes[_i].want == NULL)
+        ck_assert_ptr_null(got);
+    else
+        ck_assert_str_eq(got, escapes[_i].want);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("common");
@@ -75,6 +95,7 @@ int main(void)
     tcase_add_test(tc, sha256_known_vectors);
     tcase_add_test(tc, consttime_eq);
     tcase_add_test(tc, buf_grows_and_respects_limit);
+    tcase_add_loop_test(tc, json_escape_table, 0, (int)(sizeof(escapes) / sizeof(escapes[0])));
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
