@@ -266,15 +266,7 @@ static size_t path_push(struct cctx *c, const char *seg, size_t len)
     size_t old = c->pathlen;
     struct evd_sbuf b;
     evd_sbuf_init(&b, c->path + old, sizeof(c->path) - old);
-    evd_sbuf_put(&b, "/", 1);
-    for (size_t i = 0; i < len; i++) {
-        if (seg[i] == '~')
-            evd_sbuf_put(&b, "~0", 2);
-        else if (seg[i] == '/')
-            evd_sbuf_put(&b, "~1", 2);
-        else
-            evd_sbuf_put(&b, seg + i, 1);
-    }
+    evd_sbuf_put_pointer_token(&b, seg, len);
     evd_sbuf_finish(&b);
     c->pathlen = old + b.len;
     return old;
@@ -1291,15 +1283,7 @@ static void format_path(const struct vctx *c, char *out, size_t outsz)
             evd_sbuf_printf(&b, "/%zu", s->len_or_index);
             continue;
         }
-        evd_sbuf_put(&b, "/", 1);
-        for (size_t j = 0; j < s->len_or_index; j++) {
-            if (s->key[j] == '~')
-                evd_sbuf_put(&b, "~0", 2);
-            else if (s->key[j] == '/')
-                evd_sbuf_put(&b, "~1", 2);
-            else
-                evd_sbuf_put(&b, s->key + j, 1);
-        }
+        evd_sbuf_put_pointer_token(&b, s->key, s->len_or_index);
     }
     evd_sbuf_finish(&b);
 }

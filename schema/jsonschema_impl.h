@@ -32,6 +32,9 @@ void evd_sbuf_puts(struct evd_sbuf *b, const char *s);
 void evd_sbuf_printf(struct evd_sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void evd_sbuf_finish(struct evd_sbuf *b);
+/* Appends "/" and the JSON Pointer (RFC 6901) form of the key seg[0..len): "~" as "~0",
+ * "/" as "~1". */
+void evd_sbuf_put_pointer_token(struct evd_sbuf *b, const char *seg, size_t len);
 
 /* Length of the longest prefix of s[0..n) that does not split a UTF-8 sequence. */
 size_t evd_utf8_clip(const char *s, size_t n);

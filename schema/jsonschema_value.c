@@ -49,6 +49,19 @@ void evd_sbuf_puts(struct evd_sbuf *b, const char *s)
     evd_sbuf_put(b, s, strlen(s));
 }
 
+void evd_sbuf_put_pointer_token(struct evd_sbuf *b, const char *seg, size_t len)
+{
+    evd_sbuf_put(b, "/", 1);
+    for (size_t i = 0; i < len; i++) {
+        if (seg[i] == '~')
+            evd_sbuf_put(b, "~0", 2);
+        else if (seg[i] == '/')
+            evd_sbuf_put(b, "~1", 2);
+        else
+            evd_sbuf_put(b, seg + i, 1);
+    }
+}
+
 void evd_sbuf_printf(struct evd_sbuf *b, const char *fmt, ...)
 {
     char tmp[512];

@@ -1231,15 +1231,7 @@ static void path_append(char *path, size_t cap, const char *seg, size_t len)
     struct evd_sbuf b;
     size_t n = strlen(path);
     evd_sbuf_init(&b, path + n, cap - n);
-    evd_sbuf_put(&b, "/", 1);
-    for (size_t i = 0; i < len; i++) {
-        if (seg[i] == '~')
-            evd_sbuf_put(&b, "~0", 2);
-        else if (seg[i] == '/')
-            evd_sbuf_put(&b, "~1", 2);
-        else
-            evd_sbuf_put(&b, seg + i, 1);
-    }
+    evd_sbuf_put_pointer_token(&b, seg, len);
 }
 
 static json_t *decode_at(const struct so_plan *p, json_t *v, char *path, struct evd_so_line *line,
