@@ -568,7 +568,8 @@ static json_t *pointer_walk(struct cctx *c, json_t *start, const char *startbase
     json_t *cur = start;
     enum pos pos = P_SCHEMA;
     char *base = strdup(startbase);
-    char *tok = malloc(strlen(ptr) + 1);
+    size_t cap = strlen(ptr) + 1; /* no token is longer than the pointer */
+    char *tok = malloc(cap);
     if (base == NULL || tok == NULL) {
         free(base);
         free(tok);
@@ -576,17 +577,7 @@ static json_t *pointer_walk(struct cctx *c, json_t *start, const char *startbase
     }
     const char *p = ptr;
     while (cur != NULL && *p == '/') {
-        p++;
-        size_t tl = 0;
-        while (*p != '\0' && *p != '/') {
-            if (*p == '~' && (p[1] == '0' || p[1] == '1')) {
-                tok[tl++] = p[1] == '0' ? '~' : '/';
-                p += 2;
-            } else {
-                tok[tl++] = *p++;
-            }
-        }
-        tok[tl] = '\0';
+        size_t tl = evd_pointer_token(&p, tok, cap);
         json_t *next = NULL;
         enum pos npos = P_OTHER;
         if (json_is_object(cur)) {
@@ -602,13 +593,9 @@ static json_t *pointer_walk(struct cctx *c, json_t *start, const char *startbase
                 npos = P_SCHEMA;
             }
         } else if (json_is_array(cur)) {
-            bool digits = tl > 0 && (tl == 1 || tok[0] != '0');
-            for (size_t i = 0; i < tl && digits; i++)
-                digits = tok[i] >= '0' && tok[i] <= '9';
-            if (digits && tl < 19) {
-                size_t idx = (size_t)strtoull(tok, NULL, 10);
+            size_t idx;
+            if (evd_pointer_index(tok, tl, &idx))
                 next = json_array_get(cur, idx);
-            }
             npos = pos == P_LIST ? P_SCHEMA : P_OTHER;
         }
         if (next != NULL && npos == P_SCHEMA && json_is_object(next)) {

@@ -35,6 +35,14 @@ void evd_sbuf_finish(struct evd_sbuf *b);
 /* Appends "/" and the JSON Pointer (RFC 6901) form of the key seg[0..len): "~" as "~0",
  * "/" as "~1". */
 void evd_sbuf_put_pointer_token(struct evd_sbuf *b, const char *seg, size_t len);
+/*
+ * Reads the JSON Pointer token after the "/" at *p: decodes it into tok (cap bytes,
+ * NUL-terminated), moves *p to the next "/" or the end and returns the token's length;
+ * (size_t)-1 when it does not fit in cap.
+ */
+size_t evd_pointer_token(const char **p, char *tok, size_t cap);
+/* The array index a token names ("0", or digits without a leading zero); false if none. */
+bool evd_pointer_index(const char *tok, size_t len, size_t *idx);
 
 /* Length of the longest prefix of s[0..n) that does not split a UTF-8 sequence. */
 size_t evd_utf8_clip(const char *s, size_t n);

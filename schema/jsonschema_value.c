@@ -62,6 +62,36 @@ void evd_sbuf_put_pointer_token(struct evd_sbuf *b, const char *seg, size_t len)
     }
 }
 
+size_t evd_pointer_token(const char **p, char *tok, size_t cap)
+{
+    const char *s = *p + 1;
+    size_t tl = 0;
+    while (*s != '\0' && *s != '/') {
+        if (tl + 1 >= cap)
+            return (size_t)-1;
+        if (*s == '~' && (s[1] == '0' || s[1] == '1')) {
+            tok[tl++] = s[1] == '0' ? '~' : '/';
+            s += 2;
+        } else {
+            tok[tl++] = *s++;
+        }
+    }
+    tok[tl] = '\0';
+    *p = s;
+    return tl;
+}
+
+bool evd_pointer_index(const char *tok, size_t len, size_t *idx)
+{
+    if (len == 0 || len >= 19 || (len > 1 && tok[0] == '0'))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (tok[i] < '0' || tok[i] > '9')
+            return false;
+    *idx = (size_t)strtoull(tok, NULL, 10);
+    return true;
+}
+
 void evd_sbuf_printf(struct evd_sbuf *b, const char *fmt, ...)
 {
     char tmp[512];

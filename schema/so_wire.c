@@ -279,24 +279,13 @@ static json_t *doc_pointer(json_t *doc, const char *ptr)
     const char *p = ptr;
     char tok[512];
     while (cur != NULL && *p == '/') {
-        p++;
-        size_t tl = 0;
-        while (*p != '\0' && *p != '/') {
-            if (tl + 1 >= sizeof(tok))
-                return NULL;
-            if (*p == '~' && (p[1] == '0' || p[1] == '1')) {
-                tok[tl++] = p[1] == '0' ? '~' : '/';
-                p += 2;
-            } else {
-                tok[tl++] = *p++;
-            }
-        }
-        tok[tl] = '\0';
+        size_t tl = evd_pointer_token(&p, tok, sizeof(tok)), idx;
+        if (tl == (size_t)-1)
+            return NULL;
         if (json_is_object(cur)) {
             cur = json_object_getn(cur, tok, tl);
-        } else if (json_is_array(cur) && tl > 0 && strspn(tok, "0123456789") == tl &&
-                   (tl == 1 || tok[0] != '0')) {
-            cur = json_array_get(cur, strtoul(tok, NULL, 10));
+        } else if (json_is_array(cur) && evd_pointer_index(tok, tl, &idx)) {
+            cur = json_array_get(cur, idx);
         } else {
             cur = NULL;
         }
