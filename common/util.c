@@ -40,14 +40,34 @@ void evd_new_id(const char *prefix, char *out, size_t outsz)
         snprintf(out + n, outsz - n, "%02x", r[i]);
 }
 
+static const char HEX_DIGITS[] = "0123456789abcdef";
+
+void evd_hex_encode(const unsigned char *in, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = HEX_DIGITS[in[i] >> 4];
+        out[2 * i + 1] = HEX_DIGITS[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int evd_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 void evd_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
     unsigned int mdlen = 0;
     EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-    for (unsigned int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    out[64] = '\0';
+    evd_hex_encode(md, 32, out);
 }
 
 bool evd_consttime_eq(const char *a, size_t alen, const char *b, size_t blen)
@@ -109,7 +129,6 @@ void evd_buf_free(struct evd_buf *b)
 
 const char *evd_json_escape(unsigned char c, char esc[7])
 {
-    static const char HEX[] = "0123456789abcdef";
     switch (c) {
     case '"':
         return "\\\"";
@@ -131,8 +150,8 @@ const char *evd_json_escape(unsigned char c, char esc[7])
     if (c >= 0x20)
         return NULL;
     memcpy(esc, "\\u00", 4);
-    esc[4] = HEX[c >> 4];
-    esc[5] = HEX[c & 0xf];
+    esc[4] = HEX_DIGITS[c >> 4];
+    esc[5] = HEX_DIGITS[c & 0xf];
     esc[6] = '\0';
     return esc;
 }

@@ -17,6 +17,11 @@ int64_t evd_mono_ms(void);
 /* Writes "<prefix>" + 32 lowercase hex (a UUIDv4 without hyphens) into out (>= strlen(prefix)+33). */
 void evd_new_id(const char *prefix, char *out, size_t outsz);
 
+/* Writes the 2n lowercase hex digits of in[0..n) and a NUL into out (2n + 1 bytes). */
+void evd_hex_encode(const unsigned char *in, size_t n, char *out);
+/* The value of hex digit c (either case), or -1 when c is not one. */
+int evd_hex_value(char c);
+
 /* Lowercase hex SHA-256 of data into out[65]. */
 void evd_sha256_hex(const void *data, size_t len, char out[65]);
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 struct uri {
     const char *scheme, *auth, *path, *query, *frag;
     size_t scheme_len, auth_len, path_len, query_len, frag_len;
@@ -198,15 +200,6 @@ char *evd_uri_resolve(const char *base, const char *ref)
     return out;
 }
 
-static int hexval(int c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return c - 'A' + 10;
-}
-
 char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid)
 {
     *invalid = false;
@@ -228,7 +221,7 @@ char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid)
             out[o++] = s[i];
             continue;
         }
-        out[o++] = (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
+        out[o++] = (char)(evd_hex_value(s[i + 1]) * 16 + evd_hex_value(s[i + 2]));
         i += 2;
     }
     out[o] = '\0';

@@ -3,16 +3,7 @@
 
 #include <string.h>
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "common/util.h"
 
 /* Percent-decodes src[0..n) into dst (size dstsz); false on overflow or bad escape. */
 static bool decode(const char *src, size_t n, char *dst, size_t dstsz)
@@ -23,7 +14,7 @@ static bool decode(const char *src, size_t n, char *dst, size_t dstsz)
         if (c == '%') {
             if (i + 2 >= n)
                 return false;
-            int h = hexval(src[i + 1]), l = hexval(src[i + 2]);
+            int h = evd_hex_value(src[i + 1]), l = evd_hex_value(src[i + 2]);
             if (h < 0 || l < 0)
                 return false;
             c = (char)(h * 16 + l);

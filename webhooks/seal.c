@@ -12,41 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define NONCE_LEN 12
 #define TAG_LEN 16
 #define SEAL_PREFIX "v1:"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Decodes exactly n bytes from 2n hex characters; false on any other character. */
 static bool unhex(const char *hex, size_t n, unsigned char *out)
 {
     for (size_t i = 0; i < n; i++) {
-        int hi = hexval(hex[2 * i]), lo = hi < 0 ? -1 : hexval(hex[2 * i + 1]);
+        int hi = evd_hex_value(hex[2 * i]), lo = hi < 0 ? -1 : evd_hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out[i] = (unsigned char)(hi << 4 | lo);
     }
     return true;
-}
-
-static void tohex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 bool evd_webhook_key_parse(const char *hex, unsigned char key[EVD_WEBHOOK_KEY_LEN])
@@ -77,13 +58,13 @@ char *evd_webhook_seal(const unsigned char key[EVD_WEBHOOK_KEY_LEN], const char 
         char *p = out;
         memcpy(p, SEAL_PREFIX, strlen(SEAL_PREFIX));
         p += strlen(SEAL_PREFIX);
-        tohex(nonce, NONCE_LEN, p);
+        evd_hex_encode(nonce, NONCE_LEN, p);
         p += 2 * NONCE_LEN;
         *p++ = ':';
-        tohex(ct, (size_t)(n + fin), p);
+        evd_hex_encode(ct, (size_t)(n + fin), p);
         p += 2 * (size_t)(n + fin);
         *p++ = ':';
-        tohex(tag, TAG_LEN, p);
+        evd_hex_encode(tag, TAG_LEN, p);
     } else {
         free(out);
         out = NULL;
@@ -160,7 +141,7 @@ bool evd_webhook_sign(const void *secret, size_t secret_len, int64_t t, const ch
     if (!ok || maclen != 32)
         return false;
     char hex[65];
-    tohex(mac, maclen, hex);
+    evd_hex_encode(mac, maclen, hex);
     snprintf(out, EVD_WEBHOOK_SIG_MAX, "t=%s,v1=%s", ts, hex);
     return true;
 }

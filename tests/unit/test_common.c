@@ -66,6 +66,24 @@ START_TEST(buf_grows_and_respects_limit)
 }
 END_TEST
 
+START_TEST(hex_encode_and_value)
+{
+    const unsigned char in[] = {0x00, 0x0f, 0xa5, 0xff};
+    char out[9];
+    evd_hex_encode(in, sizeof(in), out);
+    ck_assert_str_eq(out, "000fa5ff");
+    evd_hex_encode(in, 0, out);
+    ck_assert_str_eq(out, "");
+    const char *digits = "0123456789abcdefABCDEF";
+    for (int i = 0; digits[i] != '\0'; i++)
+        ck_assert_int_eq(evd_hex_value(digits[i]), i < 16 ? i : i - 6);
+    const char *other = "gG/:@`~ -";
+    for (int i = 0; other[i] != '\0'; i++)
+        ck_assert_int_eq(evd_hex_value(other[i]), -1);
+    ck_assert_int_eq(evd_hex_value('\0'), -1);
+}
+END_TEST
+
 static const struct {
     unsigned char c;
     const char *want; /* NULL: the byte stands for itself */
@@ -95,6 +113,7 @@ int main(void)
     tcase_add_test(tc, sha256_known_vectors);
     tcase_add_test(tc, consttime_eq);
     tcase_add_test(tc, buf_grows_and_respects_limit);
+    tcase_add_test(tc, hex_encode_and_value);
     tcase_add_loop_test(tc, json_escape_table, 0, (int)(sizeof(escapes) / sizeof(escapes[0])));
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
