@@ -8,6 +8,7 @@
 #include "common/util.h"
 #include "store/db.h"
 #include "store/evals.h"
+#include "store/page.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
 
@@ -172,33 +173,15 @@ static const char SQL_LIST[] =
 json_t *evd_store_session_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                                struct evd_err *err)
 {
+    struct evd_store_page pg;
     *next_cursor = NULL;
-    char lim[16], ts[32] = "", bid[64] = "";
-    I64(lim, limit);
-    if (before != NULL) {
-        const char *us = strchr(before, '_');
-        if (us == NULL || us == before || (size_t)(us - before) >= sizeof(ts) ||
-            strspn(before, "0123456789") != (size_t)(us - before)) {
-            evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
-            return NULL;
-        }
-        snprintf(ts, sizeof(ts), "%.*s", (int)(us - before), before);
-        snprintf(bid, sizeof(bid), "%s", us + 1);
-    }
-    const char *p[] = {lim, before ? ts : NULL, before ? bid : NULL};
+    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
+        return NULL;
+    const char *p[] = {pg.lim, pg.ts, pg.id};
     PGresult *r = evd_db_query(c, SQL_LIST, 3, p, err);
     if (r == NULL)
         return NULL;
-    json_t *out = json_array();
-    int n = PQntuples(r);
-    for (int i = 0; i < n && (unsigned)i < limit; i++)
-        json_array_append_new(out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-    if ((unsigned)n > limit) {
-        char cur[128];
-        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit - 1, 1),
-                 PQgetvalue(r, (int)limit - 1, 2));
-        *next_cursor = strdup(cur);
-    }
+    json_t *out = evd_store_page_rows(r, limit, next_cursor, err);
     PQclear(r);
     return out;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/page.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
 
@@ -125,35 +126,15 @@ static const char SQL_DELIVERIES[] =
 json_t *evd_store_deliveries(PGconn *c, const char *subscription_id, unsigned limit,
                              const char *before, char **next_cursor, struct evd_err *err)
 {
+    struct evd_store_page pg;
     *next_cursor = NULL;
-    char lim[16], ts[32] = "", bid[64] = "";
-    I64(lim, limit);
-    if (before != NULL) {
-        const char *us = strchr(before, '_');
-        if (us == NULL || us == before || (size_t)(us - before) >= sizeof(ts) ||
-            strspn(before, "0123456789") != (size_t)(us - before) ||
-            strlen(us + 1) >= sizeof(bid)) {
-            evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
-            return NULL;
-        }
-        snprintf(ts, sizeof(ts), "%.*s", (int)(us - before), before);
-        snprintf(bid, sizeof(bid), "%s", us + 1);
-    }
-    const char *p[] = {subscription_id, lim, before ? ts : NULL, before ? bid : NULL};
+    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
+        return NULL;
+    const char *p[] = {subscription_id, pg.lim, pg.ts, pg.id};
     PGresult *r = evd_db_query(c, SQL_DELIVERIES, 4, p, err);
     if (r == NULL)
         return NULL;
-    json_t *out = json_rows(r, (int)limit, err);
-    if (out && (unsigned)PQntuples(r) > limit) {
-        char cur[128];
-        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit - 1, 1),
-                 PQgetvalue(r, (int)limit - 1, 2));
-        if ((*next_cursor = strdup(cur)) == NULL) {
-            json_decref(out);
-            out = NULL;
-            evd_err_set(err, EVD_ENOMEM, "out of memory");
-        }
-    }
+    json_t *out = evd_store_page_rows(r, limit, next_cursor, err);
     PQclear(r);
     return out;
 }

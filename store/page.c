@@ -1,0 +1,52 @@
+/* Keyset pagination; see page.h. */
+#include "store/page.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum evd_code evd_store_page_open(struct evd_store_page *pg, unsigned limit, const char *before,
+                                  struct evd_err *err)
+{
+    memset(pg, 0, sizeof(*pg));
+    snprintf(pg->lim_buf, sizeof(pg->lim_buf), "%u", limit);
+    pg->lim = pg->lim_buf;
+    if (before == NULL)
+        return EVD_OK;
+    const char *us = strchr(before, '_');
+    if (us == NULL || us == before || (size_t)(us - before) >= sizeof(pg->ts_buf) ||
+        strspn(before, "0123456789") != (size_t)(us - before) ||
+        strlen(us + 1) >= sizeof(pg->id_buf))
+        return evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
+    snprintf(pg->ts_buf, sizeof(pg->ts_buf), "%.*s", (int)(us - before), before);
+    snprintf(pg->id_buf, sizeof(pg->id_buf), "%s", us + 1);
+    pg->ts = pg->ts_buf;
+    pg->id = pg->id_buf;
+    return EVD_OK;
+}
+
+json_t *evd_store_page_rows(PGresult *r, unsigned limit, char **next_cursor, struct evd_err *err)
+{
+    *next_cursor = NULL;
+    json_t *out = json_array();
+    int n = PQntuples(r);
+    for (int i = 0; out != NULL && i < n && (unsigned)i < limit; i++) {
+        json_t *v = json_loads(PQgetvalue(r, i, 0), 0, NULL);
+        if (v == NULL || json_array_append_new(out, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    if (out != NULL && (unsigned)n > limit) {
+        char cur[128];
+        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit - 1, 1),
+                 PQgetvalue(r, (int)limit - 1, 2));
+        if ((*next_cursor = strdup(cur)) == NULL) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    if (out == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return out;
+}

@@ -1,0 +1,35 @@
+/*
+ * Keyset pagination shared by the store's list queries: newest first over
+ * (created_at, id), with an opaque "<created_at>_<id>" cursor. A list query selects the
+ * row as JSON text in column 0, then its created_at and id, and asks for one row more
+ * than the page holds: `... WHERE $ts::bigint IS NULL OR (created_at, id) < ($ts, $id)
+ * ORDER BY created_at DESC, id DESC LIMIT $lim::int + 1`. Pure over libpq results;
+ * thread-safe.
+ */
+#ifndef EVD_STORE_PAGE_H
+#define EVD_STORE_PAGE_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "common/err.h"
+
+/* The text parameters of one page query; ts and id are NULL for the first page. */
+struct evd_store_page {
+    char lim_buf[16], ts_buf[32], id_buf[64];
+    const char *lim, *ts, *id;
+};
+
+/* Fills *pg for `limit` rows after the cursor `before` (NULL: the first page). EVD_EINVAL
+ * when `before` is not a cursor the store issued. */
+enum evd_code evd_store_page_open(struct evd_store_page *pg, unsigned limit, const char *before,
+                                  struct evd_err *err);
+
+/*
+ * The first `limit` rows of a page query's result as a new array of their column 0 (new
+ * reference), and *next_cursor (malloc'd, else NULL) when the query found one row more.
+ * NULL with *err set when out of memory.
+ */
+json_t *evd_store_page_rows(PGresult *r, unsigned limit, char **next_cursor, struct evd_err *err);
+
+#endif
