@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
 #include "domain/canonical.h"
 #include "domain/text.h"
@@ -178,15 +179,11 @@ enum evd_code evd_evaluator_check_response(const json_t *ans, json_t **normalize
     *normalized = NULL;
     if (!json_is_object(ans))
         return evd_err_set(err, EVD_EINVAL, "evaluator response must be an object");
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)ans, key, v)
-    {
-        if (strcmp(key, "passed") != 0 && strcmp(key, "score") != 0 && strcmp(key, "reason") != 0 &&
-            strcmp(key, "details") != 0)
-            return evd_err_set(err, EVD_EINVAL, "evaluator response member %s is not a known field",
-                               key);
-    }
+    static const char *const known[] = {"passed", "score", "reason", "details", NULL};
+    const char *key = evd_json_unknown_member(ans, known);
+    if (key != NULL)
+        return evd_err_set(err, EVD_EINVAL, "evaluator response member %s is not a known field",
+                           key);
     const json_t *passed = json_object_get(ans, "passed");
     const json_t *score = json_object_get(ans, "score");
     const json_t *reason = json_object_get(ans, "reason");

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 void evd_fields_path(char *buf, size_t size, const char *parent, const char *key)
 {
     if (parent == NULL || *parent == '\0')
@@ -82,22 +84,11 @@ enum evd_code evd_fields_get(const json_t *obj, const char *parent, const char *
 enum evd_code evd_fields_only(const json_t *obj, const char *parent, const char *const *allowed,
                               struct evd_err *err)
 {
-    for (void *it = json_object_iter((json_t *)obj); it != NULL;
-         it = json_object_iter_next((json_t *)obj, it)) {
-        const char *key = json_object_iter_key(it);
-        size_t len = json_object_iter_key_len(it); /* a key may hold an escaped NUL */
-        bool known = false;
-        for (const char *const *a = allowed; *a != NULL; a++) {
-            if (strlen(*a) == len && memcmp(*a, key, len) == 0) {
-                known = true;
-                break;
-            }
-        }
-        if (!known) {
-            char path[EVD_FIELDS_PATH_MAX];
-            evd_fields_path(path, sizeof(path), parent, key);
-            return evd_err_set(err, EVD_EINVAL, "%s is not a known field", path);
-        }
+    const char *key = evd_json_unknown_member(obj, allowed);
+    if (key != NULL) {
+        char path[EVD_FIELDS_PATH_MAX];
+        evd_fields_path(path, sizeof(path), parent, key);
+        return evd_err_set(err, EVD_EINVAL, "%s is not a known field", path);
     }
     return EVD_OK;
 }

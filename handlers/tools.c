@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/json.h"
 #include "common/util.h"
 #include "schema/jsonschema.h"
 #include "store/db.h"
@@ -42,7 +43,7 @@ static json_t *rest_tool(json_t *t)
 
 static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, struct evd_err *err)
 {
-    static const char *const known[] = {"description", "request_schema", "url", "timeout_ms"};
+    static const char *const known[] = {"description", "request_schema", "url", "timeout_ms", NULL};
     memset(t, 0, sizeof(*t));
     if (!valid_id(id))
         return evd_err_set(err, EVD_EINVAL,
@@ -52,16 +53,9 @@ static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, st
         return evd_err_set(err, EVD_EINVAL, "tool ids starting with eval:: are reserved");
     if (body == NULL || !json_is_object(body))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v)
-    {
-        bool ok = false;
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            ok |= strcmp(key, known[i]) == 0;
-        if (!ok)
-            return evd_err_set(err, EVD_EINVAL, "%s is not a known field", key);
-    }
+    const char *unknown = evd_json_unknown_member(body, known);
+    if (unknown != NULL)
+        return evd_err_set(err, EVD_EINVAL, "%s is not a known field", unknown);
     json_t *desc = json_object_get(body, "description");
     if (!json_is_string(desc) || json_string_length(desc) == 0)
         return evd_err_set(err, EVD_EINVAL, "description must be a non-empty string");

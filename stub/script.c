@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #define LATENCY_MAX_MS 600000
 
 /* Formats a field path for messages; a path cut short is still a useful message. */
@@ -31,19 +33,10 @@ static const char *const DEFAULT_MODELS[] = {"stub-model", "stub-model-mini"};
 static bool only_keys(json_t *obj, const char *const *allowed, const char *path,
                       struct evd_err *err)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach(obj, key, val)
-    {
-        bool ok = false;
-        for (const char *const *a = allowed; *a != NULL; a++)
-            ok = ok || strcmp(*a, key) == 0;
-        if (!ok) {
-            evd_err_set(err, EVD_EINVAL, "%s: unknown field \"%s\"", path, key);
-            return false;
-        }
-    }
-    return true;
+    const char *key = evd_json_unknown_member(obj, allowed);
+    if (key != NULL)
+        evd_err_set(err, EVD_EINVAL, "%s: unknown field \"%s\"", path, key);
+    return key == NULL;
 }
 
 /* Copies an optional string field into *out; false (err set) when of another type. */

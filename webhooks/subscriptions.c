@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "store/db.h"
@@ -45,19 +46,12 @@ static enum evd_code decode(const struct evd_webhooks *w, json_t *request, const
                             const char **secret, size_t *secret_len, const char **evaluation_id,
                             char *host, size_t hostsz, struct evd_err *err)
 {
-    static const char *const known[] = {"url", "secret", "evaluation_id"};
+    static const char *const known[] = {"url", "secret", "evaluation_id", NULL};
     if (!json_is_object(request))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
-    const char *key;
-    json_t *v;
-    json_object_foreach(request, key, v)
-    {
-        bool ok = false;
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            ok |= strcmp(key, known[i]) == 0;
-        if (!ok)
-            return evd_err_set(err, EVD_EINVAL, "%.64s is not a known field", key);
-    }
+    const char *unknown = evd_json_unknown_member(request, known);
+    if (unknown != NULL)
+        return evd_err_set(err, EVD_EINVAL, "%.64s is not a known field", unknown);
     json_t *u = json_object_get(request, "url");
     if (u == NULL)
         return evd_err_set(err, EVD_EINVAL, "url is required");

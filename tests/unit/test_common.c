@@ -1,8 +1,9 @@
-/* Unit tests for common/: error records, ids, hashing, buffers. */
+/* Unit tests for common/: error records, ids, hashing, buffers, hex, JSON escapes and members. */
 #include <check.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/json.h"
 #include "common/util.h"
 #include "tests/support/testutil.h"
 
@@ -84,6 +85,26 @@ START_TEST(hex_encode_and_value)
 }
 END_TEST
 
+START_TEST(json_unknown_member)
+{
+    static const char *const known[] = {"url", "secret", NULL};
+    json_t *ok = json_loads("{\"url\":1,\"secret\":2}", 0, NULL);
+    json_t *extra = json_loads("{\"url\":1,\"colour\":2}", 0, NULL);
+    json_t *nul = json_object();
+    ck_assert_int_eq(json_object_setn_new(nul, "url\0x", 5, json_true()), 0);
+    json_t *empty = json_object();
+    ck_assert_ptr_null(evd_json_unknown_member(ok, known));
+    ck_assert_str_eq(evd_json_unknown_member(extra, known), "colour");
+    ck_assert_ptr_nonnull(evd_json_unknown_member(nul, known)); /* not "url" */
+    ck_assert_ptr_null(evd_json_unknown_member(empty, known));
+    ck_assert_ptr_null(evd_json_unknown_member(NULL, known));
+    json_decref(ok);
+    json_decref(extra);
+    json_decref(nul);
+    json_decref(empty);
+}
+END_TEST
+
 static const struct {
     unsigned char c;
     const char *want; /* NULL: the byte stands for itself */
@@ -114,6 +135,7 @@ int main(void)
     tcase_add_test(tc, consttime_eq);
     tcase_add_test(tc, buf_grows_and_respects_limit);
     tcase_add_test(tc, hex_encode_and_value);
+    tcase_add_test(tc, json_unknown_member);
     tcase_add_loop_test(tc, json_escape_table, 0, (int)(sizeof(escapes) / sizeof(escapes[0])));
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
