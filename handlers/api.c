@@ -24,6 +24,27 @@ const char *evd_req_header(const struct evd_req *req, const char *name)
     return req->header_fn ? req->header_fn(req->conn, name) : NULL;
 }
 
+json_t *evd_req_list_request(const struct evd_req *req, struct evd_resp *resp)
+{
+    json_t *request = json_object();
+    const char *limit = evd_req_query(req, "limit");
+    if (request == NULL) {
+        evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (limit != NULL) {
+        char *end = NULL;
+        long v = strtol(limit, &end, 10);
+        if (*limit == '\0' || *end != '\0') {
+            json_decref(request);
+            evd_resp_problem(resp, EVD_EINVAL, "limit must be an integer");
+            return NULL;
+        }
+        json_object_set_new(request, "limit", json_integer(v));
+    }
+    return request;
+}
+
 int evd_http_status(enum evd_code code)
 {
     switch (code) {

@@ -103,6 +103,10 @@ void evd_resp_raw(struct evd_resp *resp, int status, const char *content_type, c
 /* Adds a response header (silently ignored past EVD_RESP_MAX_HEADERS). */
 void evd_resp_header(struct evd_resp *resp, const char *name, const char *value);
 
+/* The request object of a list route: {"limit": n} from ?limit= when given, else {}.
+ * New reference; NULL after answering 400 (limit is not an integer) or 500 in *resp. */
+json_t *evd_req_list_request(const struct evd_req *req, struct evd_resp *resp);
+
 /* Serializes a JSON value for responses: compact, UTF-8, reals in shortest form.
  * Returns malloc'd text or NULL. */
 char *evd_json_dump(const json_t *value, size_t *len);

@@ -57,18 +57,9 @@ void evd_h_session_create(struct evd_req *req, struct evd_resp *resp)
 void evd_h_session_list(struct evd_req *req, struct evd_resp *resp)
 {
     struct evd_err err = {0};
-    json_t *request = json_object();
-    const char *limit = evd_req_query(req, "limit");
-    if (limit != NULL) {
-        char *end = NULL;
-        long v = strtol(limit, &end, 10);
-        if (*limit == '\0' || *end != '\0') {
-            json_decref(request);
-            evd_resp_problem(resp, EVD_EINVAL, "limit must be an integer");
-            return;
-        }
-        json_object_set_new(request, "limit", json_integer(v));
-    }
+    json_t *request = evd_req_list_request(req, resp);
+    if (request == NULL)
+        return;
     json_t *out = NULL;
     enum evd_code rc =
         evd_session_list(req->ctx->engine, request, evd_req_query(req, "before"), &out, &err);
