@@ -28,24 +28,6 @@
 
 /* ---- compiled form --------------------------------------------------------------------- */
 
-enum type_bits {
-    T_NULL = 1,
-    T_BOOLEAN = 2,
-    T_OBJECT = 4,
-    T_ARRAY = 8,
-    T_NUMBER = 16,
-    T_STRING = 32,
-    T_INTEGER = 64,
-};
-
-static const struct {
-    const char *name;
-    unsigned bit;
-} TYPE_NAMES[] = {
-    {"null", T_NULL},     {"boolean", T_BOOLEAN}, {"object", T_OBJECT},   {"array", T_ARRAY},
-    {"number", T_NUMBER}, {"string", T_STRING},   {"integer", T_INTEGER},
-};
-
 enum kind {
     K_TYPE,
     K_ENUM,
@@ -770,11 +752,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         for (size_t i = 0; i < n; i++) {
             if (json_is_array(val))
                 one = json_array_get(val, i);
-            unsigned bit = 0;
-            for (size_t t = 0;
-                 json_is_string(one) && t < sizeof(TYPE_NAMES) / sizeof(TYPE_NAMES[0]); t++)
-                if (strcmp(json_string_value(one), TYPE_NAMES[t].name) == 0)
-                    bit = TYPE_NAMES[t].bit;
+            unsigned bit = evd_js_type_bit(json_string_value(one));
             if (bit == 0) {
                 cfail(c,
                       "must be one of \"array\", \"boolean\", \"integer\", \"null\", \"number\", "
@@ -1368,20 +1346,20 @@ static bool type_matches(unsigned types, const json_t *x)
 {
     switch (json_typeof(x)) {
     case JSON_NULL:
-        return types & T_NULL;
+        return types & EVD_JS_T_NULL;
     case JSON_TRUE:
     case JSON_FALSE:
-        return types & T_BOOLEAN;
+        return types & EVD_JS_T_BOOLEAN;
     case JSON_OBJECT:
-        return types & T_OBJECT;
+        return types & EVD_JS_T_OBJECT;
     case JSON_ARRAY:
-        return types & T_ARRAY;
+        return types & EVD_JS_T_ARRAY;
     case JSON_STRING:
-        return types & T_STRING;
+        return types & EVD_JS_T_STRING;
     case JSON_INTEGER:
-        return types & (T_NUMBER | T_INTEGER);
+        return types & (EVD_JS_T_NUMBER | EVD_JS_T_INTEGER);
     case JSON_REAL:
-        return (types & T_NUMBER) || ((types & T_INTEGER) && evd_js_is_integral(x));
+        return (types & EVD_JS_T_NUMBER) || ((types & EVD_JS_T_INTEGER) && evd_js_is_integral(x));
     }
     return false;
 }

@@ -51,6 +51,19 @@ size_t evd_utf8_count(const char *s, size_t n);
 
 /* ---- JSON values ------------------------------------------------------------------- */
 
+/* The JSON Schema type names as bits, to be ORed into a set. */
+enum evd_js_type {
+    EVD_JS_T_NULL = 1,
+    EVD_JS_T_BOOLEAN = 2,
+    EVD_JS_T_OBJECT = 4,
+    EVD_JS_T_ARRAY = 8,
+    EVD_JS_T_NUMBER = 16,
+    EVD_JS_T_STRING = 32,
+    EVD_JS_T_INTEGER = 64,
+};
+/* The bit of a type name ("null", ..., "integer"), or 0 for NULL or another name. */
+unsigned evd_js_type_bit(const char *name);
+
 /* True for integers and for reals with no fractional part (1.0). */
 bool evd_js_is_integral(const json_t *x);
 /* Exact comparison of two numbers: <0, 0, >0. Both must be numbers. */

@@ -151,6 +151,22 @@ size_t evd_utf8_count(const char *s, size_t n)
     return count;
 }
 
+unsigned evd_js_type_bit(const char *name)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {
+        {"null", EVD_JS_T_NULL},       {"boolean", EVD_JS_T_BOOLEAN}, {"object", EVD_JS_T_OBJECT},
+        {"array", EVD_JS_T_ARRAY},     {"number", EVD_JS_T_NUMBER},   {"string", EVD_JS_T_STRING},
+        {"integer", EVD_JS_T_INTEGER},
+    };
+    for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i].name) == 0)
+            return names[i].bit;
+    return 0;
+}
+
 bool evd_js_is_integral(const json_t *x)
 {
     if (json_is_integer(x))

@@ -73,44 +73,20 @@ static struct so_plan *plan_new(enum plan_kind kind, bool identity)
 
 /* ---- type bits --------------------------------------------------------------------- */
 
-enum {
-    T_NULL = 1,
-    T_BOOLEAN = 2,
-    T_OBJECT = 4,
-    T_ARRAY = 8,
-    T_NUMBER = 16,
-    T_STRING = 32,
-    T_INTEGER = 64,
-};
-
-static unsigned name_bit(const char *name)
-{
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } names[] = {{"null", T_NULL},      {"boolean", T_BOOLEAN}, {"object", T_OBJECT},
-                 {"array", T_ARRAY},    {"number", T_NUMBER},   {"string", T_STRING},
-                 {"integer", T_INTEGER}};
-    for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(name, names[i].name) == 0)
-            return names[i].bit;
-    return 0;
-}
-
 static const char *bit_name(unsigned bit)
 {
     switch (bit) {
-    case T_NULL:
+    case EVD_JS_T_NULL:
         return "null";
-    case T_BOOLEAN:
+    case EVD_JS_T_BOOLEAN:
         return "boolean";
-    case T_OBJECT:
+    case EVD_JS_T_OBJECT:
         return "object";
-    case T_ARRAY:
+    case EVD_JS_T_ARRAY:
         return "array";
-    case T_NUMBER:
+    case EVD_JS_T_NUMBER:
         return "number";
-    case T_STRING:
+    case EVD_JS_T_STRING:
         return "string";
     default:
         return "integer";
@@ -121,20 +97,20 @@ static unsigned value_bit(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_NULL:
-        return T_NULL;
+        return EVD_JS_T_NULL;
     case JSON_TRUE:
     case JSON_FALSE:
-        return T_BOOLEAN;
+        return EVD_JS_T_BOOLEAN;
     case JSON_OBJECT:
-        return T_OBJECT;
+        return EVD_JS_T_OBJECT;
     case JSON_ARRAY:
-        return T_ARRAY;
+        return EVD_JS_T_ARRAY;
     case JSON_STRING:
-        return T_STRING;
+        return EVD_JS_T_STRING;
     case JSON_INTEGER:
-        return T_INTEGER;
+        return EVD_JS_T_INTEGER;
     case JSON_REAL:
-        return evd_js_is_integral(v) ? T_INTEGER : T_NUMBER;
+        return evd_js_is_integral(v) ? EVD_JS_T_INTEGER : EVD_JS_T_NUMBER;
     }
     return 0;
 }
@@ -163,11 +139,11 @@ static unsigned schema_types(json_t *s)
     json_t *type = json_object_get(s, "type");
     unsigned t = 0;
     if (json_is_string(type))
-        return name_bit(json_string_value(type));
+        return evd_js_type_bit(json_string_value(type));
     if (json_is_array(type)) {
         size_t i;
         json_t *name;
-        json_array_foreach(type, i, name) t |= name_bit(json_string_value(name));
+        json_array_foreach(type, i, name) t |= evd_js_type_bit(json_string_value(name));
         return t;
     }
     json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
@@ -180,13 +156,13 @@ static unsigned schema_types(json_t *s)
         return t;
     }
     if (has_any(s, OBJECT_KEYS))
-        t |= T_OBJECT;
+        t |= EVD_JS_T_OBJECT;
     if (has_any(s, ARRAY_KEYS))
-        t |= T_ARRAY;
+        t |= EVD_JS_T_ARRAY;
     if (has_any(s, STRING_KEYS))
-        t |= T_STRING;
+        t |= EVD_JS_T_STRING;
     if (has_any(s, NUMBER_KEYS))
-        t |= T_NUMBER;
+        t |= EVD_JS_T_NUMBER;
     return t;
 }
 
@@ -511,9 +487,11 @@ static enum kw_fate fate(enum evd_so_provider p, unsigned kind, const char *k, j
                    ? KW_MOVE
                    : KW_DROP;
     if (in_list(k, NUMBER_KEYS))
-        return !(kind & (T_NUMBER | T_INTEGER)) ? KW_DROP : openai ? KW_KEEP : KW_MOVE;
+        return !(kind & (EVD_JS_T_NUMBER | EVD_JS_T_INTEGER)) ? KW_DROP
+               : openai                                       ? KW_KEEP
+                                                              : KW_MOVE;
     if (in_list(k, STRING_KEYS)) {
-        if (kind != T_STRING)
+        if (kind != EVD_JS_T_STRING)
             return KW_DROP;
         if (strcmp(k, "format") == 0)
             return format_supported(p, json_string_value(v)) ? KW_KEEP : KW_MOVE;
@@ -522,7 +500,7 @@ static enum kw_fate fate(enum evd_so_provider p, unsigned kind, const char *k, j
         return KW_MOVE;
     }
     if (in_list(k, ARRAY_KEYS)) {
-        if (kind != T_ARRAY)
+        if (kind != EVD_JS_T_ARRAY)
             return KW_DROP;
         if (strcmp(k, "items") == 0)
             return KW_HANDLED;
@@ -539,7 +517,7 @@ static enum kw_fate fate(enum evd_so_provider p, unsigned kind, const char *k, j
         return KW_MOVE;
     }
     if (in_list(k, OBJECT_KEYS)) {
-        if (kind != T_OBJECT)
+        if (kind != EVD_JS_T_OBJECT)
             return KW_DROP;
         if (strcmp(k, "properties") == 0 || strcmp(k, "required") == 0 ||
             strcmp(k, "additionalProperties") == 0 || strcmp(k, "patternProperties") == 0)
@@ -689,7 +667,7 @@ static json_t *xf_object(struct xf *x, json_t *s, const char *loc, unsigned dept
     }
 
     struct so_plan *p = plan_new(PL_OBJECT, true);
-    json_t *w = begin(x, s, T_OBJECT, "object");
+    json_t *w = begin(x, s, EVD_JS_T_OBJECT, "object");
     json_t *wprops = json_object(), *wreq = json_array();
     if (p != NULL)
         p->props = calloc(json_object_size(props), sizeof(*p->props));
@@ -757,7 +735,7 @@ static json_t *xf_array(struct xf *x, json_t *s, const char *loc, unsigned depth
     if (json_is_array(items))
         return xf_text(x, s, plan); /* a tuple: its shape depends on the position */
     struct so_plan *p = plan_new(PL_ARRAY, true);
-    json_t *w = begin(x, s, T_ARRAY, "array");
+    json_t *w = begin(x, s, EVD_JS_T_ARRAY, "array");
     char *loci = loc_push(loc, "items", 5);
     json_t *wi = NULL;
     if (p == NULL || w == NULL || loci == NULL)
@@ -958,12 +936,12 @@ static json_t *xf_node(struct xf *x, json_t *s, const char *loc, unsigned depth,
         return w;
     }
     unsigned t = schema_types(s);
-    bool null_ok = (t & T_NULL) != 0;
-    t &= ~(unsigned)T_NULL;
-    if ((t & T_INTEGER) && (t & T_NUMBER))
-        t &= ~(unsigned)T_INTEGER;
+    bool null_ok = (t & EVD_JS_T_NULL) != 0;
+    t &= ~(unsigned)EVD_JS_T_NULL;
+    if ((t & EVD_JS_T_INTEGER) && (t & EVD_JS_T_NUMBER))
+        t &= ~(unsigned)EVD_JS_T_INTEGER;
     if (t == 0 && null_ok) {
-        json_t *w = begin(x, s, T_NULL, "null");
+        json_t *w = begin(x, s, EVD_JS_T_NULL, "null");
         *plan = plan_new(PL_PASS, true);
         if (w == NULL || *plan == NULL) {
             json_decref(w);
@@ -976,9 +954,9 @@ static json_t *xf_node(struct xf *x, json_t *s, const char *loc, unsigned depth,
     if (t == 0 || popcount(t) > 1)
         return xf_text(x, s, plan); /* any value, or several types */
     json_t *w;
-    if (t == T_OBJECT)
+    if (t == EVD_JS_T_OBJECT)
         w = xf_object(x, s, loc, depth, plan, false);
-    else if (t == T_ARRAY)
+    else if (t == EVD_JS_T_ARRAY)
         w = xf_array(x, s, loc, depth, plan);
     else
         w = xf_scalar(x, s, t, plan);
