@@ -139,8 +139,12 @@ export function createHistory(root, ctx) {
     }
 
     // Merges fields of a status or summary into the row of that evaluation, if loaded.
+    // A terminal status is final: fields read before it (a detail refresh that was in
+    // flight when the terminal event came) must not roll the row back.
     function patch(id, fields) {
-        latest.set(id, { ...(latest.get(id) || {}), ...fields });
+        const known = latest.get(id);
+        if (known && isTerminal(known.status) && fields.status !== undefined && !isTerminal(fields.status)) return;
+        latest.set(id, { ...(known || {}), ...fields });
         const i = state.items.findIndex((s) => s.evaluation_id === id);
         if (i < 0) return;
         const s = merge(state.items[i], fields);
