@@ -66,11 +66,17 @@ enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t n
                                  struct evd_err *err);
 enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
                                   const char *status, int64_t now, struct evd_err *err);
+/* The same for an evaluation whose state the caller has just read under its lock. */
+enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
+                                       const struct evd_store_eval_state *st, int64_t now,
+                                       struct evd_err *err);
 /* Writes a finished run (if still owned by `attempt`), deletes its job, advances the
- * step counter and the evaluation. *written reports whether the write happened. */
-enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
-                                   int attempt, json_t *run, json_t *transcript, bool *written,
-                                   int64_t now, struct evd_err *err);
+ * step counter and the evaluation. *written reports whether the write happened. `st` is
+ * the evaluation's state read under its lock, or NULL to read it here. */
+enum evd_code evd_engine_write_run(PGconn *c, const struct evd_store_eval_state *st,
+                                   const char *evaluation_id, int position, int attempt,
+                                   json_t *run, json_t *transcript, bool *written, int64_t now,
+                                   struct evd_err *err);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);

@@ -112,6 +112,27 @@ enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
     return EVD_OK;
 }
 
+enum evd_code evd_store_eval_state(PGconn *c, const char *id, bool lock,
+                                   struct evd_store_eval_state *out, struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c,
+                               lock ? "SELECT status, concurrency FROM evaluations WHERE id = $1"
+                                      " FOR UPDATE"
+                                    : "SELECT status, concurrency FROM evaluations WHERE id = $1",
+                               1, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
+    }
+    snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 0));
+    out->concurrency = (int)col_i64(r, 0, 1);
+    PQclear(r);
+    return EVD_OK;
+}
+
 static const char SQL_RUNS[] =
     "SELECT position, run_id, role, iteration, pair_position, session_id, status, attempt,"
     " passed, turn_id, output, evaluation, benchmark, metrics, failures, started_at,"
@@ -192,6 +213,14 @@ enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
     return EVD_OK;
 }
 
+static const char SQL_RUN_START[] =
+    "WITH r AS (UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4::bigint,"
+    "  completed_at = NULL WHERE evaluation_id = $1 AND position = $2::int RETURNING 1),"
+    " e AS (UPDATE evaluations SET updated_at = $4::bigint,"
+    "  status = CASE WHEN status = 'queued' THEN 'running' ELSE status END"
+    "  WHERE id = $1 RETURNING 1)"
+    " SELECT pg_notify('" EVD_CHANNEL_EVENTS "', $1)";
+
 enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int attempt,
                                   int64_t now, struct evd_err *err)
 {
@@ -200,10 +229,7 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
     I64(att, attempt);
     I64(ts, now);
     const char *p[] = {id, pos, att, ts};
-    return evd_db_exec(c,
-                       "UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4,"
-                       " completed_at = NULL WHERE evaluation_id = $1 AND position = $2::int",
-                       4, p, err);
+    return evd_db_exec(c, SQL_RUN_START, 4, p, err);
 }
 
 static char *dump_or_null(const json_t *v)
@@ -211,12 +237,35 @@ static char *dump_or_null(const json_t *v)
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 }
 
+/*
+ * One statement: the run (only if still running with this attempt), its job, the
+ * evaluation's step and counters, and the change notification. The counters move by
+ * exactly this run, which goes from open to terminal here and nowhere else but in
+ * evd_store_runs_cancel_open (whose caller recounts), so no scan of the runs is needed.
+ */
+static const char SQL_RUN_FINISH[] =
+    "WITH r AS (UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
+    "  evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
+    "  failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
+    "  turn_id = $13,"
+    "  started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
+    "  WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
+    "  AND attempt = $3::int RETURNING passed),"
+    " j AS (DELETE FROM jobs WHERE evaluation_id = $1 AND run_position = $2::int"
+    "  AND kind = 'run' AND EXISTS (SELECT 1 FROM r)),"
+    " e AS (UPDATE evaluations SET step = step + 1, updated_at = $15::bigint,"
+    "  terminal_runs = terminal_runs + 1,"
+    "  passed_runs = passed_runs + (r.passed IS TRUE)::int,"
+    "  failed_runs = failed_runs + (r.passed IS FALSE)::int FROM r WHERE id = $1)"
+    " SELECT pg_notify('" EVD_CHANNEL_EVENTS "', $1) FROM r";
+
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
-                                   const json_t *run, const json_t *transcript, bool *written,
-                                   struct evd_err *err)
+                                   const json_t *run, const json_t *transcript, int64_t now,
+                                   bool *written, struct evd_err *err)
 {
     *written = false;
-    char pos[16], att[16], ts[32];
+    char pos[16], att[16], ts[32], now_s[32];
+    I64(now_s, now);
     I64(pos, position);
     I64(att, attempt);
     I64(ts, json_integer_value(json_object_get(run, "completed_at")));
@@ -243,16 +292,9 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                        trans,
                        ts,
                        turn,
-                       started};
-    PGresult *r = evd_db_query(
-        c,
-        "UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
-        " evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
-        " failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
-        " turn_id = $13, started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
-        " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
-        " AND attempt = $3::int",
-        14, p, err);
+                       started,
+                       now_s};
+    PGresult *r = evd_db_query(c, SQL_RUN_FINISH, 15, p, err);
     free(output);
     free(evaluation);
     free(benchmark);
@@ -261,7 +303,7 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     free(trans);
     if (r == NULL)
         return rc_of(err);
-    *written = atoi(PQcmdTuples(r)) == 1;
+    *written = PQntuples(r) == 1;
     PQclear(r);
     return EVD_OK;
 }
@@ -283,31 +325,23 @@ enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t
     return rc;
 }
 
+/* The run counters of evaluation $1, recounted. */
+#define SQL_COUNTS                                                                                 \
+    "SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled')) AS terminal,"  \
+    " count(*) FILTER (WHERE passed) AS passed,"                                                   \
+    " count(*) FILTER (WHERE passed = false AND status IN ('completed', 'failed', 'cancelled'))"   \
+    " AS failed FROM runs WHERE evaluation_id = $1"
+
 enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
                                    struct evd_err *err)
 {
     char ts[32];
     I64(ts, now);
     const char *p[] = {id, advance_step ? "1" : "0", ts};
-    return evd_db_exec(
-        c,
-        "UPDATE evaluations e SET step = step + $2::int, updated_at = $3::bigint,"
-        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
-        " FROM (SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled'))"
-        "  AS terminal, count(*) FILTER (WHERE passed) AS passed,"
-        "  count(*) FILTER (WHERE passed = false AND status IN ('completed', 'failed',"
-        "  'cancelled')) AS failed FROM runs WHERE evaluation_id = $1) s"
-        " WHERE e.id = $1",
-        3, p, err);
-}
-
-enum evd_code evd_store_eval_set_status(PGconn *c, const char *id, const char *status,
-                                        int64_t now, struct evd_err *err)
-{
-    char ts[32];
-    I64(ts, now);
-    const char *p[] = {id, status, ts};
-    return evd_db_exec(c, "UPDATE evaluations SET status = $2, updated_at = $3::bigint WHERE id = $1",
+    return evd_db_exec(c,
+                       "UPDATE evaluations e SET step = step + $2::int, updated_at = $3::bigint,"
+                       " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
+                       " FROM (" SQL_COUNTS ") s WHERE e.id = $1",
                        3, p, err);
 }
 
@@ -330,9 +364,10 @@ enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *statu
     const char *p[] = {id, status, rep, el, ts, event_id, pl};
     enum evd_code rc = evd_db_exec(
         c,
-        "WITH u AS (UPDATE evaluations SET status = $2, report = $3::jsonb,"
-        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint"
-        " WHERE id = $1 RETURNING id)"
+        "WITH u AS (UPDATE evaluations e SET status = $2, report = $3::jsonb,"
+        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint,"
+        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
+        " FROM (" SQL_COUNTS ") s WHERE e.id = $1 RETURNING e.id)"
         " INSERT INTO completion_events (event_id, evaluation_id, payload, created_at)"
         " SELECT $6, u.id, $7::jsonb, $5::bigint FROM u",
         7, p, err);
@@ -425,17 +460,25 @@ json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char 
     return out;
 }
 
-enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
-                                        struct evd_err *err)
+static const char SQL_ENQUEUE[] =
+    "WITH i AS (INSERT INTO jobs (kind, evaluation_id, run_position)"
+    "  SELECT 'run', $1, x FROM unnest($2::int[]) AS x"
+    "  ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING RETURNING 1)"
+    " SELECT pg_notify('" EVD_CHANNEL_JOBS "', '') FROM (SELECT 1 FROM i LIMIT 1) AS one";
+
+enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
+                                          size_t n, struct evd_err *err)
 {
-    char pos[16];
-    I64(pos, position);
-    const char *p[] = {id, pos};
-    return evd_db_exec(c,
-                       "INSERT INTO jobs (kind, evaluation_id, run_position) VALUES ('run', $1,"
-                       " $2::int) ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run'"
-                       " DO NOTHING",
-                       2, p, err);
+    char arr[16 * 64 + 2];
+    size_t len = 0;
+    if (n > 64)
+        return evd_err_set(err, EVD_EINVAL, "at most 64 runs can be enqueued at once");
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(arr + len, sizeof(arr) - len, "%s%d", i ? "," : "", positions[i]);
+    snprintf(arr + len, sizeof(arr) - len, "}");
+    const char *p[] = {id, arr};
+    return evd_db_exec(c, SQL_ENQUEUE, 2, p, err);
 }
 
 static const char SQL_CLAIM[] =
@@ -482,20 +525,26 @@ enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_e
     return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
 }
 
-enum evd_code evd_store_run_jobs(PGconn *c, const char *id, bool *has_job, int nruns,
-                                 struct evd_err *err)
+static const char SQL_OPEN_RUNS[] =
+    "SELECT r.position, EXISTS (SELECT 1 FROM jobs j WHERE j.evaluation_id = r.evaluation_id"
+    "  AND j.run_position = r.position AND j.kind = 'run')"
+    " FROM runs r WHERE r.evaluation_id = $1 AND r.status IN ('pending', 'running')"
+    " ORDER BY r.position LIMIT $2::int";
+
+enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_open_run *out,
+                                  size_t max, size_t *n, struct evd_err *err)
 {
-    const char *p[] = {id};
-    PGresult *r = evd_db_query(
-        c, "SELECT run_position FROM jobs WHERE evaluation_id = $1 AND kind = 'run'", 1, p, err);
+    char lim[16];
+    I64(lim, max);
+    const char *p[] = {id, lim};
+    *n = 0;
+    PGresult *r = evd_db_query(c, SQL_OPEN_RUNS, 2, p, err);
     if (r == NULL)
         return rc_of(err);
-    for (int i = 0; i < nruns; i++)
-        has_job[i] = false;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int pos = atoi(PQgetvalue(r, i, 0));
-        if (pos >= 1 && pos <= nruns)
-            has_job[pos - 1] = true;
+    for (int i = 0; i < PQntuples(r) && *n < max; i++) {
+        out[*n].position = atoi(PQgetvalue(r, i, 0));
+        out[*n].has_job = PQgetvalue(r, i, 1)[0] == 't';
+        (*n)++;
     }
     PQclear(r);
     return EVD_OK;
