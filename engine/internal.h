@@ -1,6 +1,6 @@
 /*
- * Engine internals shared by its files. Lock order: inflight_mu and hub_mu are leaf
- * locks, never held across a query, a provider call or each other.
+ * Engine internals shared by its files. Lock order: inflight_mu, hub_mu and work_mu are
+ * leaf locks, never held across a query, a provider call or each other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -58,6 +58,10 @@ struct evd_engine {
     pthread_mutex_t hub_mu;
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
+
+    pthread_mutex_t work_mu; /* leaf lock */
+    pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
+    long work_tokens;        /* announced jobs not yet taken by a waking worker */
 };
 
 /* step machine (engine/steps.c); every function expects an open transaction that

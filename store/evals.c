@@ -464,7 +464,7 @@ static const char SQL_ENQUEUE[] =
     "WITH i AS (INSERT INTO jobs (kind, evaluation_id, run_position)"
     "  SELECT 'run', $1, x FROM unnest($2::int[]) AS x"
     "  ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING RETURNING 1)"
-    " SELECT pg_notify('" EVD_CHANNEL_JOBS "', '') FROM (SELECT 1 FROM i LIMIT 1) AS one";
+    " SELECT pg_notify('" EVD_CHANNEL_JOBS "', count(*)::text) FROM i HAVING count(*) > 0";
 
 enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
                                           size_t n, struct evd_err *err)

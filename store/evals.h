@@ -113,7 +113,7 @@ struct evd_store_job {
     int attempts;
 };
 /* Enqueues run jobs at these positions (at most 64) unless they exist, and notifies
- * EVD_CHANNEL_JOBS when one was added; one statement. */
+ * EVD_CHANNEL_JOBS with the number added (as text) when any was; one statement. */
 enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
                                           size_t n, struct evd_err *err);
 /* Claims one due job with a lease; *found false when none is due. Autocommits. */
