@@ -43,7 +43,9 @@ bool evd_db_ensure(PGconn *conn);
  * Runs a parameterized statement (text parameters; NULL = SQL NULL). Returns the
  * result when it succeeded (the caller PQclear()s it), or NULL + err with the
  * SQLSTATE mapped: 23505 → EVD_ECONFLICT, connection failures → EVD_EDB,
- * others → EVD_EDB with "database error: <message>".
+ * others → EVD_EDB with "database error: <message>". A statement with parameters is
+ * prepared on the connection at its first use and executed by name afterwards (it
+ * must then be a single statement); one without may hold several.
  */
 PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
                        struct evd_err *err);
