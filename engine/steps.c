@@ -9,6 +9,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -76,6 +79,11 @@ static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
         rc = evd_engine_finalize(c, &ev, runs, "completed", now, err);
     json_decref(runs);
     evd_store_eval_clear(&ev);
+#ifdef __GLIBC__
+    /* A report holds every run several times over while it is built (decoded rows, their
+     * projection, its text): hand the freed pages back rather than keep them per arena. */
+    malloc_trim(0);
+#endif
     return rc;
 }
 

@@ -35,6 +35,30 @@ static enum evd_code rc_of(struct evd_err *err)
     return err && err->code != EVD_OK ? err->code : EVD_EDB;
 }
 
+static char *dump_or_null(const json_t *v)
+{
+    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/*
+ * The compact text of a large value (a report, a plan) in a buffer of exactly its size:
+ * json_dumps grows a buffer by doubling and then copies it, up to three times the text at
+ * once. Serializing twice (count, then write) costs less than that memory. NULL for NULL.
+ */
+static char *dump_exact(const json_t *v)
+{
+    if (v == NULL)
+        return NULL;
+    size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *out = n > 0 ? malloc(n + 1) : NULL;
+    if (out == NULL || json_dumpb(v, out, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
+        free(out);
+        return NULL;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static const char SQL_EVAL_INSERT[] =
     "WITH e AS ("
     " INSERT INTO evaluations (id, status, request, concurrency, source_evaluation_id,"
@@ -53,7 +77,7 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
                                     int64_t now, struct evd_err *err)
 {
     char *req = json_dumps(request, JSON_COMPACT);
-    char *rs = json_dumps(runs, JSON_COMPACT);
+    char *rs = dump_exact(runs);
     char conc[16], ts[32];
     I64(conc, concurrency);
     I64(ts, now);
@@ -232,11 +256,6 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
     return evd_db_exec(c, SQL_RUN_START, 4, p, err);
 }
 
-static char *dump_or_null(const json_t *v)
-{
-    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-}
-
 /*
  * One statement: the run (only if still running with this attempt), its job, the
  * evaluation's step and counters, and the change notification. The counters move by
@@ -351,7 +370,7 @@ enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *statu
 {
     char ts[32];
     I64(ts, now);
-    char *rep = dump_or_null(report);
+    char *rep = dump_exact(report);
     json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", id, "status", status,
                                 "timestamp", (json_int_t)now);
     if (eligible_event >= 0)
