@@ -45,6 +45,13 @@ struct evd_eval_record {
     const struct evd_run_counts *counts;
     bool has_eligible;
     bool eligible;
+    /*
+     * When true, what is built from this record (report, result) shares the runs' and
+     * the stored report's values by reference instead of deep-copying them, which halves
+     * the memory a large evaluation needs; the caller must then leave them unmodified
+     * while the result lives.
+     */
+    bool share;
 };
 
 /* Counts the runs of an array (borrowed) with the rules above. */

@@ -209,6 +209,7 @@ enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras
         .updated_at = ev.updated_at,
         .completed_at = ev.completed_at,
         .error = ev.error,
+        .share = true, /* runs and ev.report are this call's own, unchanged below */
     };
     json_t *out = runs ? evd_report_result(&rec) : NULL;
     if (out == NULL) {

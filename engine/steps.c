@@ -44,6 +44,7 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
         .updated_at = now,
         .completed_at = now,
         .error = ev->error,
+        .share = true, /* runs is the caller's private copy, dropped after the report */
     };
     json_t *report = evd_report_build(&rec);
     if (report == NULL)
