@@ -250,6 +250,23 @@ class Sampler:
         self._t.join()
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pids):
+    """User + system CPU seconds consumed so far by these processes (all threads)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read()
+            fields = st[st.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / CLK_TCK
+
+
 def postmaster_pid(pg_data):
     if not pg_data:
         return None
@@ -364,8 +381,12 @@ def run_evald_workload(opts, n, c, latency, mode):
                 else [(n // 2, c)])
         ev = Evald(opts, db, stub, work, max(r for r, _ in plan)).start()
         size0 = int(db.q("SELECT pg_database_size(current_database())"))
-        sampler = Sampler(postmaster=postmaster_pid(opts.pg_data))
+        pm = postmaster_pid(opts.pg_data)
+        sampler = Sampler(postmaster=pm)
+        cpu0_ev, cpu0_pg = cpu_s([ev.proc.pid]), cpu_s(tree(pm)[1:] if pm else [])
         t0, summaries = drive_evald(ev, plan)
+        cpu_ev = cpu_s([ev.proc.pid]) - cpu0_ev
+        cpu_pg = (cpu_s(tree(pm)[1:]) - cpu0_pg) if pm else None
         sampler.stop()
         t_end = max(e["completed_at"] for e in summaries)
         makespan = (t_end - t0) / 1000.0
@@ -378,7 +399,9 @@ def run_evald_workload(opts, n, c, latency, mode):
         res = {"tool": "evald-" + mode, "n": n, "c": c, "latency_ms": latency,
                "makespan_s": makespan, "calls_per_s": n / makespan,
                "peak_rss_kb": proc_kb(ev.proc.pid, "VmHWM"),
-               "pg_pss_kb": sampler.pg_pss_kb or None}
+               "pg_pss_kb": sampler.pg_pss_kb or None,
+               "cpu_ms_per_call": 1000 * cpu_ev / n,
+               "pg_cpu_ms_per_call": 1000 * cpu_pg / n if cpu_pg is not None else None}
         if latency == 0:
             db.q("VACUUM ANALYZE")  # settle the visibility map; sizes as a user would see
             sizes = db.q(
@@ -397,10 +420,12 @@ def run_evald_workload(opts, n, c, latency, mode):
             ev.stop()
         if stub:
             stub.stop()
-        if db:
+        if db and not opts.keep:
             db.drop()
         if not opts.keep:
             shutil.rmtree(work, ignore_errors=True)
+        else:
+            log("kept", work, "and database", db.name if db else "")
 
 
 def wait_ready(port, deadline_s=30.0):
@@ -533,6 +558,7 @@ def promptfoo_one(args):
             tail = f.read()[-2000:]
         res = {"tool": "promptfoo", "n": args.n, "c": args.c, "latency_ms": args.latency,
                "exit": p.returncode, "requests": count,
+               "cpu_ms_per_call": 1000 * (ru.ru_utime + ru.ru_stime) / args.n,
                "peak_rss_kb": max(sampler.tree_rss_kb, ru.ru_maxrss),
                "wall_s": (t_exit - t0) / 1000.0}
         if first is not None:
@@ -849,9 +875,12 @@ def main():
                 else:
                     r = run_evald_workload(opts, n, c, lat, tool.split("-")[1])
                 results["runs"].append(r)
-                log("round %d %s N=%d C=%d L=%d: %.1f calls/s, makespan %.2f s, RSS %.1f MiB"
+                log("round %d %s N=%d C=%d L=%d: %.1f calls/s, makespan %.2f s, RSS %.1f MiB, "
+                    "CPU/call %.2f ms (+ PostgreSQL %s ms)"
                     % (rep + 1, tool, n, c, lat, r.get("calls_per_s", 0),
-                       r.get("makespan_s", 0), r["peak_rss_kb"] / 1024))
+                       r.get("makespan_s", 0), r["peak_rss_kb"] / 1024, r["cpu_ms_per_call"],
+                       "%.2f" % r["pg_cpu_ms_per_call"] if r.get("pg_cpu_ms_per_call")
+                       else "n/a"))
             except Exception as e:  # a failed run is reported, not hidden
                 failures.append("%s N=%d C=%d L=%d: %s" % (tool, n, c, lat, e))
                 log("FAILED", failures[-1])
