@@ -114,13 +114,35 @@ int evd_report_eligible(const json_t *report)
     return -1;
 }
 
+/* The EvalProgressV1 members of a report (which was built from the same, terminal runs). */
+static json_t *progress_of_report(const json_t *report, bool share)
+{
+    static const char *const keys[] = {"effective_execution_order", "delta", "control_aggregate",
+                                       "treatment_aggregate", "order_sensitivity", "runs", NULL};
+    json_t *p = json_object();
+    int rc = p == NULL ? -1 : 0;
+    for (const char *const *k = keys; *k != NULL && rc == 0; k++) {
+        json_t *v = json_object_get(report, *k);
+        if (v != NULL)
+            rc |= share ? json_object_set(p, *k, v) : evd_fields_set_copy(p, *k, v);
+    }
+    if (rc != 0 || json_object_get(p, "delta") == NULL) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
 json_t *evd_report_result(const struct evd_eval_record *rec)
 {
     json_t *r = json_object();
     int rc = 0;
     rc |= json_object_set_new(r, "status", json_string(evd_eval_status_name(rec->status)));
     rc |= evd_fields_set_copy(r, "request", rec->request);
-    rc |= json_object_set_new(r, "progress", progress(rec->request, rec->runs, rec->share));
+    if (rec->runs == NULL && json_is_object(rec->report))
+        rc |= json_object_set_new(r, "progress", progress_of_report(rec->report, rec->share));
+    else
+        rc |= json_object_set_new(r, "progress", progress(rec->request, rec->runs, rec->share));
     if (json_is_object(rec->report))
         rc |= rec->share ? json_object_set(r, "report", (json_t *)rec->report)
                          : evd_fields_set_copy(r, "report", rec->report);

@@ -78,7 +78,9 @@ int evd_report_eligible(const json_t *report);
 
 /*
  * EvalResultResponseV1 {status, request, progress, report?}: progress recomputed from
- * the runs, report only when the record has one.
+ * the runs, report only when the record has one. A record with a report and no runs
+ * (a terminal evaluation, whose runs no longer change) takes progress from the report,
+ * which was built from those same runs.
  */
 json_t *evd_report_result(const struct evd_eval_record *record);
 
