@@ -327,6 +327,8 @@ def eval_request(runs, concurrency=None):
 def split_runs(n_calls, c):
     """runs per variant of c evaluations whose calls (2 per run pair) add up to n_calls."""
     pairs = n_calls // 2
+    if pairs < c:
+        raise ValueError("N = %d calls cannot be split over %d evaluations" % (n_calls, c))
     base, extra = divmod(pairs, c)
     return [base + (1 if i < extra else 0) for i in range(c)]
 
@@ -609,6 +611,7 @@ def wrk(opts, base, target, rate, seconds, conns, body=None, ids_file=None, meth
     if r.returncode != 0 or not m:
         raise RuntimeError("wrk failed: %s %s" % (r.stdout[-800:], r.stderr[-800:]))
     res = json.loads(m.group(1))
+    res["rate"] = rate
     res["rate_achieved"] = res["requests"] / res["duration_s"]
     return res
 
@@ -651,7 +654,7 @@ def api_latency(opts):
         with open(ids_file, "w") as f:
             f.write("\n".join(ids) + "\n")
         secs, rate = opts.wrk_seconds, opts.wrk_rate
-        short = max(3, secs // 3)
+        short = max(1, secs // 3)
         out = {"evaluations": count}
         out["status_rest"] = wrk(opts, ev.base, "/v1/evaluations/{id}/status", rate, secs, 8,
                                  ids_file=ids_file)
@@ -772,14 +775,15 @@ def table(results, opts):
                             a["evaluations"]),
                 "%.2f / %.2f, %d" % (x["p50_ms"], x["p99_ms"], x["errors"]), "—", "",
                 "p99 ≤ 5 ms, no errors", x["p99_ms"] <= 5 and x["errors"] == 0)
+        # These two targets name no percentile: judged on the median, p99 shown beside.
         for key, name, lim in (("result_100", "eval::result, 100-run evaluation", 20),
                                ("result_200", "eval::result, runs=100 (200 runs)", None),
                                ("list", "eval::list (50 of %d)" % a["evaluations"], 10)):
             x = a[key]
-            add("W4 %s: p50 / p99 ms, errors" % name,
+            add("W4 %s at %.0f req/s: p50 / p99 ms, errors" % (name, x["rate"]),
                 "%.2f / %.2f, %d" % (x["p50_ms"], x["p99_ms"], x["errors"]), "—", "",
-                "p99 ≤ %d ms" % lim if lim else "",
-                (x["p99_ms"] <= lim and x["errors"] == 0) if lim else None)
+                "p50 ≤ %d ms" % lim if lim else "",
+                (x["p50_ms"] <= lim and x["errors"] == 0) if lim else None)
     if "w1" in w:
         for c in opts.c_list:
             b = get("evald-evals", n1, c, 0, "db_bytes_per_run")
@@ -838,6 +842,8 @@ def main():
     ap.add_argument("--api-evaluations", type=int, default=10000)
     ap.add_argument("--wrk-rate", type=float, default=1000)
     ap.add_argument("--wrk-seconds", type=int, default=30)
+    ap.add_argument("--startups", type=int, default=0,
+                    help="evald start-ups to time (default: max(runs, 5))")
     ap.add_argument("--json", help="write every measurement here")
     ap.add_argument("--keep", action="store_true", help="keep work folders (logs)")
     opts = ap.parse_args()
@@ -885,7 +891,7 @@ def main():
                 failures.append("%s N=%d C=%d L=%d: %s" % (tool, n, c, lat, e))
                 log("FAILED", failures[-1])
     if "w3" in opts.workloads:
-        results["startup_s"] = evald_startup(opts, max(opts.runs, 5))
+        results["startup_s"] = evald_startup(opts, opts.startups or max(opts.runs, 5))
         log("evald start-up:", ", ".join("%.0f ms" % (s * 1000) for s in results["startup_s"]))
     if "w4" in opts.workloads:
         try:
