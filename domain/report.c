@@ -31,7 +31,7 @@ static bool has_evaluator(const json_t *request)
     return json_is_object(json_object_get(request, "evaluator"));
 }
 
-json_t *evd_report_progress(const json_t *request, const json_t *runs)
+static json_t *progress(const json_t *request, const json_t *runs, bool share)
 {
     json_t *p = json_object();
     json_t *control = evd_aggregate_variant(runs, EVD_ROLE_CONTROL);
@@ -43,7 +43,8 @@ json_t *evd_report_progress(const json_t *request, const json_t *runs)
     (void)request;
     json_array_foreach(runs, i, run)
     {
-        rc |= json_array_append_new(projected, evd_run_project(run));
+        rc |= json_array_append_new(projected,
+                                    share ? evd_run_project_shared(run) : evd_run_project(run));
     }
     rc |= json_object_set_new(p, "effective_execution_order", evd_plan_effective_order(runs));
     if (control != NULL && treatment != NULL)
@@ -59,10 +60,15 @@ json_t *evd_report_progress(const json_t *request, const json_t *runs)
     return p;
 }
 
+json_t *evd_report_progress(const json_t *request, const json_t *runs)
+{
+    return progress(request, runs, false);
+}
+
 json_t *evd_report_build(const struct evd_eval_record *rec)
 {
     const json_t *req = rec->request;
-    json_t *r = evd_report_progress(req, rec->runs);
+    json_t *r = progress(req, rec->runs, rec->share);
     int rc = r == NULL ? -1 : 0;
     const json_t *source = json_object_get(req, "source_evaluation_id");
     const json_t *evaluator = json_object_get(req, "evaluator");
@@ -108,15 +114,38 @@ int evd_report_eligible(const json_t *report)
     return -1;
 }
 
+/* The EvalProgressV1 members of a report (which was built from the same, terminal runs). */
+static json_t *progress_of_report(const json_t *report, bool share)
+{
+    static const char *const keys[] = {"effective_execution_order", "delta", "control_aggregate",
+                                       "treatment_aggregate", "order_sensitivity", "runs", NULL};
+    json_t *p = json_object();
+    int rc = p == NULL ? -1 : 0;
+    for (const char *const *k = keys; *k != NULL && rc == 0; k++) {
+        json_t *v = json_object_get(report, *k);
+        if (v != NULL)
+            rc |= share ? json_object_set(p, *k, v) : evd_fields_set_copy(p, *k, v);
+    }
+    if (rc != 0 || json_object_get(p, "delta") == NULL) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
 json_t *evd_report_result(const struct evd_eval_record *rec)
 {
     json_t *r = json_object();
     int rc = 0;
     rc |= json_object_set_new(r, "status", json_string(evd_eval_status_name(rec->status)));
     rc |= evd_fields_set_copy(r, "request", rec->request);
-    rc |= json_object_set_new(r, "progress", evd_report_progress(rec->request, rec->runs));
+    if (rec->runs == NULL && json_is_object(rec->report))
+        rc |= json_object_set_new(r, "progress", progress_of_report(rec->report, rec->share));
+    else
+        rc |= json_object_set_new(r, "progress", progress(rec->request, rec->runs, rec->share));
     if (json_is_object(rec->report))
-        rc |= evd_fields_set_copy(r, "report", rec->report);
+        rc |= rec->share ? json_object_set(r, "report", (json_t *)rec->report)
+                         : evd_fields_set_copy(r, "report", rec->report);
     if (rc != 0) {
         json_decref(r);
         return NULL;

@@ -45,6 +45,13 @@ struct evd_eval_record {
     const struct evd_run_counts *counts;
     bool has_eligible;
     bool eligible;
+    /*
+     * When true, what is built from this record (report, result) shares the runs' and
+     * the stored report's values by reference instead of deep-copying them, which halves
+     * the memory a large evaluation needs; the caller must then leave them unmodified
+     * while the result lives.
+     */
+    bool share;
 };
 
 /* Counts the runs of an array (borrowed) with the rules above. */
@@ -71,7 +78,9 @@ int evd_report_eligible(const json_t *report);
 
 /*
  * EvalResultResponseV1 {status, request, progress, report?}: progress recomputed from
- * the runs, report only when the record has one.
+ * the runs, report only when the record has one. A record with a report and no runs
+ * (a terminal evaluation, whose runs no longer change) takes progress from the report,
+ * which was built from those same runs.
  */
 json_t *evd_report_result(const struct evd_eval_record *record);
 

@@ -223,20 +223,30 @@ int evd_runs_cancel_open(json_t *runs, int64_t completed_at)
     return rc != 0 ? -1 : 0;
 }
 
-json_t *evd_run_project(const json_t *run)
+static json_t *project(const json_t *run, bool share)
 {
     json_t *out = json_object();
     int rc = 0;
     for (const char *const *k = RUN_FIELDS; *k != NULL; k++) {
         json_t *v = json_object_get(run, *k);
         if (v != NULL)
-            rc |= evd_fields_set_copy(out, *k, v);
+            rc |= share ? json_object_set(out, *k, v) : evd_fields_set_copy(out, *k, v);
     }
     if (rc != 0) {
         json_decref(out);
         return NULL;
     }
     return out;
+}
+
+json_t *evd_run_project(const json_t *run)
+{
+    return project(run, false);
+}
+
+json_t *evd_run_project_shared(const json_t *run)
+{
+    return project(run, true);
 }
 
 static json_t *empty_metrics(const char *session_id)

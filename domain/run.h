@@ -103,6 +103,9 @@ int evd_runs_cancel_open(json_t *runs, int64_t completed_at);
  * New reference, or NULL on ENOMEM.
  */
 json_t *evd_run_project(const json_t *run);
+/* The same, sharing the run's member values by reference instead of copying them: the
+ * run must not be modified while the projection lives. New reference, NULL on ENOMEM. */
+json_t *evd_run_project_shared(const json_t *run);
 
 /*
  * The EvaluatorInputV1 sent to an evaluator for a run: {evaluation_id, run_id, role,

@@ -226,7 +226,11 @@ enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras
     }
     if (rc != EVD_OK)
         goto out;
-    runs = evd_store_runs(c, id, extras, err);
+    /* A finished evaluation's report already holds its progress: its runs (and their
+     * decoding) are needed only for the resource's per-run extras. */
+    bool from_report = !extras && evd_engine_status_terminal(ev.status) && json_is_object(ev.report);
+    if (!from_report)
+        runs = evd_store_runs(c, id, extras, err);
     enum evd_eval_status st = EVD_EVAL_QUEUED;
     evd_eval_status_parse(ev.status, &st);
     struct evd_eval_record rec = {
@@ -239,8 +243,9 @@ enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras
         .updated_at = ev.updated_at,
         .completed_at = ev.completed_at,
         .error = ev.error,
+        .share = true, /* runs and ev.report are this call's own, unchanged below */
     };
-    json_t *out = runs ? evd_report_result(&rec) : NULL;
+    json_t *out = runs || from_report ? evd_report_result(&rec) : NULL;
     if (out == NULL) {
         rc = err && err->code ? err->code : evd_err_set(err, EVD_ENOMEM, "out of memory");
     } else {

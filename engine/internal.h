@@ -1,6 +1,6 @@
 /*
- * Engine internals shared by its files. Lock order: inflight_mu and hub_mu are leaf
- * locks, never held across a query, a provider call or each other.
+ * Engine internals shared by its files. Lock order: inflight_mu, hub_mu and work_mu are
+ * leaf locks, never held across a query, a provider call or each other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -62,6 +62,10 @@ struct evd_engine {
     pthread_mutex_t hub_mu;
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
+
+    pthread_mutex_t work_mu; /* leaf lock */
+    pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
+    long work_tokens;        /* announced jobs not yet taken by a waking worker */
 };
 
 /* step machine (engine/steps.c); every function expects an open transaction that
@@ -70,9 +74,15 @@ enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t n
                                  struct evd_err *err);
 enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
                                   const char *status, int64_t now, struct evd_err *err);
+/* The same for an evaluation whose state the caller has just read under its lock. */
+enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
+                                       const struct evd_store_eval_state *st, int64_t now,
+                                       struct evd_err *err);
 /* Writes a finished run (if still owned by `attempt`), deletes its job, advances the
- * step counter and the evaluation. *written reports whether the write happened. */
-enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position, int attempt,
+ * step counter and the evaluation. *written reports whether the write happened. `st` is
+ * the evaluation's state read under its lock, or NULL to read it here. */
+enum evd_code evd_engine_write_run(PGconn *c, const struct evd_store_eval_state *st,
+                                   const char *evaluation_id, int position, int attempt,
                                    json_t *run, json_t *transcript, bool *written, int64_t now,
                                    struct evd_err *err);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the

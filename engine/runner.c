@@ -189,8 +189,8 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         if (run == NULL ||
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
             evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
-            evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
-                                 &written, now, err) != EVD_OK) {
+            evd_engine_write_run(c, NULL, job->evaluation_id, job->run_position, st.attempt, run,
+                                 NULL, &written, now, err) != EVD_OK) {
             json_decref(runs);
             goto rollback;
         }
@@ -198,11 +198,7 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         goto commit;
     }
     attempt = st.attempt + 1;
-    if (evd_store_run_start(c, job->evaluation_id, job->run_position, attempt, now, err) ||
-        (strcmp(ev->status, "queued") == 0 &&
-         evd_store_eval_set_status(c, job->evaluation_id, "running", now, err)) ||
-        evd_store_eval_touch(c, job->evaluation_id, false, now, err) ||
-        evd_store_notify(c, EVD_CHANNEL_EVENTS, job->evaluation_id, err)) {
+    if (evd_store_run_start(c, job->evaluation_id, job->run_position, attempt, now, err)) {
         attempt = 0;
         goto rollback;
     }
@@ -401,13 +397,11 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     transcript = transcript_of(&out, review);
     bool written = false;
     if (evd_db_begin(c, &err) == EVD_OK) {
-        struct evd_store_eval locked;
-        if (evd_store_eval_get(c, ev.id, true, &locked, &err) == EVD_OK) {
-            evd_store_eval_clear(&locked);
-            if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript,
-                                     &written, evd_now_ms(), &err) == EVD_OK)
-                evd_db_commit(c, &err);
-        }
+        struct evd_store_eval_state locked;
+        if (evd_store_eval_state(c, ev.id, true, &locked, &err) == EVD_OK &&
+            evd_engine_write_run(c, &locked, ev.id, job->run_position, attempt, run, transcript,
+                                 &written, evd_now_ms(), &err) == EVD_OK)
+            evd_db_commit(c, &err);
         evd_db_rollback(c);
     }
     if (err.code != EVD_OK)

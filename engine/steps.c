@@ -9,6 +9,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -26,11 +29,6 @@ bool evd_engine_status_terminal(const char *status)
            strcmp(status, "cancelled") == 0;
 }
 
-static bool run_terminal(const json_t *run)
-{
-    return evd_engine_status_terminal(json_string_value(json_object_get(run, "status")) ?: "");
-}
-
 enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
                                   const char *status, int64_t now, struct evd_err *err)
 {
@@ -46,6 +44,7 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
         .updated_at = now,
         .completed_at = now,
         .error = ev->error,
+        .share = true, /* runs is the caller's private copy, dropped after the report */
     };
     json_t *report = evd_report_build(&rec);
     if (report == NULL)
@@ -67,83 +66,87 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
     return rc;
 }
 
-enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t now,
-                                 struct evd_err *err)
+/* Finalizes an evaluation whose runs are all terminal (the only full read of its runs). */
+static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
+                              struct evd_err *err)
 {
     struct evd_store_eval ev;
-    json_t *runs = NULL;
-    bool *has_job = NULL;
     enum evd_code rc = evd_store_eval_get(c, evaluation_id, false, &ev, err);
     if (rc != EVD_OK)
         return rc;
-    if (evd_engine_status_terminal(ev.status))
-        goto out;
-    runs = evd_store_runs(c, evaluation_id, false, err);
-    if (runs == NULL) {
-        rc = err ? err->code : EVD_EDB;
-        goto out;
-    }
-    size_t n = json_array_size(runs);
-    size_t terminal = 0;
-    for (size_t i = 0; i < n; i++)
-        terminal += run_terminal(json_array_get(runs, i));
-    if (terminal == n) {
+    json_t *runs = evd_store_runs(c, evaluation_id, false, err);
+    if (runs == NULL)
+        rc = err && err->code ? err->code : EVD_EDB;
+    else
         rc = evd_engine_finalize(c, &ev, runs, "completed", now, err);
-        goto out;
-    }
-    has_job = calloc(n ? n : 1, sizeof(*has_job));
-    if (has_job == NULL) {
-        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((rc = evd_store_run_jobs(c, evaluation_id, has_job, (int)n, err)) != EVD_OK)
-        goto out;
-    int open_pairs = 0, enqueued = 0;
-    for (size_t first = 0; first + 1 < n && open_pairs < ev.concurrency; first += 2) {
-        bool t1 = run_terminal(json_array_get(runs, first));
-        bool t2 = run_terminal(json_array_get(runs, first + 1));
-        if (t1 && t2)
-            continue;
-        open_pairs++;
-        size_t next = t1 ? first + 1 : first;
-        if (has_job[next])
-            continue;
-        if ((rc = evd_store_job_enqueue_run(c, evaluation_id, (int)next + 1, err)) != EVD_OK)
-            goto out;
-        enqueued++;
-    }
-    if (enqueued > 0)
-        rc = evd_store_notify(c, EVD_CHANNEL_JOBS, "", err);
-out:
-    free(has_job);
     json_decref(runs);
     evd_store_eval_clear(&ev);
+#ifdef __GLIBC__
+    /* A report holds every run several times over while it is built (decoded rows, their
+     * projection, its text): hand the freed pages back rather than keep them per arena. */
+    malloc_trim(0);
+#endif
     return rc;
 }
 
-enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
-                                   int attempt, json_t *run, json_t *transcript, bool *written,
-                                   int64_t now, struct evd_err *err)
+/* The largest concurrency an evaluation may have (migrations/0001: CHECK 1..16). */
+#define MAX_OPEN_PAIRS 16
+
+enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
+                                       const struct evd_store_eval_state *st, int64_t now,
+                                       struct evd_err *err)
 {
-    enum evd_code rc =
-        evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript, written, err);
+    if (evd_engine_status_terminal(st->status))
+        return EVD_OK;
+    /* Each unfinished pair has one or two open runs, so the first 2 × concurrency open
+     * runs name every pair that may be open; their number does not grow with the plan. */
+    int conc = st->concurrency < 1 ? 1 : st->concurrency > MAX_OPEN_PAIRS ? MAX_OPEN_PAIRS
+                                                                          : st->concurrency;
+    struct evd_store_open_run open[2 * MAX_OPEN_PAIRS];
+    size_t n = 0;
+    enum evd_code rc = evd_store_open_runs(c, evaluation_id, open, 2 * (size_t)conc, &n, err);
+    if (rc != EVD_OK)
+        return rc;
+    if (n == 0)
+        return complete(c, evaluation_id, now, err);
+    /* Pairs run in plan order, at most `concurrency` open at once; inside a pair the
+     * first open run (the second only once the first is terminal) is the one to run. */
+    int todo[2 * MAX_OPEN_PAIRS];
+    size_t ntodo = 0;
+    int open_pairs = 0, last_pair = -1;
+    for (size_t i = 0; i < n && open_pairs < conc; i++) {
+        int pair = (open[i].position - 1) / 2;
+        if (pair == last_pair)
+            continue; /* the pair's second run waits for its first */
+        last_pair = pair;
+        open_pairs++;
+        if (!open[i].has_job)
+            todo[ntodo++] = open[i].position;
+    }
+    return ntodo > 0 ? evd_store_jobs_enqueue_runs(c, evaluation_id, todo, ntodo, err) : EVD_OK;
+}
+
+enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t now,
+                                 struct evd_err *err)
+{
+    struct evd_store_eval_state st;
+    enum evd_code rc = evd_store_eval_state(c, evaluation_id, false, &st, err);
+    return rc == EVD_OK ? evd_engine_advance_state(c, evaluation_id, &st, now, err) : rc;
+}
+
+enum evd_code evd_engine_write_run(PGconn *c, const struct evd_store_eval_state *st,
+                                   const char *evaluation_id, int position, int attempt,
+                                   json_t *run, json_t *transcript, bool *written, int64_t now,
+                                   struct evd_err *err)
+{
+    enum evd_code rc = evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript,
+                                            now, written, err);
     if (rc != EVD_OK || !*written)
-        return rc;
-    char pos[16];
-    snprintf(pos, sizeof(pos), "%d", position);
-    const char *p[] = {evaluation_id, pos};
-    if ((rc = evd_db_exec(c,
-                          "DELETE FROM jobs WHERE evaluation_id = $1 AND run_position = $2::int"
-                          " AND kind = 'run'",
-                          2, p, err)) != EVD_OK)
-        return rc;
-    if ((rc = evd_store_eval_touch(c, evaluation_id, true, now, err)) != EVD_OK)
-        return rc;
-    if ((rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, evaluation_id, err)) != EVD_OK)
         return rc;
     evd_metrics_count("evald_runs_finished_total", "status",
                       json_string_value(json_object_get(run, "status")), 1);
-    return evd_engine_advance(c, evaluation_id, now, err);
+    return st ? evd_engine_advance_state(c, evaluation_id, st, now, err)
+              : evd_engine_advance(c, evaluation_id, now, err);
 }
 
 /* Fails one overdue run in its own transaction. */
@@ -168,7 +171,8 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
     bool written = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, now, &err) == EVD_OK &&
+        evd_engine_write_run(c, NULL, id, position, attempt, run, NULL, &written, now, &err) ==
+            EVD_OK &&
         written) {
         char payload[96];
         snprintf(payload, sizeof(payload), "%s:%d", id, position);

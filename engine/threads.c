@@ -1,9 +1,11 @@
 /*
  * Engine threads and process-local registries.
  *   workers  claim due jobs (FOR UPDATE SKIP LOCKED + lease) on their own
- *            connection, LISTENing on evald_jobs to wake at once when work appears;
+ *            connection; an idle worker sleeps on work_cv until the keeper announces
+ *            new jobs (or a second passes: jobs may become due without a NOTIFY);
  *   keeper   renews the leases of this process's in-flight runs, LISTENs on
- *            evald_cancel (cancel tokens) and evald_events (SSE subscriptions), and
+ *            evald_cancel (cancel tokens), evald_events (SSE subscriptions) and
+ *            evald_jobs (wakes as many idle workers as jobs were enqueued), and
  *            triggers runs past their scenario deadline;
  *   sweeper  re-arms what a crash or a lost notification left behind.
  * Stop: set `stopping`, write the wake pipe (every poll returns), trigger every
@@ -194,11 +196,46 @@ static bool wait_input(struct evd_engine *e, PGconn *c, int ms)
 
 /* ---- workers ---------------------------------------------------------------------- */
 
+/*
+ * Waits until the keeper hands out a wake-up (a job was enqueued somewhere), the
+ * timeout passes (a job may have become due) or the engine stops. Only as many idle
+ * workers wake as jobs were announced, instead of every LISTENing worker per NOTIFY.
+ */
+static void wait_for_work(struct evd_engine *e, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&e->work_mu);
+    while (e->work_tokens == 0 && !atomic_load(&e->stopping))
+        if (pthread_cond_timedwait(&e->work_cv, &e->work_mu, &until) == ETIMEDOUT)
+            break;
+    if (e->work_tokens > 0)
+        e->work_tokens--;
+    pthread_mutex_unlock(&e->work_mu);
+}
+
+/* Announces `n` new jobs to the idle workers (called by the keeper). */
+static void wake_workers(struct evd_engine *e, long n)
+{
+    pthread_mutex_lock(&e->work_mu);
+    e->work_tokens += n < 1 ? 1 : n;
+    if (e->work_tokens > (long)e->nworkers)
+        e->work_tokens = (long)e->nworkers;
+    for (long i = 0; i < e->work_tokens; i++)
+        pthread_cond_signal(&e->work_cv);
+    pthread_mutex_unlock(&e->work_mu);
+}
+
 static void *worker_main(void *arg)
 {
     struct evd_engine *e = arg;
-    static const char *const channels[] = {EVD_CHANNEL_JOBS, NULL};
-    PGconn *c = listen_conn(e, channels);
+    PGconn *c = listen_conn(e, NULL);
     while (c != NULL && !atomic_load(&e->stopping)) {
         struct evd_err err = {0};
         struct evd_store_job job;
@@ -206,9 +243,9 @@ static void *worker_main(void *arg)
         if (evd_store_job_claim(c, e->owner, e->opts.lease_ms, &job, &found, &err) != EVD_OK) {
             if (PQstatus(c) != CONNECTION_OK) {
                 PQfinish(c);
-                c = listen_conn(e, channels);
+                c = listen_conn(e, NULL);
             } else {
-                wait_input(e, c, 500);
+                wait_for_work(e, 500);
             }
             continue;
         }
@@ -221,15 +258,8 @@ static void *worker_main(void *arg)
                 evd_store_job_delete(c, job.id, &err); /* unknown kind: a newer evald's */
             continue;
         }
-        /* Nothing due: sleep until notified, or poll again within a second. */
-        if (!wait_input(e, c, 1000)) {
-            PQfinish(c);
-            c = listen_conn(e, channels);
-            continue;
-        }
-        PGnotify *n;
-        while ((n = PQnotifies(c)) != NULL)
-            PQfreemem(n);
+        /* Nothing due: sleep until a job is announced, or poll again within a second. */
+        wait_for_work(e, 1000);
     }
     PQfinish(c);
     return NULL;
@@ -272,7 +302,8 @@ static void renew(struct evd_engine *e, PGconn *c)
 static void *keeper_main(void *arg)
 {
     struct evd_engine *e = arg;
-    static const char *const channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_CANCEL, NULL};
+    static const char *const channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_CANCEL,
+                                           EVD_CHANNEL_JOBS, NULL};
     PGconn *c = listen_conn(e, channels);
     long period = e->opts.lease_ms / 3 < 250 ? e->opts.lease_ms / 3 : 250;
     int64_t next_renew = 0;
@@ -296,6 +327,8 @@ static void *keeper_main(void *arg)
                     position = atoi(colon + 1);
                 }
                 evd_engine_inflight_cancel(e, id, position, REASON_CANCELLED);
+            } else if (strcmp(n->relname, EVD_CHANNEL_JOBS) == 0) {
+                wake_workers(e, atol(n->extra));
             }
             PQfreemem(n);
         }
@@ -355,6 +388,8 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->inflight_mu, NULL);
     pthread_mutex_init(&e->hub_mu, NULL);
     pthread_cond_init(&e->hub_cv, NULL);
+    pthread_mutex_init(&e->work_mu, NULL);
+    pthread_cond_init(&e->work_cv, NULL);
     if (opts->workers > 0) {
         e->workers = calloc((size_t)opts->workers, sizeof(*e->workers));
         for (long i = 0; e->workers && i < opts->workers; i++)
@@ -377,6 +412,9 @@ void evd_engine_signal_stop(struct evd_engine *e)
     pthread_mutex_lock(&e->hub_mu);
     pthread_cond_broadcast(&e->hub_cv);
     pthread_mutex_unlock(&e->hub_mu);
+    pthread_mutex_lock(&e->work_mu);
+    pthread_cond_broadcast(&e->work_cv);
+    pthread_mutex_unlock(&e->work_mu);
 }
 
 void evd_engine_stop(struct evd_engine *e)
@@ -396,6 +434,8 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_mutex_destroy(&e->inflight_mu);
     pthread_mutex_destroy(&e->hub_mu);
     pthread_cond_destroy(&e->hub_cv);
+    pthread_mutex_destroy(&e->work_mu);
+    pthread_cond_destroy(&e->work_cv);
     free(e);
 }
 

@@ -4,7 +4,8 @@
  * The harness knows no SQL and serves no HTTP: the engine hands it a run description,
  * a provider registry and a cancel token, and gets an outcome back.
  * Thread-safety: evd_harness_run may run on many threads at once; each call owns its
- * curl handles and scratch state. A cancel token is shared between the run's thread and
+ * scratch state, and each thread keeps its own connection cache (a curl multi handle,
+ * freed when the thread exits or calls evd_harness_thread_cleanup). A cancel token is shared between the run's thread and
  * any thread that cancels it. Inputs are borrowed for the duration of the call; outcome
  * fields are new references owned by the caller until evd_harness_outcome_clear.
  */
@@ -148,6 +149,10 @@ enum evd_code evd_harness_run(const struct evd_providers *providers,
 
 /* Releases every field of *o and zeroes it. NULL-safe. */
 void evd_harness_outcome_clear(struct evd_harness_outcome *o);
+
+/* Closes the calling thread's kept-alive provider connections now rather than at thread
+ * exit (the main thread's are otherwise never released). */
+void evd_harness_thread_cleanup(void);
 
 /* "completed", "failed" or "cancelled". */
 const char *evd_harness_status_name(enum evd_harness_status s);

@@ -1,7 +1,10 @@
 /*
- * HTTP transport of the harness: one POST on a caller-owned easy handle driven through a
- * private multi handle, so that a cancel token or the deadline interrupts it within 50 ms
- * (the xferinfo callback is a second line of defence), plus the provider retry policy.
+ * HTTP transport of the harness: one POST on a caller-owned easy handle driven through the
+ * calling thread's own multi handle, so that a cancel token or the deadline interrupts it
+ * within 50 ms (the xferinfo callback is a second line of defence), plus the provider retry
+ * policy. The multi handle lives as long as its thread (a thread-specific key frees it), so
+ * its connection cache keeps connections alive from one call to the next: a worker talks
+ * to a provider over one connection instead of a new TCP and TLS handshake per call.
  * Runs on the calling thread only. Response bodies are bounded to EVD_HX_MAX_BODY.
  * Keys go into headers only; every message built here is scrubbed of the key.
  */
@@ -10,6 +13,7 @@
 
 #include <ctype.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +62,44 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     if (evd_cancel_is_set(x->cancel))
         return 1;
     return 0;
+}
+
+static pthread_once_t multi_once = PTHREAD_ONCE_INIT;
+static pthread_key_t multi_key;
+
+static void multi_free(void *m)
+{
+    curl_multi_cleanup(m);
+}
+
+static void multi_key_init(void)
+{
+    pthread_key_create(&multi_key, multi_free);
+}
+
+/* The calling thread's multi handle (created on first use), or NULL without memory. */
+static CURLM *thread_multi(void)
+{
+    pthread_once(&multi_once, multi_key_init);
+    CURLM *m = pthread_getspecific(multi_key);
+    if (m == NULL && (m = curl_multi_init()) != NULL) {
+        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, 8L);
+        if (pthread_setspecific(multi_key, m) != 0) {
+            curl_multi_cleanup(m);
+            m = NULL;
+        }
+    }
+    return m;
+}
+
+void evd_harness_thread_cleanup(void)
+{
+    pthread_once(&multi_once, multi_key_init);
+    CURLM *m = pthread_getspecific(multi_key);
+    if (m != NULL) {
+        pthread_setspecific(multi_key, NULL);
+        curl_multi_cleanup(m);
+    }
 }
 
 CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl_slist *headers,
@@ -152,13 +194,14 @@ out:
 
 bool evd_hx_client_open(struct evd_hx_client *cl)
 {
-    cl->multi = curl_multi_init();
+    /* The multi handle (and so the connection cache) is the thread's, kept across runs:
+     * consecutive runs on a worker reuse their provider connections. */
+    cl->multi = thread_multi();
     cl->easy = curl_easy_init();
     if (cl->multi == NULL || cl->easy == NULL) {
         evd_hx_client_close(cl);
         return false;
     }
-    curl_multi_setopt(cl->multi, CURLMOPT_MAXCONNECTS, 4L);
     return true;
 }
 
@@ -168,10 +211,8 @@ void evd_hx_client_close(struct evd_hx_client *cl)
         return;
     if (cl->easy != NULL)
         curl_easy_cleanup(cl->easy);
-    if (cl->multi != NULL)
-        curl_multi_cleanup(cl->multi);
     cl->easy = NULL;
-    cl->multi = NULL;
+    cl->multi = NULL; /* the thread's, freed at thread exit */
 }
 
 void evd_hx_http_resp_free(struct evd_hx_http_resp *resp)

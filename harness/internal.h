@@ -31,8 +31,9 @@
 #define EVD_HX_MAX_BODY (8u << 20) /* largest response body read */
 
 /*
- * One run's HTTP client: an easy handle driven through a multi handle that keeps the
- * connection pool, so generations and tool calls of a run reuse their connections.
+ * One run's HTTP client: its own easy handle, driven through the calling thread's multi
+ * handle, whose connection cache outlives the run, so generations, tool calls and the
+ * next runs on the same thread reuse their connections.
  */
 struct evd_hx_client {
     CURLM *multi;

@@ -9,9 +9,10 @@ packages=(
   libpcre2-dev libunistring-dev check libsubunit-dev
   postgresql
 )
-# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint).
+# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
+# benchmark smoke test (wrk).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium)
+  packages+=(nodejs npm chromium wrk)
 fi
 
 missing=()

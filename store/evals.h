@@ -44,6 +44,15 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
 enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
                                  struct evd_store_eval *out, struct evd_err *err);
 
+/* What the step machine needs of an evaluation, without decoding its request. */
+struct evd_store_eval_state {
+    char status[16];
+    int concurrency;
+};
+/* With `lock`, SELECT … FOR UPDATE. EVD_ENOTFOUND when unknown. */
+enum evd_code evd_store_eval_state(PGconn *c, const char *id, bool lock,
+                                   struct evd_store_eval_state *out, struct evd_err *err);
+
 /*
  * The runs in plan order as EvalRunReportV1 objects (new reference). With `extras`,
  * each also carries `attempt` and, when recorded, `generations` and `function_calls`
@@ -59,16 +68,19 @@ struct evd_store_run_state {
 };
 enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
                                   struct evd_store_run_state *out, struct evd_err *err);
-/* Marks a run running for attempt `attempt` from `now`. */
+/* Marks a run running for attempt `attempt` from `now`, the evaluation running (and
+ * updated), and notifies EVD_CHANNEL_EVENTS; one statement. */
 enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int attempt,
                                   int64_t now, struct evd_err *err);
 /*
  * Writes a finished run (`run` is the EvalRunReportV1 to store, `transcript` may be
- * NULL) only if the run is still running with `attempt`. *written tells whether it was.
+ * NULL) only if the run is still running with `attempt`; when it does, also deletes the
+ * run's job, advances the evaluation's step and run counters, sets updated_at = now and
+ * notifies EVD_CHANNEL_EVENTS, all in one statement. *written tells whether it was.
  */
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
-                                   const json_t *run, const json_t *transcript, bool *written,
-                                   struct evd_err *err);
+                                   const json_t *run, const json_t *transcript, int64_t now,
+                                   bool *written, struct evd_err *err);
 /*
  * Keeps the metrics snapshot of a running run (progress, SessionMetricsResponseV1 with
  * complete:false) if it is still running with `attempt`, and notifies the change under the
@@ -83,10 +95,8 @@ enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t
 /* Recomputes the run counters, bumps step when `advance_step`, and sets updated_at. */
 enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
                                    struct evd_err *err);
-/* Sets the status (and running → updated_at). */
-enum evd_code evd_store_eval_set_status(PGconn *c, const char *id, const char *status,
-                                        int64_t now, struct evd_err *err);
-/* Terminal transition: status, report, eligible (-1 = null), completed_at; and the
+/* Terminal transition: status, report, eligible (-1 = null), completed_at, the run
+ * counters recounted; and the
  * completion event {evaluation_id, status, timestamp, eligible?} in the outbox. */
 enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
                                     const json_t *report, int eligible, int eligible_event,
@@ -111,18 +121,24 @@ struct evd_store_job {
     int attempts;
     char ref[64]; /* kind 'session': the session id ("" otherwise) */
 };
-/* Enqueues the run job unless one exists. */
-enum evd_code evd_store_job_enqueue_run(PGconn *c, const char *id, int position,
-                                        struct evd_err *err);
+/* Enqueues run jobs at these positions (at most 64) unless they exist, and notifies
+ * EVD_CHANNEL_JOBS with the number added (as text) when any was; one statement. */
+enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
+                                          size_t n, struct evd_err *err);
 /* Claims one due job with a lease; *found false when none is due. Autocommits. */
 enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
                                   struct evd_store_job *out, bool *found, struct evd_err *err);
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
 /* Deletes every job of an evaluation. */
 enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);
-/* Whether run jobs exist for these positions: fills has_job[position-1]. */
-enum evd_code evd_store_run_jobs(PGconn *c, const char *id, bool *has_job, int nruns,
-                                 struct evd_err *err);
+/* The first `max` open (pending or running) runs of an evaluation in plan order, and
+ * whether each has a run job; *n is how many there are. */
+struct evd_store_open_run {
+    int position;
+    bool has_job;
+};
+enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_open_run *out,
+                                  size_t max, size_t *n, struct evd_err *err);
 /*
  * Extends the leases of `ids` held by `owner`; `alive[i]` tells which still exist
  * under this owner (a missing one was cancelled or taken over).

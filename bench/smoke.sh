@@ -1,0 +1,28 @@
+#!/bin/sh
+# CTest entry (tests/cmake/bench.cmake): every workload of bench/bench.py at a tiny size,
+# evald only (no promptfoo), on the test PostgreSQL server, so the scripts cannot rot. Fails
+# when a run fails its checks (every run completed and passed) or the table is incomplete;
+# skips (77) without python3 or a test database. Without wrk the API workload is left out.
+dir=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null 2>&1 || { echo "SKIPPED: python3 is not installed"; exit 77; }
+[ -n "${EVALD_TEST_DATABASE_URL:-}" ] || { echo "SKIPPED: EVALD_TEST_DATABASE_URL is not set (make test sets it)"; exit 77; }
+workloads=w1,w2,w3,w4
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "bench smoke: wrk is not installed (apt-get install wrk); W4 left out"
+  workloads=w1,w2,w3
+fi
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+python3 "$dir/bench.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --workloads "$workloads" --runs 1 --startups 2 \
+  --n1 40 --n2 8 --c-list 2,4 --workers 8 --api-evaluations 100 --wrk-seconds 1 \
+  --wrk-rate 100 >"$out" || { cat "$out"; exit 1; }
+cat "$out"
+for row in "W1 calls/s, N=40 C=2" "W1 calls/s, N=40, one evaluation" "W2 makespan / ideal, C=4" \
+  "W3 start-up" "W5 storage bytes per run"; do
+  grep -q "$row" "$out" || { echo "bench smoke: row '$row' is missing"; exit 1; }
+done
+if [ "$workloads" = w1,w2,w3,w4 ]; then
+  grep -q "W4 POST /v1/functions/eval::status" "$out" || { echo "bench smoke: W4 rows missing"; exit 1; }
+fi
+echo "bench smoke: passed"
