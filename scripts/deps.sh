@@ -10,9 +10,9 @@ packages=(
   postgresql
 )
 # Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
-# benchmark smoke test (wrk).
+# benchmark smoke test (python3, wrk).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk)
+  packages+=(nodejs npm chromium wrk python3)
 fi
 
 missing=()
@@ -21,6 +21,7 @@ for p in "${packages[@]}"; do
     # nodejs may come from another repository under the same name; npm may be bundled.
     if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
     if [ "$p" = nodejs ] && command -v node >/dev/null 2>&1; then continue; fi
+    if [ "$p" = python3 ] && command -v python3 >/dev/null 2>&1; then continue; fi
     missing+=("$p")
   fi
 done
