@@ -76,7 +76,11 @@ export function createHistory(root, ctx) {
 
     // early: optional promise of a fetch Response for the first page, started by index.html.
     async function load(reset = true, early = null) {
-        if (state.loading) return;
+        if (state.loading) {
+            // A change came while a page was in flight: fetch the first page again after it.
+            if (reset) state.reloadAgain = true;
+            return;
+        }
         state.loading = true;
         state.error = null;
         renderFoot();
@@ -108,6 +112,10 @@ export function createHistory(root, ctx) {
             performance.mark('evald:history-rendered');
         }
         if (ctx.onHistoryLoaded) ctx.onHistoryLoaded();
+        if (state.reloadAgain) {
+            state.reloadAgain = false;
+            load(true);
+        }
     }
 
     function select(id) {
@@ -146,7 +154,11 @@ export function createHistory(root, ctx) {
         if (known && isTerminal(known.status) && fields.status !== undefined && !isTerminal(fields.status)) return;
         latest.set(id, { ...(known || {}), ...fields });
         const i = state.items.findIndex((s) => s.evaluation_id === id);
-        if (i < 0) return;
+        if (i < 0) {
+            // Finished before its row was loaded: show it now rather than at the next reload.
+            if (state.loaded && isTerminal(fields.status)) load(true);
+            return;
+        }
         const s = merge(state.items[i], fields);
         state.items[i] = s;
         const old = list.querySelector(`a.row[data-id="${CSS.escape(id)}"]`);
