@@ -28,6 +28,11 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@CK_FORK=no scripts/test.sh $(ASAN_BUILD)
 
+# The benchmark scripts at a tiny size (CTest bench/smoke); bench/run.sh runs the real ones.
+bench-smoke: build
+	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
+	  EVALD_TEST_DATABASE_URL=$$url ctest --test-dir $(BUILD) -R bench/smoke --output-on-failure
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 

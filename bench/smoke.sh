@@ -16,7 +16,7 @@ trap 'rm -f "$out"' EXIT
 python3 "$dir/bench.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
   --db-server "$EVALD_TEST_DATABASE_URL" --workloads "$workloads" --runs 1 --startups 2 \
   --n1 40 --n2 8 --c-list 2,4 --workers 8 --api-evaluations 100 --wrk-seconds 1 \
-  --wrk-rate 100 >"$out" || { cat "$out"; exit 1; }
+  --wrk-rate 100 --api-runs 1 >"$out" || { cat "$out"; exit 1; }
 cat "$out"
 for row in "W1 calls/s, N=40 C=2" "W1 calls/s, N=40, one evaluation" "W2 makespan / ideal, C=4" \
   "W3 start-up" "W5 storage bytes per run"; do
