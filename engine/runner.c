@@ -31,10 +31,17 @@ static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* POSTs `body` to an HTTP evaluator and returns its JSON answer (new reference). */
+/* Aborts the evaluator call once the run is cancelled (checked about once a second). */
+static int abort_when_cancelled(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                                curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return evd_cancel_is_set(ud) ? 1 : 0;
+}
+
 static json_t *post_json(const char *url, const json_t *body, long timeout_ms,
                          struct evd_cancel *cancel, struct evd_err *err)
 {
-    (void)cancel;
     char *text = json_dumps(body, JSON_COMPACT);
     struct evd_buf out = {.limit = 4 * 1024 * 1024};
     CURL *h = curl_easy_init();
@@ -52,11 +59,16 @@ static json_t *post_json(const char *url, const json_t *body, long timeout_ms,
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancel);
     CURLcode cc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hl);
-    if (cc == CURLE_OPERATION_TIMEDOUT) {
+    if (cc == CURLE_ABORTED_BY_CALLBACK) {
+        evd_err_set(err, EVD_ECANCELLED, "evaluator call cancelled");
+    } else if (cc == CURLE_OPERATION_TIMEDOUT) {
         evd_err_set(err, EVD_ETIMEOUT, "evaluator exceeded its %ld ms timeout", timeout_ms);
     } else if (cc != CURLE_OK) {
         evd_err_set(err, EVD_EUPSTREAM, "could not call the evaluator: %s", curl_easy_strerror(cc));
