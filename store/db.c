@@ -306,6 +306,23 @@ enum evd_code evd_db_exec(PGconn *conn, const char *sql, int nparams,
     return EVD_OK;
 }
 
+json_t *evd_db_col_json(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    return json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+}
+
+int64_t evd_db_col_i64(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+enum evd_code evd_db_code(const struct evd_err *err)
+{
+    return err && err->code != EVD_OK ? err->code : EVD_EDB;
+}
+
 enum evd_code evd_db_begin(PGconn *conn, struct evd_err *err)
 {
     return evd_db_exec(conn, "BEGIN", 0, NULL, err);

@@ -12,7 +12,9 @@
 #ifndef EVD_STORE_DB_H
 #define EVD_STORE_DB_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
+#include <stdint.h>
 #include <stdbool.h>
 
 #include "common/err.h"
@@ -52,6 +54,13 @@ PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *c
 /* Runs a statement and discards its result. */
 enum evd_code evd_db_exec(PGconn *conn, const char *sql, int nparams,
                           const char *const *params, struct evd_err *err);
+
+/* Column readers for result rows: JSON (new reference; NULL for SQL NULL or text that is
+ * not JSON) and int64 (0 for SQL NULL). */
+json_t *evd_db_col_json(PGresult *r, int row, int col);
+int64_t evd_db_col_i64(PGresult *r, int row, int col);
+/* The code a failed store call returns: err's code, or EVD_EDB when none was set. */
+enum evd_code evd_db_code(const struct evd_err *err);
 
 enum evd_code evd_db_begin(PGconn *conn, struct evd_err *err);
 enum evd_code evd_db_commit(PGconn *conn, struct evd_err *err);

@@ -18,23 +18,6 @@ void evd_store_eval_clear(struct evd_store_eval *e)
     memset(e, 0, sizeof(*e));
 }
 
-static json_t *col_json(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return NULL;
-    return json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
-}
-
-static int64_t col_i64(PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-static enum evd_code rc_of(struct evd_err *err)
-{
-    return err && err->code != EVD_OK ? err->code : EVD_EDB;
-}
-
 static char *dump_or_null(const json_t *v)
 {
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
@@ -107,27 +90,27 @@ enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
     const char *p[] = {id};
     PGresult *r = evd_db_query(c, sql, 1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 0) {
         PQclear(r);
         return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
     }
     snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 1));
-    out->request = col_json(r, 0, 2);
-    out->report = col_json(r, 0, 3);
-    out->step = col_i64(r, 0, 4);
-    out->concurrency = (int)col_i64(r, 0, 5);
-    out->total_runs = (int)col_i64(r, 0, 6);
-    out->terminal_runs = (int)col_i64(r, 0, 7);
-    out->passed_runs = (int)col_i64(r, 0, 8);
-    out->failed_runs = (int)col_i64(r, 0, 9);
+    out->request = evd_db_col_json(r, 0, 2);
+    out->report = evd_db_col_json(r, 0, 3);
+    out->step = evd_db_col_i64(r, 0, 4);
+    out->concurrency = (int)evd_db_col_i64(r, 0, 5);
+    out->total_runs = (int)evd_db_col_i64(r, 0, 6);
+    out->terminal_runs = (int)evd_db_col_i64(r, 0, 7);
+    out->passed_runs = (int)evd_db_col_i64(r, 0, 8);
+    out->failed_runs = (int)evd_db_col_i64(r, 0, 9);
     out->eligible = PQgetisnull(r, 0, 10) ? -1 : PQgetvalue(r, 0, 10)[0] == 't';
     out->error = PQgetisnull(r, 0, 11) ? NULL : strdup(PQgetvalue(r, 0, 11));
     snprintf(out->source_id, sizeof(out->source_id), "%s", PQgetvalue(r, 0, 12));
-    out->created_at = col_i64(r, 0, 13);
-    out->updated_at = col_i64(r, 0, 14);
-    out->completed_at = col_i64(r, 0, 15);
+    out->created_at = evd_db_col_i64(r, 0, 13);
+    out->updated_at = evd_db_col_i64(r, 0, 14);
+    out->completed_at = evd_db_col_i64(r, 0, 15);
     PQclear(r);
     if (out->request == NULL) {
         evd_store_eval_clear(out);
@@ -146,13 +129,13 @@ enum evd_code evd_store_eval_state(PGconn *c, const char *id, bool lock,
                                     : "SELECT status, concurrency FROM evaluations WHERE id = $1",
                                1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 0) {
         PQclear(r);
         return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
     }
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 0));
-    out->concurrency = (int)col_i64(r, 0, 1);
+    out->concurrency = (int)evd_db_col_i64(r, 0, 1);
     PQclear(r);
     return EVD_OK;
 }
@@ -173,10 +156,10 @@ json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *e
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *run = json_pack(
             "{s:s, s:s, s:I, s:s, s:I, s:I, s:s, s:I}", "run_id", PQgetvalue(r, i, 1), "role",
-            PQgetvalue(r, i, 2), "iteration", (json_int_t)col_i64(r, i, 3), "session_id",
-            PQgetvalue(r, i, 5), "execution_position", (json_int_t)col_i64(r, i, 0),
-            "pair_position", (json_int_t)col_i64(r, i, 4), "status", PQgetvalue(r, i, 6),
-            "started_at", (json_int_t)col_i64(r, i, 15));
+            PQgetvalue(r, i, 2), "iteration", (json_int_t)evd_db_col_i64(r, i, 3), "session_id",
+            PQgetvalue(r, i, 5), "execution_position", (json_int_t)evd_db_col_i64(r, i, 0),
+            "pair_position", (json_int_t)evd_db_col_i64(r, i, 4), "status", PQgetvalue(r, i, 6),
+            "started_at", (json_int_t)evd_db_col_i64(r, i, 15));
         if (run == NULL)
             continue;
         if (!PQgetisnull(r, i, 8))
@@ -188,17 +171,17 @@ json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *e
             const char *key;
         } js[] = {{10, "output"}, {11, "evaluation"}, {12, "benchmark"}, {13, "metrics"}};
         for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++) {
-            json_t *v = col_json(r, i, js[k].col);
+            json_t *v = evd_db_col_json(r, i, js[k].col);
             if (v != NULL)
                 json_object_set_new(run, js[k].key, v);
         }
-        json_t *failures = col_json(r, i, 14);
+        json_t *failures = evd_db_col_json(r, i, 14);
         json_object_set_new(run, "failures", failures ? failures : json_array());
         if (!PQgetisnull(r, i, 16))
-            json_object_set_new(run, "completed_at", json_integer(col_i64(r, i, 16)));
+            json_object_set_new(run, "completed_at", json_integer(evd_db_col_i64(r, i, 16)));
         if (extras) {
-            json_object_set_new(run, "attempt", json_integer(col_i64(r, i, 7)));
-            json_t *t = col_json(r, i, 17);
+            json_object_set_new(run, "attempt", json_integer(evd_db_col_i64(r, i, 7)));
+            json_t *t = evd_db_col_json(r, i, 17);
             if (t != NULL) {
                 json_t *g = json_object_get(t, "generations");
                 json_t *f = json_object_get(t, "function_calls");
@@ -225,14 +208,14 @@ enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
         c, "SELECT status, attempt, started_at FROM runs WHERE evaluation_id = $1 AND position = $2",
         2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 0) {
         PQclear(r);
         return evd_err_set(err, EVD_ENOTFOUND, "run %d of %s not found", position, id);
     }
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 0));
-    out->attempt = (int)col_i64(r, 0, 1);
-    out->started_at = col_i64(r, 0, 2);
+    out->attempt = (int)evd_db_col_i64(r, 0, 1);
+    out->started_at = evd_db_col_i64(r, 0, 2);
     PQclear(r);
     return EVD_OK;
 }
@@ -322,7 +305,7 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     free(failures);
     free(trans);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *written = PQntuples(r) == 1;
     PQclear(r);
     return EVD_OK;
@@ -423,7 +406,7 @@ enum evd_code evd_store_eval_delete(PGconn *c, const char *id, bool *deleted,
     const char *p[] = {id};
     PGresult *r = evd_db_query(c, "DELETE FROM evaluations WHERE id = $1", 1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *deleted = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
@@ -540,14 +523,14 @@ enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
     const char *p[] = {owner, lease};
     PGresult *r = evd_db_query(c, SQL_CLAIM, 2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 1) {
         *found = true;
-        out->id = col_i64(r, 0, 0);
+        out->id = evd_db_col_i64(r, 0, 0);
         snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, 0, 1));
         snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 2));
-        out->run_position = (int)col_i64(r, 0, 3);
-        out->attempts = (int)col_i64(r, 0, 4);
+        out->run_position = (int)evd_db_col_i64(r, 0, 3);
+        out->attempts = (int)evd_db_col_i64(r, 0, 4);
         snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 5));
     }
     PQclear(r);
@@ -583,7 +566,7 @@ enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_op
     *n = 0;
     PGresult *r = evd_db_query(c, SQL_OPEN_RUNS, 2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     for (int i = 0; i < PQntuples(r) && *n < max; i++) {
         out[*n].position = atoi(PQgetvalue(r, i, 0));
         out[*n].has_job = PQgetvalue(r, i, 1)[0] == 't';
@@ -614,11 +597,11 @@ enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *
         3, p, err);
     evd_buf_free(&arr);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     for (size_t i = 0; i < n; i++)
         alive[i] = false;
     for (int k = 0; k < PQntuples(r); k++) {
-        int64_t id = col_i64(r, k, 0);
+        int64_t id = evd_db_col_i64(r, k, 0);
         for (size_t i = 0; i < n; i++)
             if (ids[i] == id)
                 alive[i] = true;
@@ -663,9 +646,9 @@ json_t *evd_store_timed_out_runs(PGconn *c, int64_t now, struct evd_err *err)
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:I}", "evaluation_id",
                                              PQgetvalue(r, i, 0), "position",
-                                             (json_int_t)col_i64(r, i, 1), "attempt",
-                                             (json_int_t)col_i64(r, i, 2), "timeout_s",
-                                             (json_int_t)col_i64(r, i, 3)));
+                                             (json_int_t)evd_db_col_i64(r, i, 1), "attempt",
+                                             (json_int_t)evd_db_col_i64(r, i, 2), "timeout_s",
+                                             (json_int_t)evd_db_col_i64(r, i, 3)));
     PQclear(r);
     return out;
 }

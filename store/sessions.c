@@ -12,23 +12,6 @@
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
 
-static enum evd_code rc_of(struct evd_err *err)
-{
-    return err && err->code != EVD_OK ? err->code : EVD_EDB;
-}
-
-static json_t *col_json(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return NULL;
-    return json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
-}
-
-static int64_t col_i64(PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
 static char *dump(const json_t *v)
 {
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
@@ -83,21 +66,21 @@ enum evd_code evd_store_session_get(PGconn *c, const char *id, bool lock,
     const char *p[] = {id};
     PGresult *r = evd_db_query(c, sql, 1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 0) {
         PQclear(r);
         return evd_err_set(err, EVD_ENOTFOUND, "session not found: %s", id);
     }
     snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 1));
-    out->config = col_json(r, 0, 2);
-    out->conversation = col_json(r, 0, 3);
-    out->metrics = col_json(r, 0, 4);
-    out->wall_time_ms = col_i64(r, 0, 5);
-    out->turn_count = (int)col_i64(r, 0, 6);
-    out->message_count = (int)col_i64(r, 0, 7);
-    out->created_at = col_i64(r, 0, 8);
-    out->updated_at = col_i64(r, 0, 9);
+    out->config = evd_db_col_json(r, 0, 2);
+    out->conversation = evd_db_col_json(r, 0, 3);
+    out->metrics = evd_db_col_json(r, 0, 4);
+    out->wall_time_ms = evd_db_col_i64(r, 0, 5);
+    out->turn_count = (int)evd_db_col_i64(r, 0, 6);
+    out->message_count = (int)evd_db_col_i64(r, 0, 7);
+    out->created_at = evd_db_col_i64(r, 0, 8);
+    out->updated_at = evd_db_col_i64(r, 0, 9);
     PQclear(r);
     if (!json_is_object(out->config)) {
         evd_store_session_clear(out);
@@ -218,15 +201,15 @@ enum evd_code evd_store_turn_get(PGconn *c, const char *session_id, int seq,
                                " FROM session_turns WHERE session_id = $1 AND seq = $2::int",
                                2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 0) {
         PQclear(r);
         return evd_err_set(err, EVD_ENOTFOUND, "turn %d of %s not found", seq, session_id);
     }
     snprintf(out->turn_id, sizeof(out->turn_id), "%s", PQgetvalue(r, 0, 0));
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 1));
-    out->attempt = (int)col_i64(r, 0, 2);
-    out->started_at = col_i64(r, 0, 3);
+    out->attempt = (int)evd_db_col_i64(r, 0, 2);
+    out->started_at = evd_db_col_i64(r, 0, 3);
     out->prompt = strdup(PQgetvalue(r, 0, 4));
     PQclear(r);
     if (out->prompt == NULL)
@@ -295,7 +278,7 @@ enum evd_code evd_store_turn_finish(PGconn *c, const char *session_id, int seq, 
     free(m);
     free(t);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *written = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return EVD_OK;
@@ -321,7 +304,7 @@ enum evd_code evd_store_turn_late_transcript(PGconn *c, const char *session_id, 
                      4, p, err);
     free(t);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *written = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return EVD_OK;
@@ -349,11 +332,11 @@ enum evd_code evd_store_turn_cancel(PGconn *c, const char *session_id, const jso
                      3, p, err);
     free(f);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) > 0) {
         *found = true;
-        *progress = col_json(r, 0, 0);
-        *started_at = col_i64(r, 0, 1);
+        *progress = evd_db_col_json(r, 0, 0);
+        *started_at = evd_db_col_i64(r, 0, 1);
     }
     PQclear(r);
     return EVD_OK;
@@ -412,7 +395,7 @@ enum evd_code evd_store_session_delete(PGconn *c, const char *id, bool *deleted,
     const char *p[] = {id};
     PGresult *r = evd_db_query(c, "DELETE FROM sessions WHERE id = $1", 1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *deleted = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return evd_store_session_jobs_delete(c, id, err);
@@ -492,7 +475,7 @@ json_t *evd_store_compare_read(PGconn *c, const char *const *ids, size_t n, int6
         return NULL;
     json_t *out = json_array();
     for (int i = 0; out != NULL && i < PQntuples(r); i++) {
-        json_t *row = json_pack("{s:I, s:s, s:s}", "ord", (json_int_t)col_i64(r, i, 0),
+        json_t *row = json_pack("{s:I, s:s, s:s}", "ord", (json_int_t)evd_db_col_i64(r, i, 0),
                                 "session_id", PQgetvalue(r, i, 1), "kind", PQgetvalue(r, i, 2));
         if (row == NULL)
             continue;
@@ -503,14 +486,14 @@ json_t *evd_store_compare_read(PGconn *c, const char *const *ids, size_t n, int6
             const char *key;
         } js[] = {{4, "session"}, {6, "metrics"}, {7, "progress"}};
         for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++) {
-            json_t *v = col_json(r, i, js[k].col);
+            json_t *v = evd_db_col_json(r, i, js[k].col);
             if (v != NULL)
                 json_object_set_new(row, js[k].key, v);
         }
         if (!PQgetisnull(r, i, 5))
             json_object_set_new(row, "turn_status", json_string(PQgetvalue(r, i, 5)));
         if (!PQgetisnull(r, i, 8))
-            json_object_set_new(row, "wall_time_ms", json_integer(col_i64(r, i, 8)));
+            json_object_set_new(row, "wall_time_ms", json_integer(evd_db_col_i64(r, i, 8)));
         json_array_append_new(out, row);
     }
     PQclear(r);

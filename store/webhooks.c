@@ -14,11 +14,6 @@
  * "evald" + 1 in ASCII digits, distinct from the migration lock. */
 #define FANOUT_LOCK_KEY "435921904741"
 
-static enum evd_code rc_of(struct evd_err *err)
-{
-    return err && err->code != EVD_OK ? err->code : EVD_EDB;
-}
-
 /* Parses column 0 of every row as JSON into a new array. */
 static json_t *json_rows(PGresult *r, int max, struct evd_err *err)
 {
@@ -58,7 +53,7 @@ enum evd_code evd_store_sub_insert(PGconn *c, const char *id, const char *url,
     const char *p[] = {id, url, evaluation_id, secret_sealed, ts};
     PGresult *r = evd_db_query(c, sql, 5, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
     PQclear(r);
     return *out ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
@@ -99,7 +94,7 @@ enum evd_code evd_store_sub_delete(PGconn *c, const char *id, bool *deleted, str
     const char *p[] = {id};
     PGresult *r = evd_db_query(c, "DELETE FROM subscriptions WHERE id = $1", 1, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *deleted = atoi(PQcmdTuples(r)) == 1;
     PQclear(r);
     return EVD_OK;
@@ -172,7 +167,7 @@ enum evd_code evd_store_webhook_fanout(PGconn *c, int batch, int64_t now, long *
     const char *p[] = {b, ts};
     PGresult *r = evd_db_query(c, SQL_FANOUT, 2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *events = atol(PQgetvalue(r, 0, 0));
     *deliveries = atol(PQgetvalue(r, 0, 1));
     PQclear(r);
@@ -210,7 +205,7 @@ enum evd_code evd_store_delivery_claim(PGconn *c, const char *owner, long lease_
     const char *p[] = {owner, lease};
     PGresult *r = evd_db_query(c, SQL_CLAIM, 2, p, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     if (PQntuples(r) == 1) {
         snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
         snprintf(out->event_id, sizeof(out->event_id), "%s", PQgetvalue(r, 0, 1));
@@ -289,7 +284,7 @@ enum evd_code evd_store_webhook_idle(PGconn *c, bool *events_pending, long *next
                      "  FROM webhook_deliveries WHERE status = 'pending')",
                      0, NULL, err);
     if (r == NULL)
-        return rc_of(err);
+        return evd_db_code(err);
     *events_pending = PQgetvalue(r, 0, 0)[0] == 't';
     if (!PQgetisnull(r, 0, 1))
         *next_due_ms = atol(PQgetvalue(r, 0, 1));
