@@ -225,10 +225,14 @@ def tree(pid):
 
 class Sampler:
     """Samples, every `period` s, the RSS of a process tree and the PSS of a PostgreSQL
-    cluster (its postmaster and backends); keeps the peaks."""
+    cluster (its postmaster and backends); keeps the peaks. The sampler runs on the
+    machine it measures, so it is kept cheap: the process trees are listed again only
+    every `tree_period` s (a listing reads every /proc/*/stat), and PSS, which walks each
+    backend's page tables, is read every `pss_period` s."""
 
-    def __init__(self, pid=None, postmaster=None, period=0.1):
+    def __init__(self, pid=None, postmaster=None, period=0.1, pss_period=0.5, tree_period=1.0):
         self.pid, self.postmaster, self.period = pid, postmaster, period
+        self.pss_period, self.tree_period = pss_period, tree_period
         self.tree_rss_kb = 0
         self.pg_pss_kb = 0
         self._stop = threading.Event()
@@ -236,13 +240,19 @@ class Sampler:
         self._t.start()
 
     def _run(self):
+        pids, pg_pids = [], []
+        next_tree = next_pss = 0.0
         while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_tree:
+                pids = tree(self.pid) if self.pid else []
+                pg_pids = tree(self.postmaster) if self.postmaster else []
+                next_tree = now + self.tree_period
             if self.pid:
-                self.tree_rss_kb = max(self.tree_rss_kb,
-                                       sum(proc_kb(p, "VmRSS") for p in tree(self.pid)))
-            if self.postmaster:
-                self.pg_pss_kb = max(self.pg_pss_kb,
-                                     sum(pss_kb(p) for p in tree(self.postmaster)))
+                self.tree_rss_kb = max(self.tree_rss_kb, sum(proc_kb(p, "VmRSS") for p in pids))
+            if self.postmaster and now >= next_pss:
+                self.pg_pss_kb = max(self.pg_pss_kb, sum(pss_kb(p) for p in pg_pids))
+                next_pss = now + self.pss_period
             self._stop.wait(self.period)
 
     def stop(self):
@@ -281,7 +291,7 @@ def postmaster_pid(pg_data):
 
 
 class Evald:
-    def __init__(self, opts, db, stub, workdir, max_runs, port=None):
+    def __init__(self, opts, db, stub, workdir, max_runs, port=None, workers=None):
         prov = {"providers": [{"name": "bench", "kind": "openai-chat",
                                "base_url": stub.base + "/v1", "models": [{"id": MODEL}]}]}
         ppath = os.path.join(workdir, "providers.json")
@@ -295,8 +305,8 @@ class Evald:
             "EVALD_MAX_RUNS": str(max(100, max_runs)),
             "EVALD_LOG_LEVEL": opts.evald_log_level,
         })
-        if opts.workers:
-            self.env["EVALD_WORKERS"] = str(opts.workers)
+        if workers or opts.workers:
+            self.env["EVALD_WORKERS"] = str(workers or opts.workers)
         for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
             self.env.pop(k, None)
         self.argv = [opts.evald]
@@ -336,27 +346,40 @@ def split_runs(n_calls, c):
 def drive_evald(ev, plan):
     """Starts every evaluation of `plan` (a list of (runs, concurrency)) at once and waits
     until all are terminal. Returns t0 (ms, before the first start request) and the
-    final summaries."""
-    ids = [None] * len(plan)
-    errors = []
-    go = threading.Event()
-
-    def start(i, runs, conc):
-        go.wait()
-        st, body = call(ev.base, "POST", "/v1/evaluations", eval_request(runs, conc))
-        if st != 201 and st != 202 and st != 200:
-            errors.append("start %d: HTTP %d %s" % (i, st, body))
-        else:
-            ids[i] = body["evaluation_id"]
-
-    threads = [threading.Thread(target=start, args=(i, r, c)) for i, (r, c) in enumerate(plan)]
-    for t in threads:
-        t.start()
-    time.sleep(0.05)
-    t0 = now_ms()
-    go.set()
-    for t in threads:
-        t.join()
+    final summaries. The start requests are serialized and their connections opened
+    beforehand, then written back to back: a client that builds and sends them one thread
+    at a time would spread the starts over tens of milliseconds of its own CPU, which the
+    makespan would charge to evald."""
+    host, port = ev.proc.listen.rsplit(":", 1)
+    reqs, socks = [], []
+    for runs, conc in plan:
+        body = json.dumps(eval_request(runs, conc)).encode()
+        reqs.append(b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n\r\n%s" % (host.encode(), len(body), body))
+    try:
+        for _ in plan:
+            socks.append(socket.create_connection((host, int(port)), timeout=60))
+        t0 = now_ms()
+        for s, req in zip(socks, reqs):
+            s.sendall(req)
+        ids, errors = [], []
+        for i, s in enumerate(socks):
+            raw = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                raw += chunk
+            head, _, body = raw.partition(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
+            if status not in (200, 201, 202):
+                errors.append("start %d: HTTP %d %s" % (i, status, body[:200]))
+            else:
+                ids.append(json.loads(body)["evaluation_id"])
+    finally:
+        for s in socks:
+            s.close()
     if errors:
         raise RuntimeError("; ".join(errors))
     want = set(ids)
@@ -367,21 +390,51 @@ def drive_evald(ev, plan):
         if len(mine) == len(want) and all(
                 e["status"] in ("completed", "failed", "cancelled") for e in mine):
             return t0, mine
-        time.sleep(0.05)
+        # The makespan ends at the evaluations' own completed_at, so how often this looks
+        # changes only when the run is seen to be over, not the figure; every look costs
+        # evald and PostgreSQL some CPU, which the measurement would charge to evald.
+        time.sleep(0.25)
     raise RuntimeError("evaluations did not finish within 600 s")
 
 
+def warm_up(ev, workers):
+    """Runs one round of small evaluations on a fresh evald before it is measured, so that
+    every worker and pooled connection has run its statements once (PostgreSQL plans them
+    and compiles the run functions per connection), as on a server that has been up for a
+    while. promptfoo's own warm-up is outside its measurement too: it is timed from its
+    first provider request. Enough pairs run at once to give every worker one run."""
+    plan = []
+    left = workers
+    while left > 0:
+        pairs = min(left, 16)
+        plan.append((pairs, pairs))
+        left -= pairs
+    drive_evald(ev, plan)
+
+
+def evald_plan(n, c, mode):
+    """The evaluations of one evald run, as (runs per variant, concurrency or None), and the
+    worker count it needs (None: the --workers setting). 'evals': c concurrent evaluations,
+    each strictly sequential; 'pairs': the same evaluations with every pair open at once
+    (`concurrency` = their pairs, at most 16) and exactly c workers, so that c calls are in
+    flight, as with promptfoo's -j c; 'one': one evaluation with `concurrency` c."""
+    if mode == "evals":
+        return [(r, None) for r in split_runs(n, c)], None
+    if mode == "pairs":
+        return [(r, min(r, 16)) for r in split_runs(n, c)], c
+    return [(n // 2, c)], None
+
+
 def run_evald_workload(opts, n, c, latency, mode):
-    """One measured run: fresh database, stub and evald. mode: 'evals' (c concurrent
-    evaluations) or 'one' (one evaluation with `concurrency` c)."""
+    """One measured run: fresh database, stub and evald, for a shape of evald_plan."""
     work = tempfile.mkdtemp(prefix="evald-bench-")
     db = stub = ev = sampler = None
     try:
         db = Database(opts.db_server)
         stub = start_stub(opts.stub, latency, work)
-        plan = ([(r, None) for r in split_runs(n, c)] if mode == "evals"
-                else [(n // 2, c)])
-        ev = Evald(opts, db, stub, work, max(r for r, _ in plan)).start()
+        plan, workers = evald_plan(n, c, mode)
+        ev = Evald(opts, db, stub, work, max(r for r, _ in plan), workers=workers).start()
+        warm_up(ev, workers or opts.workers or 8)
         size0 = int(db.q("SELECT pg_database_size(current_database())"))
         pm = postmaster_pid(opts.pg_data)
         sampler = Sampler(postmaster=pm)
@@ -547,7 +600,7 @@ def promptfoo_one(args):
         with open(os.path.join(work, "promptfoo.log"), "wb") as lf:
             t0 = now_ms()
             p = subprocess.Popen(argv, env=env, stdout=lf, stderr=subprocess.STDOUT, cwd=work)
-            sampler = Sampler(pid=p.pid, period=0.05)
+            sampler = Sampler(pid=p.pid, period=0.05, tree_period=0.2)
             _, status, ru = os.wait4(p.pid, 0)
             t_exit = now_ms()
             sampler.stop()

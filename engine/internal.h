@@ -1,6 +1,6 @@
 /*
- * Engine internals shared by its files. Lock order: inflight_mu, hub_mu and work_mu are
- * leaf locks, never held across a query, a provider call or each other.
+ * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu and
+ * work_mu are leaf locks, never held across a query, a provider call or each other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -16,6 +16,8 @@
 
 #define EVD_MAX_ATTEMPTS 3
 #define EVD_MAX_INFLIGHT 256
+/* Evaluations whose request a process keeps (least recently used goes first). */
+#define EVD_REQUEST_CACHE 64
 
 enum inflight_reason {
     REASON_NONE = 0,
@@ -63,6 +65,14 @@ struct evd_engine {
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
 
+    pthread_mutex_t requests_mu; /* leaf lock */
+    struct cached_request {
+        char id[64];
+        char *text; /* the stored request's JSON text (requests never change) */
+        uint64_t used;
+    } requests[EVD_REQUEST_CACHE];
+    uint64_t requests_tick;
+
     pthread_mutex_t work_mu; /* leaf lock */
     pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
     long work_tokens;        /* announced jobs not yet taken by a waking worker */
@@ -78,19 +88,33 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
 enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
                                        const struct evd_store_eval_state *st, int64_t now,
                                        struct evd_err *err);
-/* Writes a finished run (if still owned by `attempt`), deletes its job, advances the
- * step counter and the evaluation. *written reports whether the write happened. `st` is
- * the evaluation's state read under its lock, or NULL to read it here. */
-enum evd_code evd_engine_write_run(PGconn *c, const struct evd_store_eval_state *st,
-                                   const char *evaluation_id, int position, int attempt,
-                                   json_t *run, json_t *transcript, bool *written, int64_t now,
+/*
+ * Writes a finished run (if still owned by `attempt`), deletes its job, advances the
+ * step counter and schedules what may run next (evd_store_run_finish; `self` as there).
+ * *written reports whether the write happened, *finalize whether every run is now
+ * terminal: the caller then finalizes, with evd_engine_finalize_if_done when it holds no
+ * transaction, or evd_engine_advance in the one it holds. *job_left (may be NULL): the
+ * run's job if it stayed behind (see evd_store_run_finish), else 0.
+ */
+enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
+                                   int attempt, json_t *run, json_t *transcript, int self,
+                                   bool *written, bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err);
+/* In a transaction of its own: locks the evaluation and, unless it is terminal already,
+ * schedules its runs or (every run terminal) builds its report and completes it. */
+enum evd_code evd_engine_finalize_if_done(PGconn *c, const char *evaluation_id, int64_t now,
+                                          struct evd_err *err);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
 
-/* run execution (engine/runner.c) */
-void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+/* run execution (engine/runner.c): a claimed job of kind 'run' whose attempt is still to
+ * be started; _started: one whose attempt `attempt` evd_store_job_claim_start started.
+ * Both return the job if it stayed behind when the run was written (else 0), for the
+ * worker's next evd_store_job_claim_start. */
+int64_t evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+int64_t evd_engine_process_started(struct evd_engine *e, PGconn *c,
+                                   const struct evd_store_job *job, int attempt);
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
 void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);

@@ -192,7 +192,7 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         /* Every attempt was lost (crash or lease expiry): fail the run, phase setup. */
         json_t *runs = evd_store_runs(c, job->evaluation_id, false, err);
         json_t *run = json_array_get(runs, (size_t)job->run_position - 1);
-        bool written = false;
+        bool written = false, finalize = false;
         char msg[160];
         snprintf(msg, sizeof(msg),
                  "run was interrupted %d times (lost lease or stopped process); attempts "
@@ -201,8 +201,9 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         if (run == NULL ||
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
             evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
-            evd_engine_write_run(c, NULL, job->evaluation_id, job->run_position, st.attempt, run,
-                                 NULL, &written, now, err) != EVD_OK) {
+            evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
+                                 0, &written, &finalize, NULL, now, err) != EVD_OK ||
+            (finalize && evd_engine_advance(c, job->evaluation_id, now, err) != EVD_OK)) {
             json_decref(runs);
             goto rollback;
         }
@@ -269,10 +270,91 @@ static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *revi
     return t;
 }
 
-void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+/*
+ * The stored request of an evaluation, decoded (new reference). Requests never change, so
+ * each process keeps the text of the last EVD_REQUEST_CACHE it ran (a run of a known
+ * evaluation reads nothing), and decodes a private copy for every run.
+ */
+static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struct evd_err *err)
+{
+    json_t *request = NULL;
+    json_error_t jerr;
+    pthread_mutex_lock(&e->requests_mu);
+    for (size_t i = 0; i < EVD_REQUEST_CACHE; i++) {
+        struct cached_request *q = &e->requests[i];
+        if (q->text != NULL && strcmp(q->id, id) == 0) {
+            q->used = ++e->requests_tick;
+            request = json_loads(q->text, 0, &jerr);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->requests_mu);
+    if (request != NULL)
+        return request;
+    char *text = NULL;
+    if (evd_store_eval_request_text(c, id, &text, err) != EVD_OK)
+        return NULL;
+    if ((request = json_loads(text, 0, &jerr)) == NULL) {
+        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
+        free(text);
+        return NULL;
+    }
+    pthread_mutex_lock(&e->requests_mu);
+    struct cached_request *oldest = &e->requests[0];
+    for (size_t i = 1; i < EVD_REQUEST_CACHE; i++)
+        if (e->requests[i].used < oldest->used)
+            oldest = &e->requests[i];
+    free(oldest->text);
+    snprintf(oldest->id, sizeof(oldest->id), "%s", id);
+    oldest->text = text;
+    oldest->used = ++e->requests_tick;
+    pthread_mutex_unlock(&e->requests_mu);
+    return request;
+}
+
+static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                       int attempt, const struct evd_store_eval *evp);
+
+int64_t evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
+    int64_t left = 0;
+    int attempt = start_attempt(e, c, job, &ev, &err);
+    if (attempt > 0)
+        left = execute(e, c, job, attempt, &ev);
+    else if (err.code != EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
+                "error", err.msg, NULL);
+    evd_store_eval_clear(&ev);
+    return left;
+}
+
+int64_t evd_engine_process_started(struct evd_engine *e, PGconn *c,
+                                   const struct evd_store_job *job, int attempt)
+{
+    struct evd_err err = {0};
+    struct evd_store_eval ev = {0};
+    snprintf(ev.id, sizeof(ev.id), "%s", job->evaluation_id);
+    if ((ev.request = request_of(e, c, job->evaluation_id, &err)) == NULL) {
+        evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
+                "error", err.msg, NULL);
+        hand_back(c, job, attempt);
+        return 0;
+    }
+    int64_t left = execute(e, c, job, attempt, &ev);
+    evd_store_eval_clear(&ev);
+    return left;
+}
+
+/* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
+ * id and request. Returns the job if it stayed behind when the run was written. */
+static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                       int attempt, const struct evd_store_eval *evp)
+{
+    struct evd_err err = {0};
+    int64_t left = 0;
+    const struct evd_store_eval ev = *evp;
     struct evd_harness_outcome out = {0};
     struct evd_request_view view;
     json_t *run = NULL, *tools = NULL, *transcript = NULL, *evaluation = NULL, *review = NULL;
@@ -282,13 +364,6 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     struct evd_cancel *cancel = NULL;
     int slot = -1;
 
-    int attempt = start_attempt(e, c, job, &ev, &err);
-    if (attempt == 0) {
-        if (err.code != EVD_OK)
-            evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
-                    "error", err.msg, NULL);
-        goto out;
-    }
     if (evd_request_view(ev.request, &view, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
                 err.msg, NULL);
@@ -298,7 +373,13 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
     run = evd_run_new(ev.id, &entry);
     const json_t *variant = entry.role == EVD_ROLE_CONTROL ? view.control : view.treatment;
     json_t *sp = json_object_get(variant, "system_prompt");
-    tools = evd_store_tools_json(c, &err);
+    /* Registered HTTP tools matter only to a policy that may allow one, and to the agent
+     * review (whose reviewer has a policy of its own). */
+    if (policy_may_allow(view.functions) ||
+        evd_evaluator_is_agent_review(view.evaluator_function_id))
+        tools = evd_store_tools_json(c, &err);
+    else
+        tools = json_array();
     cancel = evd_cancel_new();
     if (run == NULL || tools == NULL || cancel == NULL)
         goto out;
@@ -348,6 +429,14 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) ==
             0 &&
         evd_run_needs_evaluation(ev.request, run)) {
+        /* The harness does not snapshot its final generation (the outcome follows at
+         * once); an evaluator that calls out may take a while, so snapshot it here. */
+        if (!evd_evaluator_is_builtin(view.evaluator_function_id) && out.metrics != NULL) {
+            json_t *snap = json_deep_copy(out.metrics);
+            if (snap != NULL && json_object_set_new(snap, "complete", json_false()) == 0)
+                on_progress(&pctx, snap);
+            json_decref(snap);
+        }
         int64_t t0 = evd_now_ms();
         struct evd_err everr = {0};
         if (evaluate(e, c, ev.id, &view, run, tools, cancel, &evaluation, &review, &everr) !=
@@ -407,15 +496,13 @@ void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_st
         run = fresh;
     }
     transcript = transcript_of(&out, review);
-    bool written = false;
-    if (evd_db_begin(c, &err) == EVD_OK) {
-        struct evd_store_eval_state locked;
-        if (evd_store_eval_state(c, ev.id, true, &locked, &err) == EVD_OK &&
-            evd_engine_write_run(c, &locked, ev.id, job->run_position, attempt, run, transcript,
-                                 &written, evd_now_ms(), &err) == EVD_OK)
-            evd_db_commit(c, &err);
-        evd_db_rollback(c);
-    }
+    /* One statement, its own transaction. This worker claims again right after, so one
+     * of the jobs it enqueues is not announced to the others (self = 1). */
+    bool written = false, finalize = false;
+    if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript, 1, &written,
+                             &finalize, &left, evd_now_ms(), &err) == EVD_OK &&
+        finalize)
+        evd_engine_finalize_if_done(c, ev.id, evd_now_ms(), &err);
     if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error", err.msg,
                 NULL);
@@ -430,5 +517,5 @@ out:
     json_decref(transcript);
     json_decref(evaluation);
     json_decref(review);
-    evd_store_eval_clear(&ev);
+    return left;
 }

@@ -89,41 +89,17 @@ static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
     return rc;
 }
 
-/* The largest concurrency an evaluation may have (migrations/0001: CHECK 1..16). */
-#define MAX_OPEN_PAIRS 16
-
 enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
                                        const struct evd_store_eval_state *st, int64_t now,
                                        struct evd_err *err)
 {
     if (evd_engine_status_terminal(st->status))
         return EVD_OK;
-    /* Each unfinished pair has one or two open runs, so the first 2 × concurrency open
-     * runs name every pair that may be open; their number does not grow with the plan. */
-    int conc = st->concurrency < 1 ? 1 : st->concurrency > MAX_OPEN_PAIRS ? MAX_OPEN_PAIRS
-                                                                          : st->concurrency;
-    struct evd_store_open_run open[2 * MAX_OPEN_PAIRS];
-    size_t n = 0;
-    enum evd_code rc = evd_store_open_runs(c, evaluation_id, open, 2 * (size_t)conc, &n, err);
-    if (rc != EVD_OK)
-        return rc;
-    if (n == 0)
-        return complete(c, evaluation_id, now, err);
-    /* Pairs run in plan order, at most `concurrency` open at once; inside a pair the
-     * first open run (the second only once the first is terminal) is the one to run. */
-    int todo[2 * MAX_OPEN_PAIRS];
-    size_t ntodo = 0;
-    int open_pairs = 0, last_pair = -1;
-    for (size_t i = 0; i < n && open_pairs < conc; i++) {
-        int pair = (open[i].position - 1) / 2;
-        if (pair == last_pair)
-            continue; /* the pair's second run waits for its first */
-        last_pair = pair;
-        open_pairs++;
-        if (!open[i].has_job)
-            todo[ntodo++] = open[i].position;
-    }
-    return ntodo > 0 ? evd_store_jobs_enqueue_runs(c, evaluation_id, todo, ntodo, err) : EVD_OK;
+    int result = 0;
+    enum evd_code rc = evd_store_schedule(c, evaluation_id, st->concurrency, 0, &result, err);
+    if (rc == EVD_OK && result == EVD_RUN_ALL_TERMINAL)
+        rc = complete(c, evaluation_id, now, err);
+    return rc;
 }
 
 enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t now,
@@ -134,19 +110,37 @@ enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t n
     return rc == EVD_OK ? evd_engine_advance_state(c, evaluation_id, &st, now, err) : rc;
 }
 
-enum evd_code evd_engine_write_run(PGconn *c, const struct evd_store_eval_state *st,
-                                   const char *evaluation_id, int position, int attempt,
-                                   json_t *run, json_t *transcript, bool *written, int64_t now,
+enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
+                                   int attempt, json_t *run, json_t *transcript, int self,
+                                   bool *written, bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err)
 {
+    int result = EVD_RUN_NOT_WRITTEN;
+    int64_t left = 0;
+    *written = *finalize = false;
     enum evd_code rc = evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript,
-                                            now, written, err);
-    if (rc != EVD_OK || !*written)
+                                            now, self, &result, &left, err);
+    if (job_left != NULL)
+        *job_left = left;
+    if (rc != EVD_OK || result == EVD_RUN_NOT_WRITTEN)
         return rc;
+    *written = true;
+    *finalize = result == EVD_RUN_ALL_TERMINAL;
     evd_metrics_count("evald_runs_finished_total", "status",
                       json_string_value(json_object_get(run, "status")), 1);
-    return st ? evd_engine_advance_state(c, evaluation_id, st, now, err)
-              : evd_engine_advance(c, evaluation_id, now, err);
+    return EVD_OK;
+}
+
+enum evd_code evd_engine_finalize_if_done(PGconn *c, const char *evaluation_id, int64_t now,
+                                          struct evd_err *err)
+{
+    struct evd_store_eval_state st;
+    enum evd_code rc = evd_db_begin(c, err);
+    if (rc == EVD_OK && (rc = evd_store_eval_state(c, evaluation_id, true, &st, err)) == EVD_OK &&
+        (rc = evd_engine_advance_state(c, evaluation_id, &st, now, err)) == EVD_OK)
+        rc = evd_db_commit(c, err);
+    evd_db_rollback(c);
+    return rc;
 }
 
 /* Fails one overdue run in its own transaction. */
@@ -169,11 +163,11 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
         goto out_ev;
     char msg[128];
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
-    bool written = false;
+    bool written = false, finalize = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, NULL, id, position, attempt, run, NULL, &written, now, &err) ==
-            EVD_OK &&
-        written) {
+        evd_engine_write_run(c, id, position, attempt, run, NULL, 0, &written, &finalize, NULL,
+                             now, &err) == EVD_OK &&
+        (!finalize || complete(c, id, now, &err) == EVD_OK) && written) {
         char payload[96];
         snprintf(payload, sizeof(payload), "%s:%d", id, position);
         evd_store_notify(c, EVD_CHANNEL_CANCEL, payload, NULL);

@@ -236,11 +236,29 @@ static void *worker_main(void *arg)
 {
     struct evd_engine *e = arg;
     PGconn *c = listen_conn(e, NULL);
+    int64_t left = 0; /* a finished run's job that stayed behind, deleted at the next claim */
     while (c != NULL && !atomic_load(&e->stopping)) {
         struct evd_err err = {0};
         struct evd_store_job job;
-        bool found = false;
-        if (evd_store_job_claim(c, e->owner, e->opts.lease_ms, &job, &found, &err) != EVD_OK) {
+        enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
+        int attempt = 0;
+        enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
+                                                     EVD_MAX_ATTEMPTS, true, &left, &job,
+                                                     &outcome, &attempt, &err);
+        if (rc == EVD_OK && outcome == EVD_CLAIM_RUN) {
+            left = evd_engine_process_started(e, c, &job, attempt);
+            continue;
+        }
+        if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
+            continue;
+        /* The run's evaluation is locked by someone else: claim only, then start while
+         * waiting for its lock in a transaction of its own (evd_engine_process_job). */
+        if (rc == EVD_OK && outcome == EVD_CLAIM_BUSY)
+            rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
+                                           EVD_MAX_ATTEMPTS, false, &left, &job, &outcome,
+                                           &attempt, &err);
+        bool found = rc == EVD_OK && outcome == EVD_CLAIM_CLAIMED;
+        if (rc != EVD_OK) {
             if (PQstatus(c) != CONNECTION_OK) {
                 PQfinish(c);
                 c = listen_conn(e, NULL);
@@ -251,7 +269,7 @@ static void *worker_main(void *arg)
         }
         if (found) {
             if (strcmp(job.kind, "run") == 0)
-                evd_engine_process_job(e, c, &job);
+                left = evd_engine_process_job(e, c, &job);
             else if (strcmp(job.kind, "session") == 0)
                 evd_engine_process_session(e, c, &job);
             else
@@ -388,6 +406,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->inflight_mu, NULL);
     pthread_mutex_init(&e->hub_mu, NULL);
     pthread_cond_init(&e->hub_cv, NULL);
+    pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
     if (opts->workers > 0) {
@@ -436,6 +455,9 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->hub_cv);
     pthread_mutex_destroy(&e->work_mu);
     pthread_cond_destroy(&e->work_cv);
+    for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
+        free(e->requests[i].text);
+    pthread_mutex_destroy(&e->requests_mu);
     free(e);
 }
 

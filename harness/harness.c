@@ -896,18 +896,22 @@ static void loop(struct run *r, struct verdict *v)
         }
         json_array_append_new(r->spans, new_span("generation", "generation", w0, w1, NULL, attrs));
         json_array_append(r->messages, reply.message);
-        report_progress(r);
 
+        /* A snapshot of the figures so far goes out before anything that takes time (the
+         * repair's generation, function calls); the final answer's figures arrive with the
+         * outcome, one write later, so they are not snapshotted. */
         size_t ncalls = json_array_size(reply.tool_calls);
         if (ncalls == 0 || repairing) {
             enum answer a = final_answer(r, v, &reply, turn, repairing);
             evd_hx_reply_clear(&reply);
             if (a == ANSWER_REPAIR) {
+                report_progress(r);
                 repairing = true;
                 continue;
             }
             break;
         }
+        report_progress(r);
         /* Budgets are checked after each generation, before any function of it runs. */
         int64_t used = r->tot.input + r->tot.output;
         if (r->has_max_total && used > r->max_total_tokens) {

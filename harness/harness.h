@@ -88,7 +88,9 @@ struct evd_harness_input {
     const struct evd_harness_dispatch *dispatch; /* optional */
     /*
      * Optional progress report: called on the run's thread after each successful generation
-     * and after each function call with a snapshot of the turn's metrics so far (a
+     * that the loop goes on from (function calls to run, or a repair to ask for; not after
+     * the final answer, whose figures come with the outcome) and after each function call,
+     * with a snapshot of the turn's metrics so far (a
      * SessionMetricsResponseV1 with complete:false, traces of the spans so far; borrowed for
      * the call only). It delays the loop while it runs, so it must be quick.
      */

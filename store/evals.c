@@ -240,37 +240,18 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
     return evd_db_exec(c, SQL_RUN_START, 4, p, err);
 }
 
-/*
- * One statement: the run (only if still running with this attempt), its job, the
- * evaluation's step and counters, and the change notification. The counters move by
- * exactly this run, which goes from open to terminal here and nowhere else but in
- * evd_store_runs_cancel_open (whose caller recounts), so no scan of the runs is needed.
- */
-static const char SQL_RUN_FINISH[] =
-    "WITH r AS (UPDATE runs SET status = $4, passed = $5::boolean, output = $6::jsonb,"
-    "  evaluation = $7::jsonb, benchmark = $8::jsonb, metrics = $9::jsonb,"
-    "  failures = $10::jsonb, transcript = $11::jsonb, completed_at = $12::bigint,"
-    "  turn_id = $13,"
-    "  started_at = CASE WHEN $14::bigint > 0 THEN $14::bigint ELSE started_at END"
-    "  WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
-    "  AND attempt = $3::int RETURNING passed),"
-    " j AS (DELETE FROM jobs WHERE evaluation_id = $1 AND run_position = $2::int"
-    "  AND kind = 'run' AND EXISTS (SELECT 1 FROM r)),"
-    " e AS (UPDATE evaluations SET step = step + 1, updated_at = $15::bigint,"
-    "  terminal_runs = terminal_runs + 1,"
-    "  passed_runs = passed_runs + (r.passed IS TRUE)::int,"
-    "  failed_runs = failed_runs + (r.passed IS FALSE)::int FROM r WHERE id = $1)"
-    " SELECT pg_notify('" EVD_CHANNEL_EVENTS "', $1) FROM r";
-
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
                                    const json_t *run, const json_t *transcript, int64_t now,
-                                   bool *written, struct evd_err *err)
+                                   int self, int *result, int64_t *job_left,
+                                   struct evd_err *err)
 {
-    *written = false;
-    char pos[16], att[16], ts[32], now_s[32];
+    *result = EVD_RUN_NOT_WRITTEN;
+    *job_left = 0;
+    char pos[16], att[16], ts[32], now_s[32], self_s[16];
     I64(now_s, now);
     I64(pos, position);
     I64(att, attempt);
+    I64(self_s, self);
     I64(ts, json_integer_value(json_object_get(run, "completed_at")));
     json_t *passed = json_object_get(run, "passed");
     char *output = dump_or_null(json_object_get(run, "output"));
@@ -296,8 +277,14 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                        ts,
                        turn,
                        started,
-                       now_s};
-    PGresult *r = evd_db_query(c, SQL_RUN_FINISH, 15, p, err);
+                       now_s,
+                       self_s};
+    PGresult *r = evd_db_query(c,
+                               "SELECT * FROM evald_finish_run($1, $2::int, $3::int, $4, $5::boolean,"
+                               " $6::jsonb, $7::jsonb, $8::jsonb, $9::jsonb, $10::jsonb,"
+                               " $11::jsonb, $12::bigint, $13, $14::bigint, $15::bigint,"
+                               " $16::int)",
+                               16, p, err);
     free(output);
     free(evaluation);
     free(benchmark);
@@ -306,7 +293,25 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     free(trans);
     if (r == NULL)
         return evd_db_code(err);
-    *written = PQntuples(r) == 1;
+    if (PQntuples(r) == 1 && PQnfields(r) == 2) {
+        *result = (int)evd_db_col_i64(r, 0, 0);
+        *job_left = evd_db_col_i64(r, 0, 1);
+    }
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int self,
+                                 int *result, struct evd_err *err)
+{
+    char conc[16], self_s[16];
+    I64(conc, concurrency);
+    I64(self_s, self);
+    const char *p[] = {id, conc, self_s};
+    PGresult *r = evd_db_query(c, "SELECT evald_schedule($1, $2::int, $3::int)", 3, p, err);
+    if (r == NULL)
+        return evd_db_code(err);
+    *result = PQntuples(r) == 1 ? (int)evd_db_col_i64(r, 0, 0) : 0;
     PQclear(r);
     return EVD_OK;
 }
@@ -484,57 +489,74 @@ json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char 
     return out;
 }
 
-static const char SQL_ENQUEUE[] =
-    "WITH i AS (INSERT INTO jobs (kind, evaluation_id, run_position)"
-    "  SELECT 'run', $1, x FROM unnest($2::int[]) AS x"
-    "  ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING RETURNING 1)"
-    " SELECT pg_notify('" EVD_CHANNEL_JOBS "', count(*)::text) FROM i HAVING count(*) > 0";
-
-enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
-                                          size_t n, struct evd_err *err)
+enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
+                                        int64_t now, int max_attempts, bool start,
+                                        int64_t *left, struct evd_store_job *out,
+                                        enum evd_claim_outcome *outcome, int *attempt,
+                                        struct evd_err *err)
 {
-    char arr[16 * 64 + 2];
-    size_t len = 0;
-    if (n > 64)
-        return evd_err_set(err, EVD_EINVAL, "at most 64 runs can be enqueued at once");
-    arr[len++] = '{';
-    for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(arr + len, sizeof(arr) - len, "%s%d", i ? "," : "", positions[i]);
-    snprintf(arr + len, sizeof(arr) - len, "}");
-    const char *p[] = {id, arr};
-    return evd_db_exec(c, SQL_ENQUEUE, 2, p, err);
-}
-
-static const char SQL_CLAIM[] =
-    "UPDATE jobs SET lease_owner = $1, attempts = attempts + 1,"
-    " lease_until = now() + make_interval(secs => $2::double precision / 1000)"
-    " WHERE id = (SELECT id FROM jobs WHERE due_at <= now()"
-    "  AND (lease_until IS NULL OR lease_until < now())"
-    "  ORDER BY due_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
-    " RETURNING id, kind, coalesce(evaluation_id, ''), coalesce(run_position, 0), attempts,"
-    " coalesce(ref, '')";
-
-enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
-                                  struct evd_store_job *out, bool *found, struct evd_err *err)
-{
-    *found = false;
-    char lease[32];
+    *outcome = EVD_CLAIM_NONE;
+    *attempt = 0;
+    char lease[32], ts[32], max[16], left_s[32];
     I64(lease, lease_ms);
-    const char *p[] = {owner, lease};
-    PGresult *r = evd_db_query(c, SQL_CLAIM, 2, p, err);
+    I64(ts, now);
+    I64(max, max_attempts);
+    I64(left_s, *left);
+    const char *p[] = {owner, lease, ts, max, left_s, start ? "true" : "false"};
+    PGresult *r = evd_db_query(
+        c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int, $5::bigint, $6::boolean)",
+        6, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) == 1) {
-        *found = true;
-        out->id = evd_db_col_i64(r, 0, 0);
-        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, 0, 1));
-        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 2));
-        out->run_position = (int)evd_db_col_i64(r, 0, 3);
-        out->attempts = (int)evd_db_col_i64(r, 0, 4);
-        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 5));
+    if (PQntuples(r) != 1 || PQnfields(r) != 9) {
+        PQclear(r);
+        return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
     }
+    static const struct {
+        const char *name;
+        enum evd_claim_outcome outcome;
+    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
+                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED},
+                    {"busy", EVD_CLAIM_BUSY}};
+    const char *name = PQgetvalue(r, 0, 0);
+    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
+    while (k < n && strcmp(name, outcomes[k].name) != 0)
+        k++;
+    enum evd_code rc = EVD_OK;
+    if (k == n)
+        rc = evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
+    else
+        *outcome = outcomes[k].outcome;
+    if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE) {
+        out->id = evd_db_col_i64(r, 0, 1);
+        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, 0, 2));
+        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 3));
+        out->run_position = (int)evd_db_col_i64(r, 0, 4);
+        out->attempts = (int)evd_db_col_i64(r, 0, 5);
+        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 6));
+        *attempt = (int)evd_db_col_i64(r, 0, 7);
+    }
+    if (rc == EVD_OK)
+        *left = evd_db_col_i64(r, 0, 8);
     PQclear(r);
-    return EVD_OK;
+    return rc;
+}
+
+enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
+                                          struct evd_err *err)
+{
+    *text = NULL;
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c, "SELECT request FROM evaluations WHERE id = $1", 1, p, err);
+    if (r == NULL)
+        return evd_db_code(err);
+    enum evd_code rc = EVD_OK;
+    if (PQntuples(r) == 0)
+        rc = evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
+    else if ((*text = strdup(PQgetvalue(r, 0, 0))) == NULL)
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+    PQclear(r);
+    return rc;
 }
 
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err)
@@ -549,31 +571,6 @@ enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_e
 {
     const char *p[] = {id};
     return evd_db_exec(c, "DELETE FROM jobs WHERE evaluation_id = $1", 1, p, err);
-}
-
-static const char SQL_OPEN_RUNS[] =
-    "SELECT r.position, EXISTS (SELECT 1 FROM jobs j WHERE j.evaluation_id = r.evaluation_id"
-    "  AND j.run_position = r.position AND j.kind = 'run')"
-    " FROM runs r WHERE r.evaluation_id = $1 AND r.status IN ('pending', 'running')"
-    " ORDER BY r.position LIMIT $2::int";
-
-enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_open_run *out,
-                                  size_t max, size_t *n, struct evd_err *err)
-{
-    char lim[16];
-    I64(lim, max);
-    const char *p[] = {id, lim};
-    *n = 0;
-    PGresult *r = evd_db_query(c, SQL_OPEN_RUNS, 2, p, err);
-    if (r == NULL)
-        return evd_db_code(err);
-    for (int i = 0; i < PQntuples(r) && *n < max; i++) {
-        out[*n].position = atoi(PQgetvalue(r, i, 0));
-        out[*n].has_job = PQgetvalue(r, i, 1)[0] == 't';
-        (*n)++;
-    }
-    PQclear(r);
-    return EVD_OK;
 }
 
 enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *ids, size_t n,

@@ -75,12 +75,30 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
 /*
  * Writes a finished run (`run` is the EvalRunReportV1 to store, `transcript` may be
  * NULL) only if the run is still running with `attempt`; when it does, also deletes the
- * run's job, advances the evaluation's step and run counters, sets updated_at = now and
- * notifies EVD_CHANNEL_EVENTS, all in one statement. *written tells whether it was.
+ * run's job, advances the evaluation's step and run counters, sets updated_at = now,
+ * notifies EVD_CHANNEL_EVENTS and schedules the runs that may start now (see
+ * evd_store_schedule; `self` as there), all in one statement (migrations/0006). Locks the
+ * evaluation's row. *result: EVD_RUN_NOT_WRITTEN, EVD_RUN_ALL_TERMINAL (written, and no
+ * run is open: the evaluation is ready to be finalized) or the number of jobs enqueued.
+ * *job_left: the run's job when its row was locked by someone else for the moment and
+ * so stayed behind (still leased to this process), else 0; see evd_store_job_claim_start.
  */
+#define EVD_RUN_NOT_WRITTEN (-2)
+#define EVD_RUN_ALL_TERMINAL (-1)
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
                                    const json_t *run, const json_t *transcript, int64_t now,
-                                   bool *written, struct evd_err *err);
+                                   int self, int *result, int64_t *job_left,
+                                   struct evd_err *err);
+/*
+ * The step machine's scheduling rule, for an evaluation whose row lock the caller holds:
+ * pairs run in plan order, at most `concurrency` unfinished pairs are open at once, inside
+ * a pair the second run starts only after the first is terminal. Enqueues a job for each
+ * run that may start and has none, and notifies EVD_CHANNEL_JOBS with their number less
+ * `self` (jobs the calling worker claims itself right after). *result: the number
+ * enqueued, or EVD_RUN_ALL_TERMINAL when no run is open. One statement.
+ */
+enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int self,
+                                 int *result, struct evd_err *err);
 /*
  * Keeps the metrics snapshot of a running run (progress, SessionMetricsResponseV1 with
  * complete:false) if it is still running with `attempt`, and notifies the change under the
@@ -121,24 +139,35 @@ struct evd_store_job {
     int attempts;
     char ref[64]; /* kind 'session': the session id ("" otherwise) */
 };
-/* Enqueues run jobs at these positions (at most 64) unless they exist, and notifies
- * EVD_CHANNEL_JOBS with the number added (as text) when any was; one statement. */
-enum evd_code evd_store_jobs_enqueue_runs(PGconn *c, const char *id, const int *positions,
-                                          size_t n, struct evd_err *err);
-/* Claims one due job with a lease; *found false when none is due. Autocommits. */
-enum evd_code evd_store_job_claim(PGconn *c, const char *owner, long lease_ms,
-                                  struct evd_store_job *out, bool *found, struct evd_err *err);
+/* What evd_store_job_claim_start did (migrations/0006, evald_claim). */
+enum evd_claim_outcome {
+    EVD_CLAIM_NONE,     /* no job is due */
+    EVD_CLAIM_RUN,      /* a run job was claimed and its next attempt started */
+    EVD_CLAIM_OBSOLETE, /* the run's evaluation is gone or terminal: job deleted */
+    EVD_CLAIM_CLAIMED,  /* a job was claimed, nothing more (other kinds, unusual runs) */
+    EVD_CLAIM_BUSY,     /* the evaluation was locked by another transaction: nothing done */
+};
+/*
+ * Claims the first due job with a lease (an expired lease first, then the oldest free
+ * job) and, for a run job in the ordinary case when `start`, starts its next attempt in
+ * the same statement (run running with *attempt, evaluation running, EVD_CHANNEL_EVENTS
+ * notified). Autocommits. On EVD_CLAIM_CLAIMED the caller starts a run in a transaction
+ * of its own; on EVD_CLAIM_BUSY it claims again without `start`.
+ * *left: a job that evd_store_run_finish left behind (0 for none), deleted first if its
+ * row can be locked now; on return, the one still left behind, or 0.
+ */
+enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
+                                        int64_t now, int max_attempts, bool start,
+                                        int64_t *left,
+                                        struct evd_store_job *out,
+                                        enum evd_claim_outcome *outcome, int *attempt,
+                                        struct evd_err *err);
+/* The stored (normalized) request of an evaluation as JSON text (malloc'd). */
+enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
+                                          struct evd_err *err);
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
 /* Deletes every job of an evaluation. */
 enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);
-/* The first `max` open (pending or running) runs of an evaluation in plan order, and
- * whether each has a run job; *n is how many there are. */
-struct evd_store_open_run {
-    int position;
-    bool has_job;
-};
-enum evd_code evd_store_open_runs(PGconn *c, const char *id, struct evd_store_open_run *out,
-                                  size_t max, size_t *n, struct evd_err *err);
 /*
  * Extends the leases of `ids` held by `owner`; `alive[i]` tells which still exist
  * under this owner (a missing one was cancelled or taken over).

@@ -1,0 +1,224 @@
+-- The life of a run in server-side functions, so that a run costs three statements
+-- (claim and start, finish, and nothing else) instead of thirteen round trips. Each
+-- statement inside a function takes a fresh snapshot (READ COMMITTED), so a function
+-- that waited for an evaluation's lock sees every run committed by the lock's previous
+-- holder. docs/bench.md has the figures; docs/engine.md the rules they keep.
+
+-- Schedules the runs of an evaluation that may start now: pairs in plan order, at most
+-- `p_conc` unfinished pairs open at once, inside a pair the second run only after the
+-- first is terminal. Each unfinished pair has one or two open runs, so the first
+-- 2 × concurrency open runs name every pair that may be open. Enqueues a job for each
+-- chosen run that has none and notifies evald_jobs with their number less `p_self`
+-- (jobs the calling worker is about to claim itself). Returns the number enqueued, or
+-- -1 when no run is open any more (the evaluation is ready to be finalized).
+-- The caller holds the evaluation's row lock.
+CREATE FUNCTION evald_schedule(p_eval text, p_conc integer, p_self integer)
+RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_conc integer := greatest(1, least(coalesce(p_conc, 1), 16));
+    v_open integer;
+    v_new integer;
+BEGIN
+    WITH open_runs AS (
+        SELECT r.position, (r.position - 1) / 2 AS pair
+        FROM runs r
+        WHERE r.evaluation_id = p_eval AND r.status IN ('pending', 'running')
+        ORDER BY r.position
+        LIMIT 2 * v_conc),
+    firsts AS (
+        SELECT DISTINCT ON (o.pair) o.pair, o.position FROM open_runs o ORDER BY o.pair, o.position),
+    chosen AS (
+        SELECT f.position FROM firsts f ORDER BY f.pair LIMIT v_conc),
+    added AS (
+        INSERT INTO jobs (kind, evaluation_id, run_position)
+        SELECT 'run', p_eval, c.position FROM chosen c
+        ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM open_runs), (SELECT count(*) FROM added) INTO v_open, v_new;
+    IF v_new > p_self THEN
+        PERFORM pg_notify('evald_jobs', (v_new - p_self)::text);
+    END IF;
+    IF v_open = 0 THEN
+        RETURN -1;
+    END IF;
+    RETURN v_new;
+END
+$$;
+
+-- Claimable jobs, in two small indexes instead of one scan of jobs_due: that one starts
+-- with every job whose lease is live (a run in flight), which each claim walked past. A
+-- free job (no lease) is found in jobs_free; an expired lease in jobs_leased, whose first
+-- entry usually ends the look at once (its lease is live).
+CREATE INDEX jobs_free ON jobs (due_at, id) WHERE lease_owner IS NULL;
+CREATE INDEX jobs_leased ON jobs (lease_until) WHERE lease_owner IS NOT NULL;
+
+-- Claims the first due job with a lease and, for a run job in the ordinary case (and
+-- `p_start`), starts its next attempt in the same transaction: the run becomes running
+-- with attempt + 1, a queued evaluation running, and evald_events is notified. o_outcome:
+--   none      no job is due;
+--   run       the run job was claimed and its attempt o_attempt started;
+--   obsolete  the run's evaluation is gone or terminal: the job was deleted;
+--   claimed   a job was claimed and nothing else done (any other kind of job, a run
+--             whose attempts are exhausted or which is already terminal, or not
+--             `p_start`): the caller starts it, if it is a run, in a transaction of its own;
+--   busy      another transaction holds the evaluation's lock: nothing was done, and
+--             the caller claims again without `p_start`.
+-- First, the job `p_left` (0 for none) that evald_finish_run left behind for this worker
+-- is deleted if its row can be locked now; o_left is it again while it still exists.
+-- The evaluation is locked with SKIP LOCKED, never waited for: this transaction already
+-- holds the job's row lock, and waiting for the evaluation while holding it would invert
+-- the lock order (evaluation, then its runs and jobs) that every writer follows.
+CREATE FUNCTION evald_claim(p_owner text, p_lease_ms bigint, p_now bigint,
+                            p_max_attempts integer, p_left bigint, p_start boolean,
+                            OUT o_outcome text, OUT o_job_id bigint, OUT o_kind text,
+                            OUT o_evaluation_id text, OUT o_run_position integer,
+                            OUT o_job_attempts integer, OUT o_ref text, OUT o_attempt integer,
+                            OUT o_left bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    j jobs%ROWTYPE;
+    v_status text;
+    v_run_status text;
+    v_attempt integer;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    o_left := 0;
+    IF p_left > 0 THEN
+        DELETE FROM jobs WHERE id = (SELECT l.id FROM jobs l WHERE l.id = p_left
+                                     AND l.lease_owner = p_owner FOR UPDATE SKIP LOCKED);
+        IF NOT FOUND AND EXISTS (SELECT 1 FROM jobs l WHERE l.id = p_left
+                                 AND l.lease_owner = p_owner) THEN
+            o_left := p_left;
+        END IF;
+    END IF;
+    -- An expired lease first (its run was interrupted), then the oldest free job.
+    SELECT * INTO j FROM jobs
+    WHERE lease_owner IS NOT NULL AND lease_until < now() AND due_at <= now()
+    ORDER BY lease_until
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1;
+    IF NOT FOUND THEN
+        SELECT * INTO j FROM jobs
+        WHERE lease_owner IS NULL AND due_at <= now()
+        ORDER BY due_at, id
+        FOR UPDATE SKIP LOCKED
+        LIMIT 1;
+    END IF;
+    IF NOT FOUND THEN
+        o_outcome := 'none';
+        RETURN;
+    END IF;
+    o_job_id := j.id;
+    o_kind := j.kind;
+    o_evaluation_id := coalesce(j.evaluation_id, '');
+    o_run_position := coalesce(j.run_position, 0);
+    o_ref := coalesce(j.ref, '');
+    o_job_attempts := j.attempts + 1;
+    o_attempt := 0;
+    IF j.kind = 'run' AND p_start THEN
+        SELECT e.status INTO v_status FROM evaluations e WHERE e.id = j.evaluation_id
+        FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            o_outcome := 'busy';
+            RETURN;
+        END IF;
+        IF v_status IN ('completed', 'failed', 'cancelled') THEN
+            DELETE FROM jobs WHERE id = j.id;
+            o_outcome := 'obsolete';
+            RETURN;
+        END IF;
+        SELECT r.status, r.attempt INTO v_run_status, v_attempt FROM runs r
+        WHERE r.evaluation_id = j.evaluation_id AND r.position = j.run_position;
+        IF FOUND AND v_run_status IN ('pending', 'running') AND v_attempt < p_max_attempts THEN
+            UPDATE jobs SET lease_owner = p_owner, attempts = attempts + 1,
+                lease_until = now() + make_interval(secs => p_lease_ms / 1000.0)
+            WHERE id = j.id;
+            UPDATE runs SET status = 'running', attempt = v_attempt + 1, started_at = p_now,
+                completed_at = NULL, progress = NULL
+            WHERE evaluation_id = j.evaluation_id AND position = j.run_position;
+            UPDATE evaluations SET updated_at = p_now,
+                status = CASE WHEN status = 'queued' THEN 'running' ELSE status END
+            WHERE id = j.evaluation_id;
+            PERFORM pg_notify('evald_events', j.evaluation_id);
+            o_outcome := 'run';
+            o_attempt := v_attempt + 1;
+            RETURN;
+        END IF;
+    END IF;
+    UPDATE jobs SET lease_owner = p_owner, attempts = attempts + 1,
+        lease_until = now() + make_interval(secs => p_lease_ms / 1000.0)
+    WHERE id = j.id;
+    o_outcome := 'claimed';
+END
+$$;
+
+-- Writes a run's outcome, only if it is still running with this attempt (a worker whose
+-- lease was taken over, or whose evaluation was cancelled, writes nothing), deletes its
+-- job, moves the evaluation's step and counters by exactly this run (the only open →
+-- terminal transition besides cancel, whose caller recounts), notifies evald_events
+-- and schedules what may run next. o_result is -2 when nothing was written, else what
+-- evald_schedule returned (-1: every run is terminal, finalize; n ≥ 0: jobs enqueued).
+-- The job is deleted only if its row can be locked at once: a claimer whose snapshot
+-- predates the job's lease may hold that lock for the rest of its transaction (FOR UPDATE
+-- keeps a row locked that its recheck then rejected), and waiting for it here would hold
+-- the evaluation's lock meanwhile. Such a job stays behind, still leased to this worker:
+-- o_job_left is its id, for the worker's next evald_claim to delete.
+CREATE FUNCTION evald_finish_run(p_eval text, p_pos integer, p_attempt integer,
+                                 p_status text, p_passed boolean, p_output jsonb,
+                                 p_evaluation jsonb, p_benchmark jsonb, p_metrics jsonb,
+                                 p_failures jsonb, p_transcript jsonb, p_completed_at bigint,
+                                 p_turn text, p_started_at bigint, p_now bigint, p_self integer,
+                                 OUT o_result integer, OUT o_job_left bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_status text;
+    v_conc integer;
+    v_passed boolean;
+    v_job bigint;
+BEGIN
+    o_result := -2;
+    o_job_left := 0;
+    SELECT e.status, e.concurrency INTO v_status, v_conc FROM evaluations e
+    WHERE e.id = p_eval FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    UPDATE runs SET status = p_status, passed = p_passed, output = p_output,
+        evaluation = p_evaluation, benchmark = p_benchmark, metrics = p_metrics,
+        failures = p_failures, transcript = p_transcript, completed_at = p_completed_at,
+        turn_id = p_turn,
+        started_at = CASE WHEN p_started_at > 0 THEN p_started_at ELSE started_at END
+    WHERE evaluation_id = p_eval AND position = p_pos AND status = 'running'
+        AND attempt = p_attempt
+    RETURNING passed INTO v_passed;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT j.id INTO v_job FROM jobs j
+    WHERE j.evaluation_id = p_eval AND j.run_position = p_pos AND j.kind = 'run'
+    FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        DELETE FROM jobs WHERE id = v_job;
+    ELSE
+        SELECT j.id INTO v_job FROM jobs j
+        WHERE j.evaluation_id = p_eval AND j.run_position = p_pos AND j.kind = 'run';
+        o_job_left := coalesce(v_job, 0);
+    END IF;
+    UPDATE evaluations SET step = step + 1, updated_at = p_now,
+        terminal_runs = terminal_runs + 1,
+        passed_runs = passed_runs + (v_passed IS TRUE)::int,
+        failed_runs = failed_runs + (v_passed IS FALSE)::int
+    WHERE id = p_eval;
+    PERFORM pg_notify('evald_events', p_eval);
+    o_result := 0;
+    IF v_status NOT IN ('completed', 'failed', 'cancelled') THEN
+        o_result := evald_schedule(p_eval, v_conc, p_self);
+    END IF;
+END
+$$;
+
+-- Transcripts and run documents are compressed when TOASTed; lz4 costs a fraction of
+-- pglz's CPU for the same kind of text.
+ALTER TABLE runs ALTER COLUMN transcript SET COMPRESSION lz4,
+    ALTER COLUMN output SET COMPRESSION lz4,
+    ALTER COLUMN metrics SET COMPRESSION lz4;
