@@ -397,32 +397,35 @@ def drive_evald(ev, plan):
     raise RuntimeError("evaluations did not finish within 600 s")
 
 
-def warm_up(ev, workers):
+def warm_up(ev, workers, plan):
     """Runs one round of small evaluations on a fresh evald before it is measured, so that
-    every worker and pooled connection has run its statements once (PostgreSQL plans them
-    and compiles the run functions per connection), as on a server that has been up for a
-    while. promptfoo's own warm-up is outside its measurement too: it is timed from its
-    first provider request. Enough pairs run at once to give every worker one run."""
-    plan = []
-    left = workers
-    while left > 0:
-        pairs = min(left, 16)
-        plan.append((pairs, pairs))
-        left -= pairs
-    drive_evald(ev, plan)
+    its pooled and worker connections have run their statements once (PostgreSQL parses
+    and plans them, and compiles the run functions, per connection), as on a server that
+    has been up for a while. promptfoo's own warm-up is outside its measurement too: it is
+    timed from its first provider request. The round has the measured plan's evaluations
+    (as many start requests at once, each with up to 4 pairs, all open) and enough pairs
+    in flight to give every worker a run."""
+    small = [(min(r, 4), min(r, 4)) for r, _ in plan]
+    pairs = sum(r for r, _ in small)
+    while pairs < workers:
+        extra = min(workers - pairs, 16)
+        small.append((extra, extra))
+        pairs += extra
+    drive_evald(ev, small)
 
 
 def evald_plan(n, c, mode):
-    """The evaluations of one evald run, as (runs per variant, concurrency or None), and the
-    worker count it needs (None: the --workers setting). 'evals': c concurrent evaluations,
-    each strictly sequential; 'pairs': the same evaluations with every pair open at once
-    (`concurrency` = their pairs, at most 16) and exactly c workers, so that c calls are in
-    flight, as with promptfoo's -j c; 'one': one evaluation with `concurrency` c."""
+    """The evaluations of one evald run, as (runs per variant, concurrency or None).
+    'evals': c concurrent evaluations, each strictly sequential (the spec's default);
+    'pairs': the same evaluations with every pair open at once (`concurrency` = their
+    pairs, at most 16); 'one': one evaluation with `concurrency` c (at most 16). evald
+    runs with c workers (EVALD_WORKERS), so that at most c calls are in flight, as with
+    promptfoo's -j c."""
     if mode == "evals":
-        return [(r, None) for r in split_runs(n, c)], None
+        return [(r, None) for r in split_runs(n, c)]
     if mode == "pairs":
-        return [(r, min(r, 16)) for r in split_runs(n, c)], c
-    return [(n // 2, c)], None
+        return [(r, min(r, 16)) for r in split_runs(n, c)]
+    return [(n // 2, c)]
 
 
 def run_evald_workload(opts, n, c, latency, mode):
@@ -432,9 +435,10 @@ def run_evald_workload(opts, n, c, latency, mode):
     try:
         db = Database(opts.db_server)
         stub = start_stub(opts.stub, latency, work)
-        plan, workers = evald_plan(n, c, mode)
+        plan = evald_plan(n, c, mode)
+        workers = opts.workers or c
         ev = Evald(opts, db, stub, work, max(r for r, _ in plan), workers=workers).start()
-        warm_up(ev, workers or opts.workers or 8)
+        warm_up(ev, workers, plan)
         size0 = int(db.q("SELECT pg_database_size(current_database())"))
         pm = postmaster_pid(opts.pg_data)
         sampler = Sampler(postmaster=pm)
@@ -908,8 +912,8 @@ def main():
     ap.add_argument("--n1", type=int, default=2000)
     ap.add_argument("--n2", type=int, default=200)
     ap.add_argument("--c-list", default="4,32")
-    ap.add_argument("--workers", type=int, default=32,
-                    help="EVALD_WORKERS for evald (0 = evald's default)")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="EVALD_WORKERS for evald (0 = C, the configuration's concurrency)")
     ap.add_argument("--evald-log-level", default="info")
     ap.add_argument("--api-evaluations", type=int, default=10000)
     ap.add_argument("--wrk-rate", type=float, default=1000)
@@ -987,7 +991,7 @@ def main():
     print("evald benchmarks, %s, %s" % (results["started"], results["machine"]))
     print("PostgreSQL fsync=%s synchronous_commit=%s; EVALD_WORKERS=%s; %d runs per "
           "configuration, median (min–max)" % (results["fsync"], results["synchronous_commit"],
-                                              opts.workers or "default", opts.runs))
+                                              opts.workers or "C", opts.runs))
     print()
     print(text)
     for f in failures:

@@ -81,7 +81,7 @@ static enum evd_code check_output(const struct evd_request_view *view, struct ev
     return evd_err_set(err, cerr.code, "output.schema: %s", m);
 }
 
-/* Inserts a new evaluation for a normalized request and schedules it; one transaction. */
+/* Inserts a new evaluation for a normalized request and schedules it; one statement. */
 static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
                             uint32_t concurrency, const char *source_id, json_t **response,
                             struct evd_err *err)
@@ -101,14 +101,8 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
     json_t *runs = evd_plan_build(id, view.runs, view.order);
     if (runs == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    int64_t now = evd_now_ms();
-    if ((rc = evd_db_begin(c, err)) == EVD_OK &&
-        (rc = evd_store_eval_insert(c, id, normalized, (int)concurrency, runs, source_id, now,
-                                    err)) == EVD_OK &&
-        (rc = evd_engine_advance(c, id, now, err)) == EVD_OK &&
-        (rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, id, err)) == EVD_OK)
-        rc = evd_db_commit(c, err);
-    evd_db_rollback(c);
+    rc = evd_store_eval_insert(c, id, normalized, (int)concurrency, runs, source_id,
+                               evd_now_ms(), err);
     json_decref(runs);
     if (rc != EVD_OK)
         return rc;

@@ -1,6 +1,7 @@
 /*
  * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu and
- * work_mu are leaf locks, never held across a query, a provider call or each other.
+ * work_mu are leaf locks, never held across a query, a provider call or each other
+ * (reports_mu, held across one finalization's queries: engine/steps.c says why it may).
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -65,6 +66,9 @@ struct evd_engine {
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
 
+    pthread_mutex_t reports_mu; /* one finalization at a time (engine/steps.c) */
+    PGconn *reports_conn;       /* its connection, opened on first use */
+
     pthread_mutex_t requests_mu; /* leaf lock */
     struct cached_request {
         char id[64];
@@ -100,9 +104,10 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
                                    int attempt, json_t *run, json_t *transcript, int self,
                                    bool *written, bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err);
-/* In a transaction of its own: locks the evaluation and, unless it is terminal already,
- * schedules its runs or (every run terminal) builds its report and completes it. */
-enum evd_code evd_engine_finalize_if_done(PGconn *c, const char *evaluation_id, int64_t now,
+/* In a transaction of its own, on the engine's reports connection, one at a time in the
+ * process: locks the evaluation and, unless it is terminal already, schedules its runs or
+ * (every run terminal) builds its report and completes it. */
+enum evd_code evd_engine_finalize_if_done(struct evd_engine *e, const char *evaluation_id,
                                           struct evd_err *err);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */

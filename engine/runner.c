@@ -502,7 +502,7 @@ static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_j
     if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript, 1, &written,
                              &finalize, &left, evd_now_ms(), &err) == EVD_OK &&
         finalize)
-        evd_engine_finalize_if_done(c, ev.id, evd_now_ms(), &err);
+        evd_engine_finalize_if_done(e, ev.id, &err);
     if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error", err.msg,
                 NULL);

@@ -243,20 +243,14 @@ static void *worker_main(void *arg)
         enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
         int attempt = 0;
         enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                                     EVD_MAX_ATTEMPTS, true, &left, &job,
-                                                     &outcome, &attempt, &err);
+                                                     EVD_MAX_ATTEMPTS, &left, &job, &outcome,
+                                                     &attempt, &err);
         if (rc == EVD_OK && outcome == EVD_CLAIM_RUN) {
             left = evd_engine_process_started(e, c, &job, attempt);
             continue;
         }
         if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
             continue;
-        /* The run's evaluation is locked by someone else: claim only, then start while
-         * waiting for its lock in a transaction of its own (evd_engine_process_job). */
-        if (rc == EVD_OK && outcome == EVD_CLAIM_BUSY)
-            rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                           EVD_MAX_ATTEMPTS, false, &left, &job, &outcome,
-                                           &attempt, &err);
         bool found = rc == EVD_OK && outcome == EVD_CLAIM_CLAIMED;
         if (rc != EVD_OK) {
             if (PQstatus(c) != CONNECTION_OK) {
@@ -406,6 +400,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->inflight_mu, NULL);
     pthread_mutex_init(&e->hub_mu, NULL);
     pthread_cond_init(&e->hub_cv, NULL);
+    pthread_mutex_init(&e->reports_mu, NULL);
     pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
@@ -457,6 +452,8 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->work_cv);
     for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
         free(e->requests[i].text);
+    PQfinish(e->reports_conn);
+    pthread_mutex_destroy(&e->reports_mu);
     pthread_mutex_destroy(&e->requests_mu);
     free(e);
 }

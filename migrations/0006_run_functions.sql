@@ -45,31 +45,40 @@ BEGIN
 END
 $$;
 
--- Claimable jobs, in two small indexes instead of one scan of jobs_due: that one starts
--- with every job whose lease is live (a run in flight), which each claim walked past. A
--- free job (no lease) is found in jobs_free; an expired lease in jobs_leased, whose first
+-- Claimable jobs, in small partial indexes instead of one scan of jobs_due: that one
+-- starts with every job whose lease is live (a run in flight), which each claim walked
+-- past. Free run jobs and free jobs of other kinds (session turns) are apart, so that
+-- neither look walks the other's; an expired lease is found in jobs_leased, whose first
 -- entry usually ends the look at once (its lease is live).
-CREATE INDEX jobs_free ON jobs (due_at, id) WHERE lease_owner IS NULL;
+CREATE INDEX jobs_free_runs ON jobs (due_at, id) WHERE lease_owner IS NULL AND kind = 'run';
+CREATE INDEX jobs_free_other ON jobs (due_at, id) WHERE lease_owner IS NULL AND kind <> 'run';
 CREATE INDEX jobs_leased ON jobs (lease_until) WHERE lease_owner IS NOT NULL;
 
--- Claims the first due job with a lease and, for a run job in the ordinary case (and
--- `p_start`), starts its next attempt in the same transaction: the run becomes running
--- with attempt + 1, a queued evaluation running, and evald_events is notified. o_outcome:
+-- Claims a due job with a lease and, for a run job in the ordinary case, starts its next
+-- attempt in the same transaction: the run becomes running with attempt + 1, a queued
+-- evaluation running, and evald_events is notified. Which job, in this order:
+--   1. the oldest expired lease (its run was interrupted), of any kind;
+--   2. the oldest free job of another kind than run (a session turn);
+--   3. the oldest free run job whose evaluation nobody holds: the job and its evaluation
+--      are locked together with SKIP LOCKED, so a worker never waits here for a
+--      finish of the same evaluation, and never holds a job while waiting for its
+--      evaluation (the lock order is evaluation first, then its runs and jobs);
+--   4. the oldest free run job, its evaluation held by someone else.
+-- o_outcome:
 --   none      no job is due;
---   run       the run job was claimed and its attempt o_attempt started;
+--   run       a run job was claimed and its attempt o_attempt started;
 --   obsolete  the run's evaluation is gone or terminal: the job was deleted;
---   claimed   a job was claimed and nothing else done (any other kind of job, a run
---             whose attempts are exhausted or which is already terminal, or not
---             `p_start`): the caller starts it, if it is a run, in a transaction of its own;
---   busy      another transaction holds the evaluation's lock: nothing was done, and
---             the caller claims again without `p_start`.
+--   claimed   a job was claimed and nothing else done (another kind of job, a run whose
+--             attempts are exhausted or which is already terminal, or whose evaluation
+--             is held by someone else): the caller starts a run in a transaction of its
+--             own, which waits for the evaluation's lock.
 -- First, the job `p_left` (0 for none) that evald_finish_run left behind for this worker
 -- is deleted if its row can be locked now; o_left is it again while it still exists.
--- The evaluation is locked with SKIP LOCKED, never waited for: this transaction already
--- holds the job's row lock, and waiting for the evaluation while holding it would invert
--- the lock order (evaluation, then its runs and jobs) that every writer follows.
+-- The claim commits asynchronously: a crash of PostgreSQL can lose at most the last
+-- moments of claims and starts, which leaves those runs pending, to be started again;
+-- finishes stay synchronous, and a synchronous commit makes every earlier one durable.
 CREATE FUNCTION evald_claim(p_owner text, p_lease_ms bigint, p_now bigint,
-                            p_max_attempts integer, p_left bigint, p_start boolean,
+                            p_max_attempts integer, p_left bigint,
                             OUT o_outcome text, OUT o_job_id bigint, OUT o_kind text,
                             OUT o_evaluation_id text, OUT o_run_position integer,
                             OUT o_job_attempts integer, OUT o_ref text, OUT o_attempt integer,
@@ -78,11 +87,13 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     j jobs%ROWTYPE;
     v_status text;
+    v_locked boolean := false;
     v_run_status text;
     v_attempt integer;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     o_left := 0;
+    o_attempt := 0;
     IF p_left > 0 THEN
         DELETE FROM jobs WHERE id = (SELECT l.id FROM jobs l WHERE l.id = p_left
                                      AND l.lease_owner = p_owner FOR UPDATE SKIP LOCKED);
@@ -91,7 +102,6 @@ BEGIN
             o_left := p_left;
         END IF;
     END IF;
-    -- An expired lease first (its run was interrupted), then the oldest free job.
     SELECT * INTO j FROM jobs
     WHERE lease_owner IS NOT NULL AND lease_until < now() AND due_at <= now()
     ORDER BY lease_until
@@ -99,7 +109,22 @@ BEGIN
     LIMIT 1;
     IF NOT FOUND THEN
         SELECT * INTO j FROM jobs
-        WHERE lease_owner IS NULL AND due_at <= now()
+        WHERE lease_owner IS NULL AND kind <> 'run' AND due_at <= now()
+        ORDER BY due_at, id
+        FOR UPDATE SKIP LOCKED
+        LIMIT 1;
+    END IF;
+    IF NOT FOUND THEN
+        SELECT f.* INTO j FROM jobs f JOIN evaluations e ON e.id = f.evaluation_id
+        WHERE f.lease_owner IS NULL AND f.kind = 'run' AND f.due_at <= now()
+        ORDER BY f.due_at, f.id
+        FOR UPDATE OF f, e SKIP LOCKED
+        LIMIT 1;
+        v_locked := FOUND;
+    END IF;
+    IF NOT FOUND THEN
+        SELECT * INTO j FROM jobs
+        WHERE lease_owner IS NULL AND kind = 'run' AND due_at <= now()
         ORDER BY due_at, id
         FOR UPDATE SKIP LOCKED
         LIMIT 1;
@@ -114,14 +139,13 @@ BEGIN
     o_run_position := coalesce(j.run_position, 0);
     o_ref := coalesce(j.ref, '');
     o_job_attempts := j.attempts + 1;
-    o_attempt := 0;
-    IF j.kind = 'run' AND p_start THEN
-        SELECT e.status INTO v_status FROM evaluations e WHERE e.id = j.evaluation_id
-        FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            o_outcome := 'busy';
-            RETURN;
-        END IF;
+    IF j.kind = 'run' AND NOT v_locked THEN
+        -- An expired lease: its evaluation is locked here only if nobody holds it.
+        PERFORM 1 FROM evaluations e WHERE e.id = j.evaluation_id FOR UPDATE SKIP LOCKED;
+        v_locked := FOUND;
+    END IF;
+    IF v_locked THEN
+        SELECT e.status INTO v_status FROM evaluations e WHERE e.id = j.evaluation_id;
         IF v_status IN ('completed', 'failed', 'cancelled') THEN
             DELETE FROM jobs WHERE id = j.id;
             o_outcome := 'obsolete';
@@ -217,8 +241,11 @@ BEGIN
 END
 $$;
 
--- Transcripts and run documents are compressed when TOASTed; lz4 costs a fraction of
--- pglz's CPU for the same kind of text.
+-- Transcripts, run documents and reports are compressed when TOASTed; lz4 costs a
+-- fraction of pglz's CPU for the same kind of text (storing the 770 kB report of a
+-- 1,000-run evaluation took 40 ms with pglz).
 ALTER TABLE runs ALTER COLUMN transcript SET COMPRESSION lz4,
     ALTER COLUMN output SET COMPRESSION lz4,
     ALTER COLUMN metrics SET COMPRESSION lz4;
+ALTER TABLE evaluations ALTER COLUMN report SET COMPRESSION lz4,
+    ALTER COLUMN request SET COMPRESSION lz4;

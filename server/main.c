@@ -107,11 +107,14 @@ int main(int argc, char **argv)
 
     /* Library initialisation, before any thread exists. */
 #ifdef __GLIBC__
-    /* glibc gives up to 8 malloc arenas per core; evald's many threads are I/O-bound, and
-     * each arena kept its own share of the transient report buffers resident. Two per
-     * core hold the peak RSS of workload 1 about 5 MiB lower at no measurable cost. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    mallopt(M_ARENA_MAX, (int)(ncpu > 0 ? 2 * ncpu : 4));
+    /* glibc gives up to 8 malloc arenas per core, and a thread's arena keeps the pages of
+     * what it freed at its top (malloc_trim does not return those of a thread's arena):
+     * every worker that once built a report kept megabytes. With two arenas, and large
+     * buffers (report texts, libpq results) always in their own mappings, returned on
+     * free, workload 1's peak RSS went from 22-38 MiB to 22-27 at C = 4, and the
+     * throughput did not move beyond the machine's noise (bench/RESULTS.md). */
+    mallopt(M_ARENA_MAX, 2);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
     json_object_seed(0);
     curl_global_init(CURL_GLOBAL_DEFAULT);

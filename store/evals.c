@@ -42,19 +42,6 @@ static char *dump_exact(const json_t *v)
     return out;
 }
 
-static const char SQL_EVAL_INSERT[] =
-    "WITH e AS ("
-    " INSERT INTO evaluations (id, status, request, concurrency, source_evaluation_id,"
-    "  total_runs, created_at, updated_at)"
-    " VALUES ($1, 'queued', $2::jsonb, $3::int, NULLIF($4, ''), jsonb_array_length($5::jsonb),"
-    "  $6::bigint, $6::bigint) RETURNING id)"
-    " INSERT INTO runs (evaluation_id, position, run_id, role, iteration, pair_position,"
-    "  session_id)"
-    " SELECT e.id, x.execution_position, x.run_id, x.role, x.iteration, x.pair_position,"
-    "  x.session_id"
-    " FROM e, jsonb_to_recordset($5::jsonb) AS x(execution_position int, run_id text,"
-    "  role text, iteration int, pair_position int, session_id text)";
-
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
                                     int64_t now, struct evd_err *err)
@@ -67,7 +54,9 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
     enum evd_code rc = EVD_ENOMEM;
     if (req && rs) {
         const char *p[] = {id, req, conc, source_id ? source_id : "", rs, ts};
-        rc = evd_db_exec(c, SQL_EVAL_INSERT, 6, p, err);
+        rc = evd_db_exec(c,
+                         "SELECT evald_create($1, $2::jsonb, $3::int, $4, $5::jsonb, $6::bigint)",
+                         6, p, err);
     } else {
         evd_err_set(err, EVD_ENOMEM, "out of memory");
     }
@@ -490,8 +479,8 @@ json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char 
 }
 
 enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
-                                        int64_t now, int max_attempts, bool start,
-                                        int64_t *left, struct evd_store_job *out,
+                                        int64_t now, int max_attempts, int64_t *left,
+                                        struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err)
 {
@@ -502,10 +491,10 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
     I64(ts, now);
     I64(max, max_attempts);
     I64(left_s, *left);
-    const char *p[] = {owner, lease, ts, max, left_s, start ? "true" : "false"};
+    const char *p[] = {owner, lease, ts, max, left_s};
     PGresult *r = evd_db_query(
-        c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int, $5::bigint, $6::boolean)",
-        6, p, err);
+        c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int, $5::bigint)", 5, p,
+        err);
     if (r == NULL)
         return evd_db_code(err);
     if (PQntuples(r) != 1 || PQnfields(r) != 9) {
@@ -516,8 +505,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         const char *name;
         enum evd_claim_outcome outcome;
     } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
-                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED},
-                    {"busy", EVD_CLAIM_BUSY}};
+                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
     const char *name = PQgetvalue(r, 0, 0);
     size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
     while (k < n && strcmp(name, outcomes[k].name) != 0)

@@ -35,7 +35,9 @@ struct evd_store_eval {
 void evd_store_eval_clear(struct evd_store_eval *e);
 
 /* Inserts the evaluation and its planned runs (an array of EvalRunReportV1 objects
- * with execution_position, pair_position, ...). EVD_ECONFLICT when the id exists. */
+ * with execution_position, pair_position, ...), enqueues the runs that may start and
+ * notifies EVD_CHANNEL_EVENTS (and EVD_CHANNEL_JOBS); one statement (migrations/0007),
+ * which autocommits outside a transaction. EVD_ECONFLICT when the id exists. */
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
                                     int64_t now, struct evd_err *err);
@@ -144,21 +146,20 @@ enum evd_claim_outcome {
     EVD_CLAIM_NONE,     /* no job is due */
     EVD_CLAIM_RUN,      /* a run job was claimed and its next attempt started */
     EVD_CLAIM_OBSOLETE, /* the run's evaluation is gone or terminal: job deleted */
-    EVD_CLAIM_CLAIMED,  /* a job was claimed, nothing more (other kinds, unusual runs) */
-    EVD_CLAIM_BUSY,     /* the evaluation was locked by another transaction: nothing done */
+    EVD_CLAIM_CLAIMED,  /* a job was claimed, nothing more: a session turn, or a run
+                           that is unusual or whose evaluation someone else holds */
 };
 /*
- * Claims the first due job with a lease (an expired lease first, then the oldest free
- * job) and, for a run job in the ordinary case when `start`, starts its next attempt in
- * the same statement (run running with *attempt, evaluation running, EVD_CHANNEL_EVENTS
- * notified). Autocommits. On EVD_CLAIM_CLAIMED the caller starts a run in a transaction
- * of its own; on EVD_CLAIM_BUSY it claims again without `start`.
+ * Claims a due job with a lease (an expired lease, a session turn, a run whose
+ * evaluation nobody holds, any run: each the oldest) and, for a run job in the ordinary
+ * case, starts its next attempt in the same statement (run running with *attempt,
+ * evaluation running, EVD_CHANNEL_EVENTS notified). Autocommits, asynchronously. On
+ * EVD_CLAIM_CLAIMED the caller starts a run in a transaction of its own.
  * *left: a job that evd_store_run_finish left behind (0 for none), deleted first if its
  * row can be locked now; on return, the one still left behind, or 0.
  */
 enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
-                                        int64_t now, int max_attempts, bool start,
-                                        int64_t *left,
+                                        int64_t now, int max_attempts, int64_t *left,
                                         struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err);
