@@ -1,7 +1,7 @@
 /*
- * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu and
- * work_mu are leaf locks, never held across a query, a provider call or each other
- * (reports_mu, held across one finalization's queries: engine/steps.c says why it may).
+ * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu,
+ * finals_mu and work_mu are leaf locks, never held across a query, a provider call or each
+ * other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -66,8 +66,14 @@ struct evd_engine {
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
 
-    pthread_mutex_t reports_mu; /* one finalization at a time (engine/steps.c) */
-    PGconn *reports_conn;       /* its connection, opened on first use */
+    /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
+    pthread_mutex_t finals_mu; /* leaf lock */
+    pthread_cond_t finals_cv;
+    struct pending_final {
+        char evaluation_id[64];
+        struct pending_final *next;
+    } *finals_head, *finals_tail;
+    pthread_t finalizer;
 
     pthread_mutex_t requests_mu; /* leaf lock */
     struct cached_request {
@@ -104,11 +110,12 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
                                    int attempt, json_t *run, json_t *transcript, int self,
                                    bool *written, bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err);
-/* In a transaction of its own, on the engine's reports connection, one at a time in the
- * process: locks the evaluation and, unless it is terminal already, schedules its runs or
- * (every run terminal) builds its report and completes it. */
-enum evd_code evd_engine_finalize_if_done(struct evd_engine *e, const char *evaluation_id,
-                                          struct evd_err *err);
+/* Hands an evaluation whose runs may all be terminal to the finalizer thread, which, in
+ * a transaction of its own, locks it and, unless it is terminal already, schedules its
+ * runs or (every run terminal) builds its report and completes it. */
+void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id);
+/* The finalizer thread's body (engine/steps.c), started with the workers. */
+void *evd_engine_finalizer_main(void *arg);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);

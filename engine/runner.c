@@ -497,12 +497,13 @@ static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_j
     }
     transcript = transcript_of(&out, review);
     /* One statement, its own transaction. This worker claims again right after, so one
-     * of the jobs it enqueues is not announced to the others (self = 1). */
+     * of the jobs it enqueues is not announced to the others (self = 1); the report of an
+     * evaluation whose last run this was is the finalizer thread's. */
     bool written = false, finalize = false;
     if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript, 1, &written,
                              &finalize, &left, evd_now_ms(), &err) == EVD_OK &&
         finalize)
-        evd_engine_finalize_if_done(e, ev.id, &err);
+        evd_engine_finalize_later(e, ev.id);
     if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error", err.msg,
                 NULL);

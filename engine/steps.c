@@ -7,6 +7,7 @@
  * starts only after the first is terminal. With concurrency 1 this is exactly the
  * reference's strictly sequential order.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__
@@ -132,37 +133,75 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
 }
 
 /*
- * Reports are built one at a time in a process, on a connection of their own. A report
- * holds every run of its evaluation several times over while it is built (decoded rows,
- * their projection, its text), so evaluations finishing together (W1: four of 500 runs)
- * held all of theirs at once, which set the process's peak memory (40 MiB, against 18
- * while runs execute); and libpq never shrinks a connection's buffers, so each worker
- * connection that once read 500 runs and sent their report kept megabytes for good.
- * The mutex is held across one finalization's queries, the exception to
- * engine/internal.h's rule: its holder reads and writes only its own evaluation, so it
- * never waits for a lock held by a thread waiting for the mutex.
+ * Reports are built one at a time in a process, by one thread on a connection of its own.
+ * A report holds every run of its evaluation several times over while it is built
+ * (decoded rows, their projection, its text), so evaluations finishing together (W1: four
+ * of 500 runs) held all of theirs at once, which set the process's peak memory (40 MiB,
+ * against 18 while runs execute); libpq never shrinks a connection's buffers, so each
+ * worker connection that once read 500 runs and sent their report kept megabytes for good;
+ * and a worker that finished an evaluation's last run would wait for the report before it
+ * claimed again (W2: 32 evaluations finishing within a few waves). A finalization lost to a
+ * crash is the sweeper's: the evaluation is live and has no job.
  */
-enum evd_code evd_engine_finalize_if_done(struct evd_engine *e, const char *evaluation_id,
-                                          struct evd_err *err)
+void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id)
 {
-    pthread_mutex_lock(&e->reports_mu);
-    PGconn *c = e->reports_conn;
-    if (c != NULL && !evd_db_ensure(c)) {
-        PQfinish(c);
-        c = NULL;
+    struct pending_final *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        evd_log(EVD_LOG_WARN, "could not queue a finalization; the sweeper will do it",
+                "evaluation_id", evaluation_id, NULL);
+        return;
     }
-    if (c == NULL)
-        c = evd_db_connect(e->opts.conninfo, err);
-    e->reports_conn = c;
-    enum evd_code rc = c == NULL ? (err ? err->code : EVD_EDB) : evd_db_begin(c, err);
+    snprintf(f->evaluation_id, sizeof(f->evaluation_id), "%s", evaluation_id);
+    pthread_mutex_lock(&e->finals_mu);
+    if (e->finals_tail != NULL)
+        e->finals_tail->next = f;
+    else
+        e->finals_head = f;
+    e->finals_tail = f;
+    pthread_cond_signal(&e->finals_cv);
+    pthread_mutex_unlock(&e->finals_mu);
+}
+
+static enum evd_code finalize_if_done(PGconn *c, const char *evaluation_id,
+                                      struct evd_err *err)
+{
+    enum evd_code rc = evd_db_begin(c, err);
     struct evd_store_eval_state st;
     if (rc == EVD_OK && (rc = evd_store_eval_state(c, evaluation_id, true, &st, err)) == EVD_OK &&
         (rc = evd_engine_advance_state(c, evaluation_id, &st, evd_now_ms(), err)) == EVD_OK)
         rc = evd_db_commit(c, err);
-    if (c != NULL)
-        evd_db_rollback(c);
-    pthread_mutex_unlock(&e->reports_mu);
+    evd_db_rollback(c);
     return rc;
+}
+
+void *evd_engine_finalizer_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    PGconn *c = NULL;
+    for (;;) {
+        pthread_mutex_lock(&e->finals_mu);
+        while (e->finals_head == NULL && !atomic_load(&e->stopping))
+            pthread_cond_wait(&e->finals_cv, &e->finals_mu);
+        struct pending_final *f = e->finals_head;
+        if (f != NULL && (e->finals_head = f->next) == NULL)
+            e->finals_tail = NULL;
+        pthread_mutex_unlock(&e->finals_mu);
+        if (f == NULL)
+            break; /* stopping, and nothing is left to finalize */
+        struct evd_err err = {0};
+        if (c != NULL && !evd_db_ensure(c)) {
+            PQfinish(c);
+            c = NULL;
+        }
+        if (c == NULL)
+            c = evd_db_connect(e->opts.conninfo, &err);
+        if (c == NULL || finalize_if_done(c, f->evaluation_id, &err) != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id",
+                    f->evaluation_id, "error", err.msg, NULL);
+        free(f);
+    }
+    PQfinish(c);
+    return NULL;
 }
 
 /* Fails one overdue run in its own transaction. */

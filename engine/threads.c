@@ -400,7 +400,8 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->inflight_mu, NULL);
     pthread_mutex_init(&e->hub_mu, NULL);
     pthread_cond_init(&e->hub_cv, NULL);
-    pthread_mutex_init(&e->reports_mu, NULL);
+    pthread_mutex_init(&e->finals_mu, NULL);
+    pthread_cond_init(&e->finals_cv, NULL);
     pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
@@ -411,6 +412,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
                 e->nworkers++;
         pthread_create(&e->keeper, NULL, keeper_main, e);
         pthread_create(&e->sweeper, NULL, sweeper_main, e);
+        pthread_create(&e->finalizer, NULL, evd_engine_finalizer_main, e);
         e->threads_started = true;
     }
     return e;
@@ -429,6 +431,9 @@ void evd_engine_signal_stop(struct evd_engine *e)
     pthread_mutex_lock(&e->work_mu);
     pthread_cond_broadcast(&e->work_cv);
     pthread_mutex_unlock(&e->work_mu);
+    pthread_mutex_lock(&e->finals_mu);
+    pthread_cond_broadcast(&e->finals_cv);
+    pthread_mutex_unlock(&e->finals_mu);
 }
 
 void evd_engine_stop(struct evd_engine *e)
@@ -441,6 +446,7 @@ void evd_engine_stop(struct evd_engine *e)
             pthread_join(e->workers[i], NULL);
         pthread_join(e->keeper, NULL);
         pthread_join(e->sweeper, NULL);
+        pthread_join(e->finalizer, NULL); /* it finishes what was queued when the stop came */
     }
     free(e->workers);
     close(e->wake_pipe[0]);
@@ -452,8 +458,13 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->work_cv);
     for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
         free(e->requests[i].text);
-    PQfinish(e->reports_conn);
-    pthread_mutex_destroy(&e->reports_mu);
+    while (e->finals_head != NULL) { /* queued after the finalizer left: the sweeper's */
+        struct pending_final *f = e->finals_head;
+        e->finals_head = f->next;
+        free(f);
+    }
+    pthread_mutex_destroy(&e->finals_mu);
+    pthread_cond_destroy(&e->finals_cv);
     pthread_mutex_destroy(&e->requests_mu);
     free(e);
 }
