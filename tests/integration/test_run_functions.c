@@ -1,0 +1,320 @@
+/*
+ * The run functions of migrations/0006 and 0007 (evald_create, evald_schedule,
+ * evald_claim, evald_finish_run) through the store's C API, on a real PostgreSQL, with a
+ * second connection holding the locks that concurrent workers and cancels would hold:
+ * scheduling by pairs and concurrency, the claim that passes over a held evaluation, the
+ * finish that leaves a locked job behind for the next claim, stale attempts, obsolete
+ * jobs, exhausted attempts and the last run that asks for finalization.
+ */
+#include <check.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+#include "store/evals.h"
+#include "tests/support/itest.h"
+#include "tests/support/testutil.h"
+
+static char db_url[1024];
+static char db_name[64];
+static PGconn *c;     /* the worker's connection */
+static PGconn *other; /* another transaction's */
+
+static void setup(void)
+{
+    evd_t_db_create(db_url, sizeof(db_url), db_name);
+    struct evd_err err = {0};
+    ck_assert_msg(evd_db_migrate(db_url, &err) == EVD_OK, "%s", err.msg);
+    c = evd_db_connect(db_url, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    other = PQconnectdb(db_url);
+    ck_assert_int_eq(PQstatus(other), CONNECTION_OK);
+}
+
+static void teardown(void)
+{
+    PQfinish(other);
+    PQfinish(c);
+    evd_t_db_drop(db_name);
+}
+
+/* Runs SQL on the other connection (in whatever transaction it has open). */
+static void other_sql(const char *sql)
+{
+    PGresult *r = PQexec(other, sql);
+    ExecStatusType st = PQresultStatus(r);
+    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s", sql,
+                  PQerrorMessage(other));
+    PQclear(r);
+}
+
+/* The first column of the first row of a query on a fresh connection, as an integer. */
+static long long q_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long q_int(const char *fmt, ...)
+{
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    char *v = evd_t_sql(db_url, sql);
+    ck_assert_msg(v != NULL, "%s", sql);
+    long long n = atoll(v);
+    free(v);
+    return n;
+}
+
+/* An evaluation of `pairs` pairs (control first in each) with `concurrency`, through
+ * the store (evald_create); its id is "eval_<tag>". */
+static void create_eval(const char *tag, int pairs, int concurrency, char id[64])
+{
+    snprintf(id, 64, "eval_%s", tag);
+    json_t *runs = json_array();
+    for (int p = 0; p < pairs; p++)
+        for (int k = 0; k < 2; k++) {
+            char run_id[32], session[96];
+            snprintf(run_id, sizeof(run_id), "%s-%d", k == 0 ? "control" : "treatment", p + 1);
+            snprintf(session, sizeof(session), "%s_%c_%d", id, k == 0 ? 'c' : 't', p + 1);
+            json_array_append_new(
+                runs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:s}", "execution_position",
+                                2 * p + k + 1, "run_id", run_id, "role",
+                                k == 0 ? "control" : "treatment", "iteration", p + 1,
+                                "pair_position", k + 1, "session_id", session));
+        }
+    json_t *request = json_pack("{s:s}", "dimension", "prompt");
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_eval_insert(c, id, request, concurrency, runs, NULL, 1000, &err) ==
+                      EVD_OK,
+                  "%s", err.msg);
+    json_decref(request);
+    json_decref(runs);
+}
+
+/* Positions of the evaluation's run jobs, ascending, as "1,3". */
+static void job_positions(const char *id, char *out, size_t n)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(string_agg(run_position::text, ',' ORDER BY run_position), '')"
+             " FROM jobs WHERE evaluation_id = '%s'",
+             id);
+    char *v = evd_t_sql(db_url, sql);
+    ck_assert_ptr_nonnull(v);
+    snprintf(out, n, "%s", v);
+    free(v);
+}
+
+static enum evd_claim_outcome claim(struct evd_store_job *job, int *attempt, int64_t *left)
+{
+    enum evd_claim_outcome outcome;
+    struct evd_err err = {0};
+    int64_t none = 0;
+    ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 2000, 3, left ? left : &none,
+                                            job, &outcome, attempt, &err) == EVD_OK,
+                  "%s", err.msg);
+    return outcome;
+}
+
+/* Finishes a run as passed; returns the function's result, *left the job left behind. */
+static int finish(const char *id, int position, int attempt, int self, int64_t *left)
+{
+    json_t *run = json_pack("{s:s, s:b, s:s, s:{s:f}, s:{}, s:{}, s:[], s:I, s:I}", "status",
+                            "completed", "passed", 1, "output", "OK", "evaluation", "score", 1.0,
+                            "benchmark", "metrics", "failures", "started_at", (json_int_t)2000,
+                            "completed_at", (json_int_t)3000);
+    int result = 0;
+    int64_t job_left = 0;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_run_finish(c, id, position, attempt, run, NULL, 3000, self, &result,
+                                       &job_left, &err) == EVD_OK,
+                  "%s", err.msg);
+    json_decref(run);
+    if (left)
+        *left = job_left;
+    return result;
+}
+
+START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
+{
+    char id[64], jobs[64];
+    create_eval("sched", 3, 2, id);
+    job_positions(id, jobs, sizeof(jobs));
+    ck_assert_str_eq(jobs, "1,3"); /* first runs of pairs 1 and 2; pair 3 waits */
+
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_str_eq(job.evaluation_id, id);
+    ck_assert_int_eq(job.run_position, 1);
+    ck_assert_int_eq(attempt, 1);
+    ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
+                           id),
+                     1);
+    ck_assert_int_eq(q_int("SELECT (status = 'running')::int FROM evaluations WHERE id = '%s'",
+                           id),
+                     1);
+
+    /* Run 1 done: its pair's second run (2) may start; pair 3 still waits for a slot. */
+    ck_assert_int_eq(finish(id, 1, 1, 0, NULL), 1);
+    job_positions(id, jobs, sizeof(jobs));
+    ck_assert_str_eq(jobs, "2,3");
+    ck_assert_int_eq(q_int("SELECT terminal_runs * 10 + passed_runs FROM evaluations"
+                           " WHERE id = '%s'",
+                           id),
+                     11);
+
+    /* Runs 3 and 2 (in claim order: 2 was enqueued later) finish: pair 1 is done, so
+     * pair 3 opens. */
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(job.run_position, 3);
+    ck_assert_int_eq(finish(id, 3, 1, 0, NULL), 1); /* run 4 */
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(job.run_position, 2);
+    ck_assert_int_eq(finish(id, 2, 1, 0, NULL), 1); /* run 5 */
+    job_positions(id, jobs, sizeof(jobs));
+    ck_assert_str_eq(jobs, "4,5");
+}
+END_TEST
+
+START_TEST(stale_attempt_writes_nothing)
+{
+    char id[64];
+    create_eval("stale", 1, 1, id);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(finish(id, 1, attempt + 1, 0, NULL), EVD_RUN_NOT_WRITTEN);
+    ck_assert_int_eq(q_int("SELECT terminal_runs FROM evaluations WHERE id = '%s'", id), 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", id), 1);
+    ck_assert_int_eq(finish(id, 1, attempt, 0, NULL), 1); /* the pair's second run */
+}
+END_TEST
+
+START_TEST(last_run_asks_for_finalization)
+{
+    char id[64];
+    create_eval("last", 1, 1, id);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(finish(id, 1, attempt, 0, NULL), 1);
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(job.run_position, 2);
+    ck_assert_int_eq(finish(id, 2, attempt, 0, NULL), EVD_RUN_ALL_TERMINAL);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", id), 0);
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_NONE);
+}
+END_TEST
+
+START_TEST(claim_passes_over_a_held_evaluation)
+{
+    char a[64], b[64];
+    create_eval("held_a", 1, 1, a); /* older job */
+    create_eval("held_b", 1, 1, b);
+    other_sql("BEGIN");
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM evaluations WHERE id = '%s' FOR UPDATE", a);
+    other_sql(sql);
+
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_str_eq(job.evaluation_id, b);
+    /* Only the held evaluation's job is left: claimed, not started, never waited for. */
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
+    ck_assert_str_eq(job.evaluation_id, a);
+    ck_assert_int_eq(attempt, 0);
+    other_sql("COMMIT");
+    ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
+                           a),
+                     0);
+    ck_assert_int_eq(q_int("SELECT (lease_owner = 'test-owner')::int FROM jobs"
+                           " WHERE evaluation_id = '%s'",
+                           a),
+                     1);
+}
+END_TEST
+
+START_TEST(finish_leaves_a_locked_job_for_the_next_claim)
+{
+    char id[64];
+    create_eval("left", 1, 1, id);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = %lld FOR UPDATE",
+             (long long)job.id);
+    other_sql("BEGIN");
+    other_sql(sql); /* as a claimer whose snapshot predates the lease would hold it */
+
+    int64_t left = 0;
+    ck_assert_int_eq(finish(id, 1, attempt, 0, &left), 1); /* written, run 2 enqueued */
+    ck_assert_int_eq(left, job.id);
+    ck_assert_int_eq(q_int("SELECT (status = 'completed')::int FROM runs WHERE"
+                           " evaluation_id = '%s' AND position = 1",
+                           id),
+                     1);
+
+    /* Still held: the next claim keeps it behind (and takes run 2). */
+    struct evd_store_job next;
+    ck_assert_int_eq(claim(&next, &attempt, &left), EVD_CLAIM_RUN);
+    ck_assert_int_eq(left, job.id);
+    ck_assert_int_eq(next.run_position, 2);
+    other_sql("COMMIT");
+    /* Released: the claim after deletes it. */
+    ck_assert_int_eq(claim(&next, &attempt, &left), EVD_CLAIM_NONE);
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'"
+                           " AND run_position = 1",
+                           id),
+                     0);
+}
+END_TEST
+
+START_TEST(obsolete_and_exhausted_jobs)
+{
+    char done[64], tired[64];
+    create_eval("done", 1, 1, done);
+    char sql[200];
+    snprintf(sql, sizeof(sql), "UPDATE evaluations SET status = 'cancelled' WHERE id = '%s'",
+             done);
+    other_sql(sql);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_OBSOLETE);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", done), 0);
+
+    /* Three attempts already started: claimed for the worker to fail it (phase setup). */
+    create_eval("tired", 1, 1, tired);
+    snprintf(sql, sizeof(sql),
+             "UPDATE runs SET attempt = 3, status = 'running' WHERE evaluation_id = '%s'"
+             " AND position = 1",
+             tired);
+    other_sql(sql);
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
+    ck_assert_str_eq(job.evaluation_id, tired);
+    ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
+                           tired),
+                     3);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("run_functions");
+    TCase *tc = tcase_create("run_functions");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, schedule_opens_pairs_in_order_up_to_concurrency);
+    tcase_add_test(tc, stale_attempt_writes_nothing);
+    tcase_add_test(tc, last_run_asks_for_finalization);
+    tcase_add_test(tc, claim_passes_over_a_held_evaluation);
+    tcase_add_test(tc, finish_leaves_a_locked_job_for_the_next_claim);
+    tcase_add_test(tc, obsolete_and_exhausted_jobs);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
