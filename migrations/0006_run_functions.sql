@@ -56,22 +56,25 @@ CREATE INDEX jobs_leased ON jobs (lease_until) WHERE lease_owner IS NOT NULL;
 
 -- Claims a due job with a lease and, for a run job in the ordinary case, starts its next
 -- attempt in the same transaction: the run becomes running with attempt + 1, a queued
--- evaluation running, and evald_events is notified. Which job, in this order:
---   1. the oldest expired lease (its run was interrupted), of any kind;
---   2. the oldest free job of another kind than run (a session turn);
---   3. the oldest free run job whose evaluation nobody holds: the job and its evaluation
---      are locked together with SKIP LOCKED, so a worker never waits here for a
---      finish of the same evaluation, and never holds a job while waiting for its
---      evaluation (the lock order is evaluation first, then its runs and jobs);
---   4. the oldest free run job, its evaluation held by someone else.
+-- evaluation running, and evald_events is notified. Which job, in this order: the oldest
+-- expired lease (its run was interrupted), of any kind; the oldest free job of another
+-- kind than run (a session turn); the oldest free run job.
+-- The claim never waits for a lock and never takes the evaluation's: the job's row and
+-- then the run's are locked with SKIP LOCKED, and the evaluation is only read (its
+-- queued → running change is skipped while someone holds it; the next start makes it).
+-- So claims of one evaluation do not queue behind each other or behind its finishes, and
+-- the lock order (evaluation first, then its runs and jobs) cannot be inverted: a cancel
+-- or a timeout that holds the evaluation and wants this run waits for this short
+-- transaction, which waits for nothing; one that already holds the run makes the claim
+-- leave the start to the caller.
 -- o_outcome:
 --   none      no job is due;
 --   run       a run job was claimed and its attempt o_attempt started;
 --   obsolete  the run's evaluation is gone or terminal: the job was deleted;
 --   claimed   a job was claimed and nothing else done (another kind of job, a run whose
---             attempts are exhausted or which is already terminal, or whose evaluation
---             is held by someone else): the caller starts a run in a transaction of its
---             own, which waits for the evaluation's lock.
+--             attempts are exhausted or which is already terminal, or whose row another
+--             transaction holds): the caller starts a run in a transaction of its own,
+--             which takes the evaluation's lock first.
 -- First, the job `p_left` (0 for none) that evald_finish_run left behind for this worker
 -- is deleted if its row can be locked now; o_left is it again while it still exists.
 -- The claim commits asynchronously: a crash of PostgreSQL can lose at most the last
@@ -87,7 +90,6 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     j jobs%ROWTYPE;
     v_status text;
-    v_locked boolean := false;
     v_run_status text;
     v_attempt integer;
 BEGIN
@@ -115,14 +117,6 @@ BEGIN
         LIMIT 1;
     END IF;
     IF NOT FOUND THEN
-        SELECT f.* INTO j FROM jobs f JOIN evaluations e ON e.id = f.evaluation_id
-        WHERE f.lease_owner IS NULL AND f.kind = 'run' AND f.due_at <= now()
-        ORDER BY f.due_at, f.id
-        FOR UPDATE OF f, e SKIP LOCKED
-        LIMIT 1;
-        v_locked := FOUND;
-    END IF;
-    IF NOT FOUND THEN
         SELECT * INTO j FROM jobs
         WHERE lease_owner IS NULL AND kind = 'run' AND due_at <= now()
         ORDER BY due_at, id
@@ -139,20 +133,16 @@ BEGIN
     o_run_position := coalesce(j.run_position, 0);
     o_ref := coalesce(j.ref, '');
     o_job_attempts := j.attempts + 1;
-    IF j.kind = 'run' AND NOT v_locked THEN
-        -- An expired lease: its evaluation is locked here only if nobody holds it.
-        PERFORM 1 FROM evaluations e WHERE e.id = j.evaluation_id FOR UPDATE SKIP LOCKED;
-        v_locked := FOUND;
-    END IF;
-    IF v_locked THEN
+    IF j.kind = 'run' THEN
         SELECT e.status INTO v_status FROM evaluations e WHERE e.id = j.evaluation_id;
-        IF v_status IN ('completed', 'failed', 'cancelled') THEN
+        IF NOT FOUND OR v_status IN ('completed', 'failed', 'cancelled') THEN
             DELETE FROM jobs WHERE id = j.id;
             o_outcome := 'obsolete';
             RETURN;
         END IF;
         SELECT r.status, r.attempt INTO v_run_status, v_attempt FROM runs r
-        WHERE r.evaluation_id = j.evaluation_id AND r.position = j.run_position;
+        WHERE r.evaluation_id = j.evaluation_id AND r.position = j.run_position
+        FOR UPDATE SKIP LOCKED;
         IF FOUND AND v_run_status IN ('pending', 'running') AND v_attempt < p_max_attempts THEN
             UPDATE jobs SET lease_owner = p_owner, attempts = attempts + 1,
                 lease_until = now() + make_interval(secs => p_lease_ms / 1000.0)
@@ -160,9 +150,11 @@ BEGIN
             UPDATE runs SET status = 'running', attempt = v_attempt + 1, started_at = p_now,
                 completed_at = NULL, progress = NULL
             WHERE evaluation_id = j.evaluation_id AND position = j.run_position;
-            UPDATE evaluations SET updated_at = p_now,
-                status = CASE WHEN status = 'queued' THEN 'running' ELSE status END
-            WHERE id = j.evaluation_id;
+            IF v_status = 'queued' THEN
+                UPDATE evaluations SET status = 'running', updated_at = p_now
+                WHERE id = (SELECT q.id FROM evaluations q WHERE q.id = j.evaluation_id
+                            AND q.status = 'queued' FOR UPDATE SKIP LOCKED);
+            END IF;
             PERFORM pg_notify('evald_events', j.evaluation_id);
             o_outcome := 'run';
             o_attempt := v_attempt + 1;

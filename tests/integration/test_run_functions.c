@@ -2,9 +2,9 @@
  * The run functions of migrations/0006 and 0007 (evald_create, evald_schedule,
  * evald_claim, evald_finish_run) through the store's C API, on a real PostgreSQL, with a
  * second connection holding the locks that concurrent workers and cancels would hold:
- * scheduling by pairs and concurrency, the claim that passes over a held evaluation, the
- * finish that leaves a locked job behind for the next claim, stale attempts, obsolete
- * jobs, exhausted attempts and the last run that asks for finalization.
+ * scheduling by pairs and concurrency, the claim that waits for no lock, the finish that
+ * leaves a locked job behind for the next claim, stale attempts, obsolete jobs, exhausted
+ * attempts and the last run that asks for finalization.
  */
 #include <check.h>
 #include <libpq-fe.h>
@@ -137,6 +137,15 @@ static int finish(const char *id, int position, int attempt, int self, int64_t *
     return result;
 }
 
+/* A one-pair evaluation whose first run is claimed and started; *attempt its attempt. */
+static void start_one_pair(const char *tag, char id[64], struct evd_store_job *job, int *attempt)
+{
+    create_eval(tag, 1, 1, id);
+    ck_assert_int_eq(claim(job, attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_str_eq(job->evaluation_id, id);
+    ck_assert_int_eq(*attempt, 1);
+}
+
 START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
 {
     char id[64], jobs[64];
@@ -182,10 +191,9 @@ END_TEST
 START_TEST(stale_attempt_writes_nothing)
 {
     char id[64];
-    create_eval("stale", 1, 1, id);
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    start_one_pair("stale", id, &job, &attempt);
     ck_assert_int_eq(finish(id, 1, attempt + 1, 0, NULL), EVD_RUN_NOT_WRITTEN);
     ck_assert_int_eq(q_int("SELECT terminal_runs FROM evaluations WHERE id = '%s'", id), 0);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", id), 1);
@@ -196,10 +204,9 @@ END_TEST
 START_TEST(last_run_asks_for_finalization)
 {
     char id[64];
-    create_eval("last", 1, 1, id);
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    start_one_pair("last", id, &job, &attempt);
     ck_assert_int_eq(finish(id, 1, attempt, 0, NULL), 1);
     ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
     ck_assert_int_eq(job.run_position, 2);
@@ -209,31 +216,41 @@ START_TEST(last_run_asks_for_finalization)
 }
 END_TEST
 
-START_TEST(claim_passes_over_a_held_evaluation)
+START_TEST(claim_waits_for_no_lock)
 {
     char a[64], b[64];
     create_eval("held_a", 1, 1, a); /* older job */
     create_eval("held_b", 1, 1, b);
+    char sql[200];
+    /* Another transaction holds evaluation A (a finish, say): A's run starts anyway, and
+     * A stays queued until a start finds it free. */
     other_sql("BEGIN");
-    char sql[160];
     snprintf(sql, sizeof(sql), "SELECT 1 FROM evaluations WHERE id = '%s' FOR UPDATE", a);
     other_sql(sql);
-
     struct evd_store_job job;
     int attempt = 0;
     ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
-    ck_assert_str_eq(job.evaluation_id, b);
-    /* Only the held evaluation's job is left: claimed, not started, never waited for. */
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
     ck_assert_str_eq(job.evaluation_id, a);
+    ck_assert_int_eq(attempt, 1);
+    other_sql("COMMIT");
+    ck_assert_int_eq(q_int("SELECT (status = 'queued')::int FROM evaluations WHERE id = '%s'", a),
+                     1);
+
+    /* Another holds B's run (a cancel or a timeout): B's job is claimed, not started. */
+    other_sql("BEGIN");
+    snprintf(sql, sizeof(sql),
+             "SELECT 1 FROM runs WHERE evaluation_id = '%s' AND position = 1 FOR UPDATE", b);
+    other_sql(sql);
+    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
+    ck_assert_str_eq(job.evaluation_id, b);
     ck_assert_int_eq(attempt, 0);
     other_sql("COMMIT");
     ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
-                           a),
+                           b),
                      0);
     ck_assert_int_eq(q_int("SELECT (lease_owner = 'test-owner')::int FROM jobs"
                            " WHERE evaluation_id = '%s'",
-                           a),
+                           b),
                      1);
 }
 END_TEST
@@ -241,10 +258,9 @@ END_TEST
 START_TEST(finish_leaves_a_locked_job_for_the_next_claim)
 {
     char id[64];
-    create_eval("left", 1, 1, id);
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    start_one_pair("left", id, &job, &attempt);
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = %lld FOR UPDATE",
              (long long)job.id);
@@ -312,7 +328,7 @@ int main(void)
     tcase_add_test(tc, schedule_opens_pairs_in_order_up_to_concurrency);
     tcase_add_test(tc, stale_attempt_writes_nothing);
     tcase_add_test(tc, last_run_asks_for_finalization);
-    tcase_add_test(tc, claim_passes_over_a_held_evaluation);
+    tcase_add_test(tc, claim_waits_for_no_lock);
     tcase_add_test(tc, finish_leaves_a_locked_job_for_the_next_claim);
     tcase_add_test(tc, obsolete_and_exhausted_jobs);
     suite_add_tcase(s, tc);

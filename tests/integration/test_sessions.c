@@ -255,14 +255,16 @@ START_TEST(three_sessions_compared_live)
     snprintf(path, sizeof(path), "%s/v1/sessions/compare/events?ids=%s&baseline=%s", evald.base,
              ids, a);
 
-    /* CHARLIE has run its first generation and function call: partial figures. */
+    /* CHARLIE has run its first generation and function call: partial figures. (A
+     * snapshot is also taken after the generation, before the call: wait past it.) */
     json_t *cmp = NULL;
     int64_t deadline = evd_mono_ms() + 10000;
     for (;;) {
         long st = 0;
         cmp = compare(ids, a, &st);
         ck_assert_int_eq(st, 200);
-        if (json_is_object(json_object_get(item(cmp, 2), "metrics")))
+        if (json_is_object(json_object_get(item(cmp, 2), "metrics")) &&
+            json_integer_value(summary(cmp, 2, "function_calls")) == 1)
             break;
         json_decref(cmp);
         ck_assert_msg(evd_mono_ms() < deadline, "no partial metrics for CHARLIE");
