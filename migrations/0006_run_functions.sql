@@ -1,5 +1,5 @@
--- The life of a run in server-side functions, so that a run costs three statements
--- (claim and start, finish, and nothing else) instead of thirteen round trips. Each
+-- The life of a run in server-side functions, so that a run costs two statements (claim
+-- and start; finish and schedule) instead of thirteen round trips. Each
 -- statement inside a function takes a fresh snapshot (READ COMMITTED), so a function
 -- that waited for an evaluation's lock sees every run committed by the lock's previous
 -- holder. docs/bench.md has the figures; docs/engine.md the rules they keep.
