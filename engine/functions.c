@@ -101,11 +101,13 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
     json_t *runs = evd_plan_build(id, view.runs, view.order);
     if (runs == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    int enqueued = 0;
     rc = evd_store_eval_insert(c, id, normalized, (int)concurrency, runs, source_id,
-                               evd_now_ms(), err);
+                               evd_now_ms(), e->owner, &enqueued, err);
     json_decref(runs);
     if (rc != EVD_OK)
         return rc;
+    evd_engine_wake(e, enqueued); /* this process's workers, without the keeper's round trip */
     evd_metrics_count("evald_evaluations_started_total", NULL, NULL, 1);
     evd_log(EVD_LOG_INFO, "evaluation started", "evaluation_id", id, "source_evaluation_id",
             source_id, NULL);

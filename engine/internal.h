@@ -66,6 +66,14 @@ struct evd_engine {
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
 
+    /* Finished runs waiting for the writer thread (engine/writer.c), oldest first. */
+    pthread_mutex_t writes_mu; /* leaf lock */
+    pthread_cond_t writes_cv;  /* the writer waits here for work */
+    pthread_cond_t written_cv; /* workers wait here for their write */
+    struct pending_write *writes_head, *writes_tail;
+    long writers_clients; /* workers still running */
+    pthread_t writer;
+
     /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
     pthread_mutex_t finals_mu; /* leaf lock */
     pthread_cond_t finals_cv;
@@ -100,16 +108,39 @@ enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
                                        struct evd_err *err);
 /*
  * Writes a finished run (if still owned by `attempt`), deletes its job, advances the
- * step counter and schedules what may run next (evd_store_run_finish; `self` as there).
+ * step counter and schedules what may run next (evd_store_run_finish).
  * *written reports whether the write happened, *finalize whether every run is now
  * terminal: the caller then finalizes, with evd_engine_finalize_if_done when it holds no
  * transaction, or evd_engine_advance in the one it holds. *job_left (may be NULL): the
  * run's job if it stayed behind (see evd_store_run_finish), else 0.
  */
 enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
-                                   int attempt, json_t *run, json_t *transcript, int self,
-                                   bool *written, bool *finalize, int64_t *job_left, int64_t now,
+                                   int attempt, json_t *run, json_t *transcript, bool *written,
+                                   bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err);
+/* A finished run for the writer thread: its evald_finish_runs element and the flag of
+ * the worker that ran it, cleared once the batch holding it is written (or failed). */
+struct pending_write {
+    char *text;
+    char evaluation_id[64];
+    char status[16];
+    bool *outstanding;
+    struct pending_write *next;
+};
+/* Queues a finished run for the writer (which frees `text`); waits first for the
+ * worker's previous one, so a worker has at most one write outstanding. */
+void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
+                            const char *status, bool *outstanding);
+/* Waits until the worker's outstanding write, if any, is done. */
+void evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
+/* Wakes up to n idle workers of this process for jobs it has just enqueued (the keeper
+ * passes over the notifications that carry this process's owner). */
+void evd_engine_wake(struct evd_engine *e, long n);
+/* A worker's last act: waits for its write, then lets the writer stop when all are done. */
+void evd_engine_worker_done(struct evd_engine *e, bool *outstanding);
+/* The writer thread's body (engine/writer.c), started with the workers. */
+void *evd_engine_writer_main(void *arg);
+
 /* Hands an evaluation whose runs may all be terminal to the finalizer thread, which, in
  * a transaction of its own, locks it and, unless it is terminal already, schedules its
  * runs or (every run terminal) builds its report and completes it. */
@@ -122,11 +153,11 @@ long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
 
 /* run execution (engine/runner.c): a claimed job of kind 'run' whose attempt is still to
  * be started; _started: one whose attempt `attempt` evd_store_job_claim_start started.
- * Both return the job if it stayed behind when the run was written (else 0), for the
- * worker's next evd_store_job_claim_start. */
-int64_t evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
-int64_t evd_engine_process_started(struct evd_engine *e, PGconn *c,
-                                   const struct evd_store_job *job, int attempt);
+ * The outcome goes to the writer thread; `outstanding` is the worker's flag for it. */
+void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                            bool *outstanding);
+void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                                int attempt, bool *outstanding);
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
 void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);

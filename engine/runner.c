@@ -202,7 +202,7 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
             evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
             evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
-                                 0, &written, &finalize, NULL, now, err) != EVD_OK ||
+                                 &written, &finalize, NULL, now, err) != EVD_OK ||
             (finalize && evd_engine_advance(c, job->evaluation_id, now, err) != EVD_OK)) {
             json_decref(runs);
             goto rollback;
@@ -312,26 +312,25 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struc
     return request;
 }
 
-static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                       int attempt, const struct evd_store_eval *evp);
+static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                    int attempt, const struct evd_store_eval *evp, bool *outstanding);
 
-int64_t evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                            bool *outstanding)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
-    int64_t left = 0;
     int attempt = start_attempt(e, c, job, &ev, &err);
     if (attempt > 0)
-        left = execute(e, c, job, attempt, &ev);
+        execute(e, c, job, attempt, &ev, outstanding);
     else if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
     evd_store_eval_clear(&ev);
-    return left;
 }
 
-int64_t evd_engine_process_started(struct evd_engine *e, PGconn *c,
-                                   const struct evd_store_job *job, int attempt)
+void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                                int attempt, bool *outstanding)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
@@ -340,20 +339,18 @@ int64_t evd_engine_process_started(struct evd_engine *e, PGconn *c,
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
         hand_back(c, job, attempt);
-        return 0;
+        return;
     }
-    int64_t left = execute(e, c, job, attempt, &ev);
+    execute(e, c, job, attempt, &ev, outstanding);
     evd_store_eval_clear(&ev);
-    return left;
 }
 
 /* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
- * id and request. Returns the job if it stayed behind when the run was written. */
-static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                       int attempt, const struct evd_store_eval *evp)
+ * id and request. The outcome goes to the writer thread. */
+static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                    int attempt, const struct evd_store_eval *evp, bool *outstanding)
 {
     struct evd_err err = {0};
-    int64_t left = 0;
     const struct evd_store_eval ev = *evp;
     struct evd_harness_outcome out = {0};
     struct evd_request_view view;
@@ -496,17 +493,15 @@ static int64_t execute(struct evd_engine *e, PGconn *c, const struct evd_store_j
         run = fresh;
     }
     transcript = transcript_of(&out, review);
-    /* One statement, its own transaction. This worker claims again right after, so one
-     * of the jobs it enqueues is not announced to the others (self = 1); the report of an
-     * evaluation whose last run this was is the finalizer thread's. */
-    bool written = false, finalize = false;
-    if (evd_engine_write_run(c, ev.id, job->run_position, attempt, run, transcript, 1, &written,
-                             &finalize, &left, evd_now_ms(), &err) == EVD_OK &&
-        finalize)
-        evd_engine_finalize_later(e, ev.id);
-    if (err.code != EVD_OK)
-        evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error", err.msg,
-                NULL);
+    /* The writer thread writes it, with other workers' runs, in one transaction; this
+     * worker claims its next run meanwhile. */
+    char *record = evd_store_finish_record(ev.id, job->run_position, attempt, run, transcript);
+    if (record != NULL)
+        evd_engine_write_later(e, record, ev.id,
+                               json_string_value(json_object_get(run, "status")), outstanding);
+    else
+        evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",
+                "out of memory", NULL);
 out:
     if (slot >= 0)
         evd_engine_inflight_remove(e, slot);
@@ -518,5 +513,4 @@ out:
     json_decref(transcript);
     json_decref(evaluation);
     json_decref(review);
-    return left;
 }

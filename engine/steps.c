@@ -97,7 +97,7 @@ enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
     if (evd_engine_status_terminal(st->status))
         return EVD_OK;
     int result = 0;
-    enum evd_code rc = evd_store_schedule(c, evaluation_id, st->concurrency, 0, &result, err);
+    enum evd_code rc = evd_store_schedule(c, evaluation_id, st->concurrency, &result, err);
     if (rc == EVD_OK && result == EVD_RUN_ALL_TERMINAL)
         rc = complete(c, evaluation_id, now, err);
     return rc;
@@ -112,15 +112,15 @@ enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t n
 }
 
 enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
-                                   int attempt, json_t *run, json_t *transcript, int self,
-                                   bool *written, bool *finalize, int64_t *job_left, int64_t now,
+                                   int attempt, json_t *run, json_t *transcript, bool *written,
+                                   bool *finalize, int64_t *job_left, int64_t now,
                                    struct evd_err *err)
 {
     int result = EVD_RUN_NOT_WRITTEN;
     int64_t left = 0;
     *written = *finalize = false;
     enum evd_code rc = evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript,
-                                            now, self, &result, &left, err);
+                                            now, &result, &left, err);
     if (job_left != NULL)
         *job_left = left;
     if (rc != EVD_OK || result == EVD_RUN_NOT_WRITTEN)
@@ -226,8 +226,8 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
     bool written = false, finalize = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, id, position, attempt, run, NULL, 0, &written, &finalize, NULL,
-                             now, &err) == EVD_OK &&
+        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, NULL, now,
+                             &err) == EVD_OK &&
         (!finalize || complete(c, id, now, &err) == EVD_OK) && written) {
         char payload[96];
         snprintf(payload, sizeof(payload), "%s:%d", id, position);

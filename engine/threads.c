@@ -232,21 +232,27 @@ static void wake_workers(struct evd_engine *e, long n)
     pthread_mutex_unlock(&e->work_mu);
 }
 
+void evd_engine_wake(struct evd_engine *e, long n)
+{
+    if (n > 0)
+        wake_workers(e, n);
+}
+
 static void *worker_main(void *arg)
 {
     struct evd_engine *e = arg;
     PGconn *c = listen_conn(e, NULL);
-    int64_t left = 0; /* a finished run's job that stayed behind, deleted at the next claim */
+    bool outstanding = false; /* this worker's finished run is with the writer */
     while (c != NULL && !atomic_load(&e->stopping)) {
         struct evd_err err = {0};
         struct evd_store_job job;
         enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
         int attempt = 0;
         enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                                     EVD_MAX_ATTEMPTS, &left, &job, &outcome,
-                                                     &attempt, &err);
+                                                     EVD_MAX_ATTEMPTS, &job, &outcome, &attempt,
+                                                     &err);
         if (rc == EVD_OK && outcome == EVD_CLAIM_RUN) {
-            left = evd_engine_process_started(e, c, &job, attempt);
+            evd_engine_process_started(e, c, &job, attempt, &outstanding);
             continue;
         }
         if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
@@ -263,16 +269,22 @@ static void *worker_main(void *arg)
         }
         if (found) {
             if (strcmp(job.kind, "run") == 0)
-                left = evd_engine_process_job(e, c, &job);
+                evd_engine_process_job(e, c, &job, &outstanding);
             else if (strcmp(job.kind, "session") == 0)
                 evd_engine_process_session(e, c, &job);
             else
                 evd_store_job_delete(c, job.id, &err); /* unknown kind: a newer evald's */
             continue;
         }
-        /* Nothing due: sleep until a job is announced, or poll again within a second. */
+        /* Nothing due: this worker's own write may be what enqueues its evaluation's next
+         * run; else sleep until a job is announced, or poll again within a second. */
+        if (outstanding) {
+            evd_engine_wait_written(e, &outstanding);
+            continue;
+        }
         wait_for_work(e, 1000);
     }
+    evd_engine_worker_done(e, &outstanding);
     PQfinish(c);
     return NULL;
 }
@@ -340,7 +352,10 @@ static void *keeper_main(void *arg)
                 }
                 evd_engine_inflight_cancel(e, id, position, REASON_CANCELLED);
             } else if (strcmp(n->relname, EVD_CHANNEL_JOBS) == 0) {
-                wake_workers(e, atol(n->extra));
+                /* "<count>[ <owner>]": a process wakes its own workers when it enqueues. */
+                const char *sp = strchr(n->extra, ' ');
+                if (sp == NULL || strcmp(sp + 1, e->owner) != 0)
+                    wake_workers(e, atol(n->extra));
             }
             PQfreemem(n);
         }
@@ -400,6 +415,9 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->inflight_mu, NULL);
     pthread_mutex_init(&e->hub_mu, NULL);
     pthread_cond_init(&e->hub_cv, NULL);
+    pthread_mutex_init(&e->writes_mu, NULL);
+    pthread_cond_init(&e->writes_cv, NULL);
+    pthread_cond_init(&e->written_cv, NULL);
     pthread_mutex_init(&e->finals_mu, NULL);
     pthread_cond_init(&e->finals_cv, NULL);
     pthread_mutex_init(&e->requests_mu, NULL);
@@ -407,11 +425,21 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->work_cv, NULL);
     if (opts->workers > 0) {
         e->workers = calloc((size_t)opts->workers, sizeof(*e->workers));
-        for (long i = 0; e->workers && i < opts->workers; i++)
-            if (pthread_create(&e->workers[i], NULL, worker_main, e) == 0)
+        for (long i = 0; e->workers && i < opts->workers; i++) {
+            pthread_mutex_lock(&e->writes_mu);
+            e->writers_clients++; /* counted before it runs: it ends by counting itself out */
+            pthread_mutex_unlock(&e->writes_mu);
+            if (pthread_create(&e->workers[e->nworkers], NULL, worker_main, e) == 0) {
                 e->nworkers++;
+            } else {
+                pthread_mutex_lock(&e->writes_mu);
+                e->writers_clients--;
+                pthread_mutex_unlock(&e->writes_mu);
+            }
+        }
         pthread_create(&e->keeper, NULL, keeper_main, e);
         pthread_create(&e->sweeper, NULL, sweeper_main, e);
+        pthread_create(&e->writer, NULL, evd_engine_writer_main, e);
         pthread_create(&e->finalizer, NULL, evd_engine_finalizer_main, e);
         e->threads_started = true;
     }
@@ -434,6 +462,9 @@ void evd_engine_signal_stop(struct evd_engine *e)
     pthread_mutex_lock(&e->finals_mu);
     pthread_cond_broadcast(&e->finals_cv);
     pthread_mutex_unlock(&e->finals_mu);
+    pthread_mutex_lock(&e->writes_mu);
+    pthread_cond_broadcast(&e->writes_cv);
+    pthread_mutex_unlock(&e->writes_mu);
 }
 
 void evd_engine_stop(struct evd_engine *e)
@@ -446,6 +477,7 @@ void evd_engine_stop(struct evd_engine *e)
             pthread_join(e->workers[i], NULL);
         pthread_join(e->keeper, NULL);
         pthread_join(e->sweeper, NULL);
+        pthread_join(e->writer, NULL);    /* it writes what the workers handed over */
         pthread_join(e->finalizer, NULL); /* it finishes what was queued when the stop came */
     }
     free(e->workers);
@@ -465,6 +497,9 @@ void evd_engine_stop(struct evd_engine *e)
     }
     pthread_mutex_destroy(&e->finals_mu);
     pthread_cond_destroy(&e->finals_cv);
+    pthread_mutex_destroy(&e->writes_mu);
+    pthread_cond_destroy(&e->writes_cv);
+    pthread_cond_destroy(&e->written_cv);
     pthread_mutex_destroy(&e->requests_mu);
     free(e);
 }

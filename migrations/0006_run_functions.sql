@@ -8,11 +8,13 @@
 -- `p_conc` unfinished pairs open at once, inside a pair the second run only after the
 -- first is terminal. Each unfinished pair has one or two open runs, so the first
 -- 2 × concurrency open runs name every pair that may be open. Enqueues a job for each
--- chosen run that has none and notifies evald_jobs with their number less `p_self`
--- (jobs the calling worker is about to claim itself). Returns the number enqueued, or
+-- chosen run that has none and notifies evald_jobs with their number, followed by
+-- `p_owner` when given:
+-- the process that enqueued them wakes its own workers at once, and its keeper passes the
+-- notification over. Returns the number enqueued, or
 -- -1 when no run is open any more (the evaluation is ready to be finalized).
 -- The caller holds the evaluation's row lock.
-CREATE FUNCTION evald_schedule(p_eval text, p_conc integer, p_self integer)
+CREATE FUNCTION evald_schedule(p_eval text, p_conc integer, p_owner text DEFAULT '')
 RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_conc integer := greatest(1, least(coalesce(p_conc, 1), 16));
@@ -35,8 +37,9 @@ BEGIN
         ON CONFLICT (evaluation_id, run_position) WHERE kind = 'run' DO NOTHING
         RETURNING 1)
     SELECT (SELECT count(*) FROM open_runs), (SELECT count(*) FROM added) INTO v_open, v_new;
-    IF v_new > p_self THEN
-        PERFORM pg_notify('evald_jobs', (v_new - p_self)::text);
+    IF v_new > 0 THEN
+        PERFORM pg_notify('evald_jobs', v_new::text
+                          || CASE WHEN p_owner <> '' THEN ' ' || p_owner ELSE '' END);
     END IF;
     IF v_open = 0 THEN
         RETURN -1;
@@ -75,17 +78,14 @@ CREATE INDEX jobs_leased ON jobs (lease_until) WHERE lease_owner IS NOT NULL;
 --             attempts are exhausted or which is already terminal, or whose row another
 --             transaction holds): the caller starts a run in a transaction of its own,
 --             which takes the evaluation's lock first.
--- First, the job `p_left` (0 for none) that evald_finish_run left behind for this worker
--- is deleted if its row can be locked now; o_left is it again while it still exists.
 -- The claim commits asynchronously: a crash of PostgreSQL can lose at most the last
 -- moments of claims and starts, which leaves those runs pending, to be started again;
 -- finishes stay synchronous, and a synchronous commit makes every earlier one durable.
 CREATE FUNCTION evald_claim(p_owner text, p_lease_ms bigint, p_now bigint,
-                            p_max_attempts integer, p_left bigint,
+                            p_max_attempts integer,
                             OUT o_outcome text, OUT o_job_id bigint, OUT o_kind text,
                             OUT o_evaluation_id text, OUT o_run_position integer,
-                            OUT o_job_attempts integer, OUT o_ref text, OUT o_attempt integer,
-                            OUT o_left bigint)
+                            OUT o_job_attempts integer, OUT o_ref text, OUT o_attempt integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     j jobs%ROWTYPE;
@@ -94,16 +94,6 @@ DECLARE
     v_attempt integer;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
-    o_left := 0;
-    o_attempt := 0;
-    IF p_left > 0 THEN
-        DELETE FROM jobs WHERE id = (SELECT l.id FROM jobs l WHERE l.id = p_left
-                                     AND l.lease_owner = p_owner FOR UPDATE SKIP LOCKED);
-        IF NOT FOUND AND EXISTS (SELECT 1 FROM jobs l WHERE l.id = p_left
-                                 AND l.lease_owner = p_owner) THEN
-            o_left := p_left;
-        END IF;
-    END IF;
     SELECT * INTO j FROM jobs
     WHERE lease_owner IS NOT NULL AND lease_until < now() AND due_at <= now()
     ORDER BY lease_until
@@ -177,13 +167,14 @@ $$;
 -- The job is deleted only if its row can be locked at once: a claimer whose snapshot
 -- predates the job's lease may hold that lock for the rest of its transaction (FOR UPDATE
 -- keeps a row locked that its recheck then rejected), and waiting for it here would hold
--- the evaluation's lock meanwhile. Such a job stays behind, still leased to this worker:
--- o_job_left is its id, for the worker's next evald_claim to delete.
+-- the evaluation's lock meanwhile. Such a job stays behind, still leased to this process:
+-- o_job_left is its id, for the caller to delete once it has committed.
 CREATE FUNCTION evald_finish_run(p_eval text, p_pos integer, p_attempt integer,
                                  p_status text, p_passed boolean, p_output jsonb,
                                  p_evaluation jsonb, p_benchmark jsonb, p_metrics jsonb,
                                  p_failures jsonb, p_transcript jsonb, p_completed_at bigint,
-                                 p_turn text, p_started_at bigint, p_now bigint, p_self integer,
+                                 p_turn text, p_started_at bigint, p_now bigint,
+                                 p_owner text DEFAULT '',
                                  OUT o_result integer, OUT o_job_left bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -228,7 +219,7 @@ BEGIN
     PERFORM pg_notify('evald_events', p_eval);
     o_result := 0;
     IF v_status NOT IN ('completed', 'failed', 'cancelled') THEN
-        o_result := evald_schedule(p_eval, v_conc, p_self);
+        o_result := evald_schedule(p_eval, v_conc, p_owner);
     END IF;
 END
 $$;
@@ -241,3 +232,34 @@ ALTER TABLE runs ALTER COLUMN transcript SET COMPRESSION lz4,
     ALTER COLUMN metrics SET COMPRESSION lz4;
 ALTER TABLE evaluations ALTER COLUMN report SET COMPRESSION lz4,
     ALTER COLUMN request SET COMPRESSION lz4;
+
+-- Finishes several runs in one transaction: the batch of the writer thread, which takes
+-- the finish off the workers' path. p_runs is an array of objects with evald_finish_run's
+-- parameters by name (evaluation_id, position, attempt, status, passed, output,
+-- evaluation, benchmark, metrics, failures, transcript, completed_at, turn_id,
+-- started_at). They are finished in evaluation id order, so two batches lock
+-- evaluations in the same order and cannot wait for each other in a circle. One row per
+-- element, in any order: its index (1-based), o_result and o_job_left as evald_finish_run
+-- answers them; every job it enqueues is announced.
+CREATE FUNCTION evald_finish_runs(p_runs jsonb, p_now bigint, p_owner text DEFAULT '')
+RETURNS TABLE (o_index integer, o_result integer, o_job_left bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    r record;
+    f record;
+BEGIN
+    FOR r IN SELECT x.ord::integer AS i, x.v FROM jsonb_array_elements(p_runs)
+             WITH ORDINALITY AS x(v, ord) ORDER BY x.v->>'evaluation_id', x.ord LOOP
+        SELECT * INTO f FROM evald_finish_run(
+            r.v->>'evaluation_id', (r.v->>'position')::integer, (r.v->>'attempt')::integer,
+            r.v->>'status', (r.v->>'passed')::boolean, r.v->'output', r.v->'evaluation',
+            r.v->'benchmark', r.v->'metrics', coalesce(r.v->'failures', '[]'::jsonb),
+            r.v->'transcript', (r.v->>'completed_at')::bigint, r.v->>'turn_id',
+            coalesce((r.v->>'started_at')::bigint, 0), p_now, p_owner);
+        o_index := r.i;
+        o_result := f.o_result;
+        o_job_left := f.o_job_left;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

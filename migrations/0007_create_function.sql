@@ -1,9 +1,10 @@
 -- A new evaluation in one statement: the evaluation, its planned runs, its first jobs
--- (evald_schedule) and the change notification. Starting 32 evaluations at once was
+-- (evald_schedule; `p_owner` as there) and the change notification; returns the number
+-- of jobs enqueued. Starting 32 evaluations at once was
 -- six round trips each, and the spread of their start times delayed every later run.
 -- The new row needs no lock: no other transaction can see it before this one commits.
 CREATE FUNCTION evald_create(p_id text, p_request jsonb, p_conc integer, p_source text,
-                             p_runs jsonb, p_now bigint)
+                             p_runs jsonb, p_now bigint, p_owner text DEFAULT '')
 RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     INSERT INTO evaluations (id, status, request, concurrency, source_evaluation_id,
@@ -17,6 +18,6 @@ BEGIN
     FROM jsonb_to_recordset(p_runs) AS x(execution_position int, run_id text, role text,
                                          iteration int, pair_position int, session_id text);
     PERFORM pg_notify('evald_events', p_id);
-    RETURN evald_schedule(p_id, p_conc, 0);
+    RETURN evald_schedule(p_id, p_conc, p_owner);
 END
 $$;

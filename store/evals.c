@@ -28,8 +28,11 @@ static char *dump_or_null(const json_t *v)
 
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
-                                    int64_t now, struct evd_err *err)
+                                    int64_t now, const char *owner, int *enqueued,
+                                    struct evd_err *err)
 {
+    if (enqueued != NULL)
+        *enqueued = 0;
     char *req = dump_or_null(request);
     char *rs = dump_or_null(runs);
     char conc[16], ts[32];
@@ -37,10 +40,14 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
     I64(ts, now);
     enum evd_code rc = EVD_ENOMEM;
     if (req && rs) {
-        const char *p[] = {id, req, conc, source_id ? source_id : "", rs, ts};
-        rc = evd_db_exec(c,
-                         "SELECT evald_create($1, $2::jsonb, $3::int, $4, $5::jsonb, $6::bigint)",
-                         6, p, err);
+        const char *p[] = {id, req, conc, source_id ? source_id : "", rs, ts, owner ? owner : ""};
+        PGresult *r = evd_db_query(
+            c, "SELECT evald_create($1, $2::jsonb, $3::int, $4, $5::jsonb, $6::bigint, $7)", 7, p,
+            err);
+        rc = r != NULL ? EVD_OK : evd_db_code(err);
+        if (r != NULL && enqueued != NULL && PQntuples(r) == 1)
+            *enqueued = (int)evd_db_col_i64(r, 0, 0);
+        PQclear(r);
     } else {
         evd_err_set(err, EVD_ENOMEM, "out of memory");
     }
@@ -215,16 +222,14 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
 
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
                                    const json_t *run, const json_t *transcript, int64_t now,
-                                   int self, int *result, int64_t *job_left,
-                                   struct evd_err *err)
+                                   int *result, int64_t *job_left, struct evd_err *err)
 {
     *result = EVD_RUN_NOT_WRITTEN;
     *job_left = 0;
-    char pos[16], att[16], ts[32], now_s[32], self_s[16];
+    char pos[16], att[16], ts[32], now_s[32];
     I64(now_s, now);
     I64(pos, position);
     I64(att, attempt);
-    I64(self_s, self);
     I64(ts, json_integer_value(json_object_get(run, "completed_at")));
     json_t *passed = json_object_get(run, "passed");
     char *output = dump_or_null(json_object_get(run, "output"));
@@ -250,14 +255,12 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                        ts,
                        turn,
                        started,
-                       now_s,
-                       self_s};
+                       now_s};
     PGresult *r = evd_db_query(c,
                                "SELECT * FROM evald_finish_run($1, $2::int, $3::int, $4, $5::boolean,"
                                " $6::jsonb, $7::jsonb, $8::jsonb, $9::jsonb, $10::jsonb,"
-                               " $11::jsonb, $12::bigint, $13, $14::bigint, $15::bigint,"
-                               " $16::int)",
-                               16, p, err);
+                               " $11::jsonb, $12::bigint, $13, $14::bigint, $15::bigint)",
+                               15, p, err);
     free(output);
     free(evaluation);
     free(benchmark);
@@ -274,14 +277,61 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
     return EVD_OK;
 }
 
-enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int self,
-                                 int *result, struct evd_err *err)
+char *evd_store_finish_record(const char *id, int position, int attempt, const json_t *run,
+                              const json_t *transcript)
 {
-    char conc[16], self_s[16];
+    static const char *const keys[] = {"status",    "passed",  "output",       "evaluation",
+                                       "benchmark", "metrics", "failures",     "completed_at",
+                                       "turn_id",   "started_at"};
+    json_t *rec = json_pack("{s:s, s:i, s:i}", "evaluation_id", id, "position", position,
+                            "attempt", attempt);
+    if (rec == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(run, keys[i]);
+        if (v != NULL && !(strcmp(keys[i], "passed") == 0 && !json_is_boolean(v)))
+            json_object_set(rec, keys[i], v);
+    }
+    if (transcript != NULL)
+        json_object_set(rec, "transcript", (json_t *)transcript);
+    char *text = evd_json_compact(rec, NULL);
+    json_decref(rec);
+    return text;
+}
+
+enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
+                                          const char *owner, size_t n, int *results,
+                                          int64_t *job_left, struct evd_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        results[i] = EVD_RUN_NOT_WRITTEN;
+        job_left[i] = 0;
+    }
+    char now_s[32];
+    I64(now_s, now);
+    const char *p[] = {array, now_s, owner ? owner : ""};
+    PGresult *r = evd_db_query(c, "SELECT * FROM evald_finish_runs($1::jsonb, $2::bigint, $3)",
+                               3, p, err);
+    if (r == NULL)
+        return evd_db_code(err);
+    for (int k = 0; k < PQntuples(r); k++) {
+        long long i = evd_db_col_i64(r, k, 0) - 1;
+        if (i >= 0 && (size_t)i < n) {
+            results[i] = (int)evd_db_col_i64(r, k, 1);
+            job_left[i] = evd_db_col_i64(r, k, 2);
+        }
+    }
+    PQclear(r);
+    return EVD_OK;
+}
+
+enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int *result,
+                                 struct evd_err *err)
+{
+    char conc[16];
     I64(conc, concurrency);
-    I64(self_s, self);
-    const char *p[] = {id, conc, self_s};
-    PGresult *r = evd_db_query(c, "SELECT evald_schedule($1, $2::int, $3::int)", 3, p, err);
+    const char *p[] = {id, conc};
+    PGresult *r = evd_db_query(c, "SELECT evald_schedule($1, $2::int)", 2, p, err);
     if (r == NULL)
         return evd_db_code(err);
     *result = PQntuples(r) == 1 ? (int)evd_db_col_i64(r, 0, 0) : 0;
@@ -463,25 +513,23 @@ json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char 
 }
 
 enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
-                                        int64_t now, int max_attempts, int64_t *left,
+                                        int64_t now, int max_attempts,
                                         struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err)
 {
     *outcome = EVD_CLAIM_NONE;
     *attempt = 0;
-    char lease[32], ts[32], max[16], left_s[32];
+    char lease[32], ts[32], max[16];
     I64(lease, lease_ms);
     I64(ts, now);
     I64(max, max_attempts);
-    I64(left_s, *left);
-    const char *p[] = {owner, lease, ts, max, left_s};
-    PGresult *r = evd_db_query(
-        c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int, $5::bigint)", 5, p,
-        err);
+    const char *p[] = {owner, lease, ts, max};
+    PGresult *r =
+        evd_db_query(c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int)", 4, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) != 1 || PQnfields(r) != 9) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 8) {
         PQclear(r);
         return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
     }
@@ -508,8 +556,6 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 6));
         *attempt = (int)evd_db_col_i64(r, 0, 7);
     }
-    if (rc == EVD_OK)
-        *left = evd_db_col_i64(r, 0, 8);
     PQclear(r);
     return rc;
 }

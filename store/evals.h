@@ -36,11 +36,13 @@ void evd_store_eval_clear(struct evd_store_eval *e);
 
 /* Inserts the evaluation and its planned runs (an array of EvalRunReportV1 objects
  * with execution_position, pair_position, ...), enqueues the runs that may start and
- * notifies EVD_CHANNEL_EVENTS (and EVD_CHANNEL_JOBS); one statement (migrations/0007),
- * which autocommits outside a transaction. EVD_ECONFLICT when the id exists. */
+ * notifies EVD_CHANNEL_EVENTS (and EVD_CHANNEL_JOBS, with `owner` after the count when
+ * not NULL); one statement (migrations/0007), which autocommits outside a transaction.
+ * *enqueued (may be NULL): the jobs enqueued. EVD_ECONFLICT when the id exists. */
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
-                                    int64_t now, struct evd_err *err);
+                                    int64_t now, const char *owner, int *enqueued,
+                                    struct evd_err *err);
 
 /* Reads the evaluation row; with `lock`, SELECT … FOR UPDATE. EVD_ENOTFOUND when unknown. */
 enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
@@ -79,27 +81,39 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
  * NULL) only if the run is still running with `attempt`; when it does, also deletes the
  * run's job, advances the evaluation's step and run counters, sets updated_at = now,
  * notifies EVD_CHANNEL_EVENTS and schedules the runs that may start now (see
- * evd_store_schedule; `self` as there), all in one statement (migrations/0006). Locks the
+ * evd_store_schedule), all in one statement (migrations/0006). Locks the
  * evaluation's row. *result: EVD_RUN_NOT_WRITTEN, EVD_RUN_ALL_TERMINAL (written, and no
  * run is open: the evaluation is ready to be finalized) or the number of jobs enqueued.
  * *job_left: the run's job when its row was locked by someone else for the moment and
- * so stayed behind (still leased to this process), else 0; see evd_store_job_claim_start.
+ * so stayed behind (still leased to this process), else 0: the caller deletes it.
  */
 #define EVD_RUN_NOT_WRITTEN (-2)
 #define EVD_RUN_ALL_TERMINAL (-1)
 enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int attempt,
                                    const json_t *run, const json_t *transcript, int64_t now,
-                                   int self, int *result, int64_t *job_left,
+                                   int *result, int64_t *job_left,
                                    struct evd_err *err);
+/*
+ * Finishes several runs in one statement (evald_finish_runs): `array` is the JSON text of
+ * an array of objects with evald_finish_run's parameters by name. results[i] and
+ * job_left[i] (n of each) are what evald_finish_run answered for element i. Every job
+ * enqueued is announced, with `owner` after the count.
+ */
+enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
+                                          const char *owner, size_t n, int *results,
+                                          int64_t *job_left, struct evd_err *err);
+/* The object for evd_store_runs_finish_batch of one finished run, as JSON text. */
+char *evd_store_finish_record(const char *id, int position, int attempt, const json_t *run,
+                              const json_t *transcript);
 /*
  * The step machine's scheduling rule, for an evaluation whose row lock the caller holds:
  * pairs run in plan order, at most `concurrency` unfinished pairs are open at once, inside
  * a pair the second run starts only after the first is terminal. Enqueues a job for each
- * run that may start and has none, and notifies EVD_CHANNEL_JOBS with their number less
- * `self` (jobs the calling worker claims itself right after). *result: the number
+ * run that may start and has none, and notifies EVD_CHANNEL_JOBS with their number.
+ * *result: the number
  * enqueued, or EVD_RUN_ALL_TERMINAL when no run is open. One statement.
  */
-enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int self,
+enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency,
                                  int *result, struct evd_err *err);
 /*
  * Keeps the metrics snapshot of a running run (progress, SessionMetricsResponseV1 with
@@ -155,11 +169,9 @@ enum evd_claim_outcome {
  * case, starts its next attempt in the same statement (run running with *attempt,
  * evaluation running, EVD_CHANNEL_EVENTS notified). Autocommits, asynchronously. On
  * EVD_CLAIM_CLAIMED the caller starts a run in a transaction of its own.
- * *left: a job that evd_store_run_finish left behind (0 for none), deleted first if its
- * row can be locked now; on return, the one still left behind, or 0.
  */
 enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
-                                        int64_t now, int max_attempts, int64_t *left,
+                                        int64_t now, int max_attempts,
                                         struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err);

@@ -3,8 +3,8 @@
  * evald_claim, evald_finish_run) through the store's C API, on a real PostgreSQL, with a
  * second connection holding the locks that concurrent workers and cancels would hold:
  * scheduling by pairs and concurrency, the claim that waits for no lock, the finish that
- * leaves a locked job behind for the next claim, stale attempts, obsolete jobs, exhausted
- * attempts and the last run that asks for finalization.
+ * leaves a locked job behind, stale attempts, obsolete jobs, exhausted attempts, the last
+ * run that asks for finalization, and a batch of finishes in one statement.
  */
 #include <check.h>
 #include <libpq-fe.h>
@@ -86,7 +86,7 @@ static void create_eval(const char *tag, int pairs, int concurrency, char id[64]
         }
     json_t *request = json_pack("{s:s}", "dimension", "prompt");
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_eval_insert(c, id, request, concurrency, runs, NULL, 1000, &err) ==
+    ck_assert_msg(evd_store_eval_insert(c, id, request, concurrency, runs, NULL, 1000, NULL, NULL, &err) ==
                       EVD_OK,
                   "%s", err.msg);
     json_decref(request);
@@ -107,19 +107,18 @@ static void job_positions(const char *id, char *out, size_t n)
     free(v);
 }
 
-static enum evd_claim_outcome claim(struct evd_store_job *job, int *attempt, int64_t *left)
+static enum evd_claim_outcome claim(struct evd_store_job *job, int *attempt)
 {
     enum evd_claim_outcome outcome;
     struct evd_err err = {0};
-    int64_t none = 0;
-    ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 2000, 3, left ? left : &none,
-                                            job, &outcome, attempt, &err) == EVD_OK,
+    ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 2000, 3, job, &outcome,
+                                            attempt, &err) == EVD_OK,
                   "%s", err.msg);
     return outcome;
 }
 
 /* Finishes a run as passed; returns the function's result, *left the job left behind. */
-static int finish(const char *id, int position, int attempt, int self, int64_t *left)
+static int finish(const char *id, int position, int attempt, int64_t *left)
 {
     json_t *run = json_pack("{s:s, s:b, s:s, s:{s:f}, s:{}, s:{}, s:[], s:I, s:I}", "status",
                             "completed", "passed", 1, "output", "OK", "evaluation", "score", 1.0,
@@ -128,7 +127,7 @@ static int finish(const char *id, int position, int attempt, int self, int64_t *
     int result = 0;
     int64_t job_left = 0;
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_run_finish(c, id, position, attempt, run, NULL, 3000, self, &result,
+    ck_assert_msg(evd_store_run_finish(c, id, position, attempt, run, NULL, 3000, &result,
                                        &job_left, &err) == EVD_OK,
                   "%s", err.msg);
     json_decref(run);
@@ -141,7 +140,7 @@ static int finish(const char *id, int position, int attempt, int self, int64_t *
 static void start_one_pair(const char *tag, char id[64], struct evd_store_job *job, int *attempt)
 {
     create_eval(tag, 1, 1, id);
-    ck_assert_int_eq(claim(job, attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(job, attempt), EVD_CLAIM_RUN);
     ck_assert_str_eq(job->evaluation_id, id);
     ck_assert_int_eq(*attempt, 1);
 }
@@ -155,7 +154,7 @@ START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
 
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
     ck_assert_str_eq(job.evaluation_id, id);
     ck_assert_int_eq(job.run_position, 1);
     ck_assert_int_eq(attempt, 1);
@@ -167,7 +166,7 @@ START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
                      1);
 
     /* Run 1 done: its pair's second run (2) may start; pair 3 still waits for a slot. */
-    ck_assert_int_eq(finish(id, 1, 1, 0, NULL), 1);
+    ck_assert_int_eq(finish(id, 1, 1, NULL), 1);
     job_positions(id, jobs, sizeof(jobs));
     ck_assert_str_eq(jobs, "2,3");
     ck_assert_int_eq(q_int("SELECT terminal_runs * 10 + passed_runs FROM evaluations"
@@ -177,12 +176,12 @@ START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
 
     /* Runs 3 and 2 (in claim order: 2 was enqueued later) finish: pair 1 is done, so
      * pair 3 opens. */
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
     ck_assert_int_eq(job.run_position, 3);
-    ck_assert_int_eq(finish(id, 3, 1, 0, NULL), 1); /* run 4 */
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(finish(id, 3, 1, NULL), 1); /* run 4 */
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
     ck_assert_int_eq(job.run_position, 2);
-    ck_assert_int_eq(finish(id, 2, 1, 0, NULL), 1); /* run 5 */
+    ck_assert_int_eq(finish(id, 2, 1, NULL), 1); /* run 5 */
     job_positions(id, jobs, sizeof(jobs));
     ck_assert_str_eq(jobs, "4,5");
 }
@@ -194,10 +193,10 @@ START_TEST(stale_attempt_writes_nothing)
     struct evd_store_job job;
     int attempt = 0;
     start_one_pair("stale", id, &job, &attempt);
-    ck_assert_int_eq(finish(id, 1, attempt + 1, 0, NULL), EVD_RUN_NOT_WRITTEN);
+    ck_assert_int_eq(finish(id, 1, attempt + 1, NULL), EVD_RUN_NOT_WRITTEN);
     ck_assert_int_eq(q_int("SELECT terminal_runs FROM evaluations WHERE id = '%s'", id), 0);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", id), 1);
-    ck_assert_int_eq(finish(id, 1, attempt, 0, NULL), 1); /* the pair's second run */
+    ck_assert_int_eq(finish(id, 1, attempt, NULL), 1); /* the pair's second run */
 }
 END_TEST
 
@@ -207,12 +206,12 @@ START_TEST(last_run_asks_for_finalization)
     struct evd_store_job job;
     int attempt = 0;
     start_one_pair("last", id, &job, &attempt);
-    ck_assert_int_eq(finish(id, 1, attempt, 0, NULL), 1);
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(finish(id, 1, attempt, NULL), 1);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
     ck_assert_int_eq(job.run_position, 2);
-    ck_assert_int_eq(finish(id, 2, attempt, 0, NULL), EVD_RUN_ALL_TERMINAL);
+    ck_assert_int_eq(finish(id, 2, attempt, NULL), EVD_RUN_ALL_TERMINAL);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", id), 0);
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_NONE);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_NONE);
 }
 END_TEST
 
@@ -229,7 +228,7 @@ START_TEST(claim_waits_for_no_lock)
     other_sql(sql);
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
     ck_assert_str_eq(job.evaluation_id, a);
     ck_assert_int_eq(attempt, 1);
     other_sql("COMMIT");
@@ -241,7 +240,7 @@ START_TEST(claim_waits_for_no_lock)
     snprintf(sql, sizeof(sql),
              "SELECT 1 FROM runs WHERE evaluation_id = '%s' AND position = 1 FOR UPDATE", b);
     other_sql(sql);
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_CLAIMED);
     ck_assert_str_eq(job.evaluation_id, b);
     ck_assert_int_eq(attempt, 0);
     other_sql("COMMIT");
@@ -255,7 +254,7 @@ START_TEST(claim_waits_for_no_lock)
 }
 END_TEST
 
-START_TEST(finish_leaves_a_locked_job_for_the_next_claim)
+START_TEST(finish_leaves_a_locked_job_behind)
 {
     char id[64];
     struct evd_store_job job;
@@ -268,26 +267,67 @@ START_TEST(finish_leaves_a_locked_job_for_the_next_claim)
     other_sql(sql); /* as a claimer whose snapshot predates the lease would hold it */
 
     int64_t left = 0;
-    ck_assert_int_eq(finish(id, 1, attempt, 0, &left), 1); /* written, run 2 enqueued */
+    ck_assert_int_eq(finish(id, 1, attempt, &left), 1); /* written, run 2 enqueued */
     ck_assert_int_eq(left, job.id);
     ck_assert_int_eq(q_int("SELECT (status = 'completed')::int FROM runs WHERE"
                            " evaluation_id = '%s' AND position = 1",
                            id),
                      1);
-
-    /* Still held: the next claim keeps it behind (and takes run 2). */
+    /* The job stays, still leased (the writer deletes it once the claimer lets go), and
+     * the claims go on around it. */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE id = %lld AND lease_owner ="
+                           " 'test-owner'",
+                           (long long)job.id),
+                     1);
     struct evd_store_job next;
-    ck_assert_int_eq(claim(&next, &attempt, &left), EVD_CLAIM_RUN);
-    ck_assert_int_eq(left, job.id);
+    ck_assert_int_eq(claim(&next, &attempt), EVD_CLAIM_RUN);
     ck_assert_int_eq(next.run_position, 2);
     other_sql("COMMIT");
-    /* Released: the claim after deletes it. */
-    ck_assert_int_eq(claim(&next, &attempt, &left), EVD_CLAIM_NONE);
-    ck_assert_int_eq(left, 0);
-    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'"
-                           " AND run_position = 1",
-                           id),
-                     0);
+}
+END_TEST
+
+START_TEST(batch_finishes_several_runs_in_one_statement)
+{
+    char a[64], b[64];
+    create_eval("batch_b", 1, 1, b); /* older: claimed first, though its id sorts second */
+    create_eval("batch_a", 1, 1, a);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert_str_eq(job.evaluation_id, b);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert_str_eq(job.evaluation_id, a);
+
+    json_t *run = json_pack("{s:s, s:b, s:s, s:[], s:I, s:I}", "status", "completed", "passed",
+                            0, "output", "KO", "failures", "started_at", (json_int_t)2000,
+                            "completed_at", (json_int_t)3000);
+    char *rb = evd_store_finish_record(b, 1, 1, run, NULL);
+    char *stale = evd_store_finish_record(a, 1, 2, run, NULL);
+    char *ra = evd_store_finish_record(a, 1, 1, run, NULL);
+    json_decref(run);
+    char array[4096];
+    snprintf(array, sizeof(array), "[%s,%s,%s]", rb, stale, ra);
+    free(rb);
+    free(stale);
+    free(ra);
+    int results[3];
+    int64_t left[3];
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 3, results, left,
+                                              &err) == EVD_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(results[0], 1); /* B's second run enqueued */
+    ck_assert_int_eq(results[1], EVD_RUN_NOT_WRITTEN);
+    ck_assert_int_eq(results[2], 1);
+    ck_assert_int_eq(left[0], 0);
+    ck_assert_int_eq(q_int("SELECT sum(terminal_runs * 10 + failed_runs) FROM evaluations"
+                           " WHERE id IN ('%s', '%s')",
+                           a, b),
+                     22);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE run_position = 2 AND evaluation_id"
+                           " IN ('%s', '%s')",
+                           a, b),
+                     2);
 }
 END_TEST
 
@@ -301,7 +341,7 @@ START_TEST(obsolete_and_exhausted_jobs)
     other_sql(sql);
     struct evd_store_job job;
     int attempt = 0;
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_OBSOLETE);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_OBSOLETE);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", done), 0);
 
     /* Three attempts already started: claimed for the worker to fail it (phase setup). */
@@ -311,7 +351,7 @@ START_TEST(obsolete_and_exhausted_jobs)
              " AND position = 1",
              tired);
     other_sql(sql);
-    ck_assert_int_eq(claim(&job, &attempt, NULL), EVD_CLAIM_CLAIMED);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_CLAIMED);
     ck_assert_str_eq(job.evaluation_id, tired);
     ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
                            tired),
@@ -329,7 +369,8 @@ int main(void)
     tcase_add_test(tc, stale_attempt_writes_nothing);
     tcase_add_test(tc, last_run_asks_for_finalization);
     tcase_add_test(tc, claim_waits_for_no_lock);
-    tcase_add_test(tc, finish_leaves_a_locked_job_for_the_next_claim);
+    tcase_add_test(tc, finish_leaves_a_locked_job_behind);
+    tcase_add_test(tc, batch_finishes_several_runs_in_one_statement);
     tcase_add_test(tc, obsolete_and_exhausted_jobs);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
