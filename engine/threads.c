@@ -446,6 +446,14 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     return e;
 }
 
+/* Wakes every thread waiting on cv, so that it sees the engine stopping. */
+static void wake_all(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    pthread_mutex_lock(mu);
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
+}
+
 void evd_engine_signal_stop(struct evd_engine *e)
 {
     if (e == NULL || atomic_exchange(&e->stopping, true))
@@ -453,18 +461,10 @@ void evd_engine_signal_stop(struct evd_engine *e)
     ssize_t w = write(e->wake_pipe[1], "x", 1);
     (void)w;
     evd_engine_inflight_cancel(e, NULL, 0, REASON_SHUTDOWN);
-    pthread_mutex_lock(&e->hub_mu);
-    pthread_cond_broadcast(&e->hub_cv);
-    pthread_mutex_unlock(&e->hub_mu);
-    pthread_mutex_lock(&e->work_mu);
-    pthread_cond_broadcast(&e->work_cv);
-    pthread_mutex_unlock(&e->work_mu);
-    pthread_mutex_lock(&e->finals_mu);
-    pthread_cond_broadcast(&e->finals_cv);
-    pthread_mutex_unlock(&e->finals_mu);
-    pthread_mutex_lock(&e->writes_mu);
-    pthread_cond_broadcast(&e->writes_cv);
-    pthread_mutex_unlock(&e->writes_mu);
+    wake_all(&e->hub_mu, &e->hub_cv);
+    wake_all(&e->work_mu, &e->work_cv);
+    wake_all(&e->finals_mu, &e->finals_cv);
+    wake_all(&e->writes_mu, &e->writes_cv);
 }
 
 void evd_engine_stop(struct evd_engine *e)
