@@ -110,14 +110,14 @@ enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
  * Writes a finished run (if still owned by `attempt`), deletes its job, advances the
  * step counter and schedules what may run next (evd_store_run_finish).
  * *written reports whether the write happened, *finalize whether every run is now
- * terminal: the caller then finalizes, with evd_engine_finalize_if_done when it holds no
- * transaction, or evd_engine_advance in the one it holds. *job_left (may be NULL): the
- * run's job if it stayed behind (see evd_store_run_finish), else 0.
+ * terminal: the caller then finalizes with evd_engine_advance in the transaction it holds
+ * (finished runs otherwise go through the writer thread). (These writes, of a run that
+ * timed out or used up its attempts, are rare: a job whose row someone held at the moment
+ * stays behind, leased, until its lease runs out and a claim finds its run terminal.)
  */
 enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
                                    int attempt, json_t *run, json_t *transcript, bool *written,
-                                   bool *finalize, int64_t *job_left, int64_t now,
-                                   struct evd_err *err);
+                                   bool *finalize, int64_t now, struct evd_err *err);
 /* A finished run for the writer thread: its evald_finish_runs element and the flag of
  * the worker that ran it, cleared once the batch holding it is written (or failed). */
 struct pending_write {

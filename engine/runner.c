@@ -202,7 +202,7 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
             evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
             evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
-                                 &written, &finalize, NULL, now, err) != EVD_OK ||
+                                 &written, &finalize, now, err) != EVD_OK ||
             (finalize && evd_engine_advance(c, job->evaluation_id, now, err) != EVD_OK)) {
             json_decref(runs);
             goto rollback;

@@ -113,16 +113,13 @@ enum evd_code evd_engine_advance(PGconn *c, const char *evaluation_id, int64_t n
 
 enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
                                    int attempt, json_t *run, json_t *transcript, bool *written,
-                                   bool *finalize, int64_t *job_left, int64_t now,
-                                   struct evd_err *err)
+                                   bool *finalize, int64_t now, struct evd_err *err)
 {
     int result = EVD_RUN_NOT_WRITTEN;
     int64_t left = 0;
     *written = *finalize = false;
     enum evd_code rc = evd_store_run_finish(c, evaluation_id, position, attempt, run, transcript,
                                             now, &result, &left, err);
-    if (job_left != NULL)
-        *job_left = left;
     if (rc != EVD_OK || result == EVD_RUN_NOT_WRITTEN)
         return rc;
     *written = true;
@@ -226,7 +223,7 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
     bool written = false, finalize = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, NULL, now,
+        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, now,
                              &err) == EVD_OK &&
         (!finalize || complete(c, id, now, &err) == EVD_OK) && written) {
         char payload[96];

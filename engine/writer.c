@@ -53,8 +53,8 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     pthread_mutex_unlock(&e->writes_mu);
 }
 
-/* Writes one batch; returns 0, or -1 when nothing of it could be written. */
-static int write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
+/* Writes one batch; when it cannot, nothing of it is written (and it is logged). */
+static void write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
 {
     struct evd_buf array = {0};
     int results[BATCH_MAX];
@@ -71,7 +71,7 @@ static int write_batch(struct evd_engine *e, PGconn *c, struct pending_write **b
         evd_log(EVD_LOG_WARN, "could not record runs; they run again", "error",
                 rc != 0 ? "out of memory" : err.msg, NULL);
         evd_buf_free(&array);
-        return -1;
+        return;
     }
     evd_buf_free(&array);
     long enqueued = 0;
@@ -95,7 +95,6 @@ static int write_batch(struct evd_engine *e, PGconn *c, struct pending_write **b
                         &derr);
         }
     }
-    return 0;
 }
 
 void *evd_engine_writer_main(void *arg)
