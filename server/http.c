@@ -38,6 +38,27 @@ static const char *query_lookup(void *conn, const char *key)
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+struct query_visit {
+    evd_query_visit_fn visit;
+    void *cls;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct query_visit *v = cls;
+    return v->visit(v->cls, key, key_size, value, value_size) ? MHD_YES : MHD_NO;
+}
+
+/* The evd_query_each_fn of the router's check over MHD's parsed query arguments. */
+static bool query_each(void *conn, evd_query_visit_fn visit, void *cls)
+{
+    struct query_visit v = {.visit = visit, .cls = cls};
+    int n = MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &v);
+    return n >= 0;
+}
+
 static const char *header_lookup(void *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
@@ -101,8 +122,7 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         evd_router_match(h->opts.routes, h->opts.nroutes, method, url, &req, &path_known);
     if (route == NULL) {
         char detail[300];
-        snprintf(detail, sizeof(detail), "%s %.200s: %s", method, url,
-                 path_known ? "method not allowed on this resource" : "no such resource");
+        evd_router_unmatched(method, url, path_known, detail, sizeof(detail));
         evd_resp_problem(resp, EVD_ENOTFOUND, detail);
         return;
     }
@@ -110,6 +130,11 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
     if (!authorized(h, route, c)) {
         evd_resp_problem(resp, EVD_EUNAUTH, "missing or invalid bearer token");
         evd_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"evald\"");
+        return;
+    }
+    struct evd_err perr = {0};
+    if (evd_router_check(&req, query_each, &perr) != EVD_OK) {
+        evd_resp_error(resp, &perr);
         return;
     }
     if (ex->too_large) {
