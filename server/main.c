@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     struct evd_iii *iii = NULL;
 
     if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
-        fprintf(stderr, "evald: %s\n", err.msg);
+        evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
         return 2;
     }
     if (cfg.help) {
@@ -87,8 +87,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cfg.database_url == NULL) {
-        fprintf(stderr, "evald: EVALD_DATABASE_URL must be set (make run starts a private "
-                        "PostgreSQL and sets it)\n");
+        evd_log(EVD_LOG_ERROR, "invalid configuration", "error",
+                "EVALD_DATABASE_URL must be set (make run starts a private PostgreSQL and sets it)",
+                NULL);
         evd_config_free(&cfg);
         return 2;
     }
@@ -99,7 +100,7 @@ int main(int argc, char **argv)
         struct evd_iii_options iopts = {.url = cfg.iii_url, .conninfo = cfg.database_url};
         iii = evd_iii_new(&iopts, &err);
         if (iii == NULL) {
-            fprintf(stderr, "evald: %s\n", err.msg);
+            evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
             evd_config_free(&cfg);
             return 2;
         }
