@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/routes.h"
+#include "tests/support/contract_record.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
@@ -28,10 +29,17 @@ static void teardown(void)
     evd_t_db_drop(db_name);
 }
 
+/* A good value for a parameter: the function route's operations are documented one by
+ * one (/v1/functions/eval::status, ...), so it takes one of them; others take "x". */
+static const char *good_value(const char *name, size_t n)
+{
+    return n == 11 && strncmp(name, "function_id", 11) == 0 ? "eval::status" : "x";
+}
+
 /*
  * The path of `pattern` with parameter number `bad` written as `bad_value` and every
- * other one as "x"; the bad parameter's name goes to name (empty when there is no
- * parameter number `bad`).
+ * other one as a good value; the bad parameter's name goes to name (empty when there is
+ * no parameter number `bad`).
  */
 static void path_of(const char *pattern, size_t bad, const char *bad_value, char *out, size_t n,
                     char *name, size_t namesz)
@@ -46,7 +54,8 @@ static void path_of(const char *pattern, size_t bad, const char *bad_value, char
                 nl--;
             if (k == bad)
                 snprintf(name, namesz, "%.*s", (int)nl, p + 1);
-            at += (size_t)snprintf(out + at, n - at, "%s", k == bad ? bad_value : "x");
+            at += (size_t)snprintf(out + at, n - at, "%s",
+                                   k == bad ? bad_value : good_value(p + 1, nl));
             k++;
             p = e + 1;
         } else {
@@ -104,6 +113,41 @@ static json_t *query_names(void)
     }
     json_decref(doc);
     return names;
+}
+
+/* `pattern` with every "{...}" written "{}", into out (size n). */
+static void shape_of(const char *pattern, char *out, size_t n)
+{
+    size_t at = 0;
+    for (const char *p = pattern; *p && at + 3 < n; p++) {
+        if (*p == '{') {
+            memcpy(out + at, "{}", 2);
+            at += 2;
+            p = strchr(p, '}');
+        } else {
+            out[at++] = *p;
+        }
+    }
+    out[at] = '\0';
+}
+
+/* Whether openapi.json documents `pattern` as a template (its parameter names aside). */
+static bool documented_template(const char *pattern)
+{
+    char path[1024], want[512], got[512];
+    snprintf(path, sizeof(path), "%s/openapi/openapi.json", evd_t_source_dir());
+    json_t *doc = evd_test_load_json(path);
+    ck_assert_ptr_nonnull(doc);
+    shape_of(pattern, want, sizeof(want));
+    bool found = false;
+    const char *route;
+    json_t *item;
+    json_object_foreach(json_object_get(doc, "paths"), route, item) {
+        shape_of(route, got, sizeof(got));
+        found |= strcmp(got, want) == 0;
+    }
+    json_decref(doc);
+    return found;
 }
 
 /* Sends method url and asserts 400 invalid_request with exactly `detail`. */
@@ -168,9 +212,21 @@ START_TEST(every_route_refuses_bad_bytes_by_name)
                 break;
             snprintf(url, sizeof(url), "%s%s", p.base, path);
             snprintf(detail, sizeof(detail), "path parameter %s must be valid UTF-8", name);
+            /* A route documented only by its literal paths (the function mirror) has no
+             * operation for a bad id, so contract/openapi could not check the exchange:
+             * it is left out of the record. */
+            bool record = documented_template(r->pattern);
+            if (!record)
+                evd_t_contract_forget(p.base);
             expect_refused(r->method, url, detail);
+            if (!record)
+                evd_t_contract_note_evald(p.base);
             path_checks++;
         }
+    }
+    for (size_t i = 0; i < evd_nroutes; i++) {
+        const struct evd_route *r = &evd_routes[i];
+        char path[512], name[64], url[1024], detail[256];
         path_of(r->pattern, (size_t)-1, "", path, sizeof(path), name, sizeof(name));
         const char *q;
         json_t *v;
