@@ -308,11 +308,13 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
-        flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        flags, (uint16_t)opts->port, NULL, NULL, on_request, h,
+        /* the logger first, or MHD prints what it says about the other options itself */
+        MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd",
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)2000, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-        (unsigned)1, MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd",
-        MHD_OPTION_END);
+        (unsigned)1, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->daemon == NULL) {
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,

@@ -3,15 +3,22 @@
  * the routing table (server/routes.c, so a new route is walked too) gets each of its
  * path parameters as %FF%FE, and every query parameter the OpenAPI document names (so a
  * new one is walked too) as %FF; each answer must be 400 naming the parameter, nothing
- * may be written, and every line evald logged meanwhile must parse as JSON.
+ * may be written, and every line evald logged meanwhile must parse as JSON. Also: what
+ * libmicrohttpd and libpq have to say reaches the log as JSON lines, not plain text.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "server/routes.h"
+#include "store/db.h"
 #include "tests/support/contract_record.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
@@ -279,6 +286,77 @@ START_TEST(every_route_refuses_bad_bytes_by_name)
 }
 END_TEST
 
+/* Counts the lines of the log at `path` with "source": `source` (all lines must parse). */
+static int lines_from(const char *path, const char *source)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, count = 0;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        json_t *j = json_loadb(line, (size_t)n, 0, NULL);
+        ck_assert_msg(j != NULL, "%s:%d is not JSON: %.200s", path, lineno, line);
+        const char *s = json_string_value(json_object_get(j, "source"));
+        count += s != NULL && strcmp(s, source) == 0;
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+    return count;
+}
+
+/* A request libmicrohttpd refuses itself (a header line without a colon): it says so
+ * through evald's logger. */
+START_TEST(libmicrohttpd_messages_are_log_lines)
+{
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, NULL), 0);
+    const char *colon = strrchr(p.listen, ':');
+    ck_assert_ptr_nonnull(colon);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n";
+    ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ck_assert_int_gt(n, 12);
+    buf[n] = '\0';
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 400", 12) == 0, "%s", buf);
+    close(fd);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
+    ck_assert_int_ge(lines_from(p.log_path, "libmicrohttpd"), 1);
+}
+END_TEST
+
+/* A warning the server sends on a connection evd_db_connect opened is a log line. */
+START_TEST(libpq_notices_are_log_lines)
+{
+    struct evd_err err = {0};
+    PGconn *c = evd_db_connect(db_url, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    char tmpl[] = "/tmp/evald-notice-XXXXXX";
+    int logfd = mkstemp(tmpl);
+    ck_assert_int_ge(logfd, 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(logfd, STDERR_FILENO);
+    PQclear(PQexec(c, "COMMIT")); /* WARNING: there is no transaction in progress */
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(logfd);
+    PQfinish(c);
+    int found = lines_from(tmpl, "libpq");
+    unlink(tmpl);
+    ck_assert_int_eq(found, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("routes");
@@ -286,6 +364,8 @@ int main(void)
     tcase_set_timeout(tc, 180);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, every_route_refuses_bad_bytes_by_name);
+    tcase_add_test(tc, libmicrohttpd_messages_are_log_lines);
+    tcase_add_test(tc, libpq_notices_are_log_lines);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
