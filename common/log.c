@@ -60,8 +60,7 @@ static bool put(struct line *l, const char *s, size_t n)
  * The JSON form of the character that starts s[0..n): sets *used to the input bytes it
  * takes and returns its text (into esc, or s itself) with its length in *outn.
  */
-static const char *unit(const unsigned char *s, size_t n, char esc[8], size_t *used,
-                        size_t *outn)
+static const char *unit(const unsigned char *s, size_t n, char esc[8], size_t *used, size_t *outn)
 {
     unsigned char c = s[0];
     *used = 1;
@@ -291,7 +290,7 @@ void evd_log_pq_notice(void *arg, const char *message)
         const char *prefix;
         enum evd_log_level level;
     } severities[] = {
-        {"DEBUG:", EVD_LOG_DEBUG}, {"LOG:", EVD_LOG_INFO},    {"INFO:", EVD_LOG_INFO},
+        {"DEBUG:", EVD_LOG_DEBUG}, {"LOG:", EVD_LOG_INFO},     {"INFO:", EVD_LOG_INFO},
         {"NOTICE:", EVD_LOG_INFO}, {"WARNING:", EVD_LOG_WARN},
     };
     enum evd_log_level level = EVD_LOG_WARN;

@@ -77,8 +77,8 @@ static bool match(const char *pattern, const char *path, struct evd_req *req)
 }
 
 const struct evd_route *evd_router_match(const struct evd_route *table, size_t n,
-                                         const char *method, const char *path,
-                                         struct evd_req *req, bool *path_known)
+                                         const char *method, const char *path, struct evd_req *req,
+                                         bool *path_known)
 {
     *path_known = false;
     struct evd_req scratch = *req;
@@ -187,6 +187,6 @@ void evd_router_unmatched(const char *method, const char *path, bool path_known,
     put_text(out, n, &at, method, 16);
     put_text(out, n, &at, " ", 1);
     put_text(out, n, &at, path, 200);
-    put_text(out, n, &at, path_known ? ": method not allowed on this resource" : ": no such resource",
-             64);
+    put_text(out, n, &at,
+             path_known ? ": method not allowed on this resource" : ": no such resource", 64);
 }

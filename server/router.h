@@ -33,8 +33,8 @@ struct evd_route {
  * than 255 bytes, or with a NUL byte (%00), does not match.
  */
 const struct evd_route *evd_router_match(const struct evd_route *table, size_t n,
-                                         const char *method, const char *path,
-                                         struct evd_req *req, bool *path_known);
+                                         const char *method, const char *path, struct evd_req *req,
+                                         bool *path_known);
 
 /*
  * The detail of the 404 for a request no route serves: "METHOD path: no such resource"

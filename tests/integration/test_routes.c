@@ -77,7 +77,8 @@ static void add_query_names(json_t *doc, json_t *params, json_t *names)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(params, i, p) {
+    json_array_foreach(params, i, p)
+    {
         const char *ref = json_string_value(json_object_get(p, "$ref"));
         if (ref != NULL && strncmp(ref, "#/components/parameters/", 24) == 0)
             p = json_object_get(json_object_get(json_object_get(doc, "components"), "parameters"),
@@ -100,19 +101,22 @@ static json_t *query_names(void)
     json_t *names = json_object();
     const char *route;
     json_t *item;
-    json_object_foreach(json_object_get(doc, "paths"), route, item) {
+    json_object_foreach(json_object_get(doc, "paths"), route, item)
+    {
         add_query_names(doc, json_object_get(item, "parameters"), names);
         const char *method;
         json_t *op;
-        json_object_foreach(item, method, op) {
+        json_object_foreach(item, method, op)
+        {
             if (json_is_object(op))
                 add_query_names(doc, json_object_get(op, "parameters"), names);
         }
     }
     const char *scheme;
     json_t *s;
-    json_object_foreach(
-        json_object_get(json_object_get(doc, "components"), "securitySchemes"), scheme, s) {
+    json_object_foreach(json_object_get(json_object_get(doc, "components"), "securitySchemes"),
+                        scheme, s)
+    {
         const char *in = json_string_value(json_object_get(s, "in"));
         const char *name = json_string_value(json_object_get(s, "name"));
         if (in != NULL && name != NULL && strcmp(in, "query") == 0)
@@ -149,7 +153,8 @@ static bool documented_template(const char *pattern)
     bool found = false;
     const char *route;
     json_t *item;
-    json_object_foreach(json_object_get(doc, "paths"), route, item) {
+    json_object_foreach(json_object_get(doc, "paths"), route, item)
+    {
         shape_of(route, got, sizeof(got));
         found |= strcmp(got, want) == 0;
     }
@@ -206,8 +211,7 @@ START_TEST(every_route_refuses_bad_bytes_by_name)
     /* the ones issue 17 names must be among them, so the walk is not empty */
     static const char *const known[] = {"ids", "baseline", "before", "limit", "access_token"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        ck_assert_msg(json_object_get(queries, known[i]) != NULL, "%s is not documented",
-                      known[i]);
+        ck_assert_msg(json_object_get(queries, known[i]) != NULL, "%s is not documented", known[i]);
 
     size_t path_checks = 0, query_checks = 0;
     for (size_t i = 0; i < evd_nroutes; i++) {
@@ -237,7 +241,8 @@ START_TEST(every_route_refuses_bad_bytes_by_name)
         path_of(r->pattern, (size_t)-1, "", path, sizeof(path), name, sizeof(name));
         const char *q;
         json_t *v;
-        json_object_foreach(queries, q, v) {
+        json_object_foreach(queries, q, v)
+        {
             snprintf(url, sizeof(url), "%s%s?%s=%%FF", p.base, path, q);
             snprintf(detail, sizeof(detail), "query parameter %s must be valid UTF-8", q);
             expect_refused(r->method, url, detail);

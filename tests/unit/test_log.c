@@ -154,7 +154,7 @@ START_TEST(a_100_kib_field_is_shortened_not_the_line)
     snprintf(marker, sizeof(marker), EVD_LOG_TRUNCATED ", %zu bytes in all]", n);
     ck_assert_msg(strstr(v, marker) != NULL && strcmp(v + strlen(v) - strlen(marker), marker) == 0,
                   "no marker at the end of the value: ...%s", v + strlen(v) - 40);
-    ck_assert(strncmp(v, big_value, 8) == 0); /* the start is kept */
+    ck_assert(strncmp(v, big_value, 8) == 0);        /* the start is kept */
     ck_assert_str_eq(str(l, "req_id"), "req_after"); /* fields after it are still there */
     json_decref(l);
     free(big_value);
@@ -163,9 +163,9 @@ END_TEST
 
 static void log_many_big(void)
 {
-    evd_log(EVD_LOG_INFO, big_value, "a", big_value, "b", big_value, "c", big_value, "d",
-            big_value, "e", big_value, "f", big_value, "g", big_value, "h", big_value, "i",
-            big_value, "j", big_value, "k", big_value, "status", "200", NULL);
+    evd_log(EVD_LOG_INFO, big_value, "a", big_value, "b", big_value, "c", big_value, "d", big_value,
+            "e", big_value, "f", big_value, "g", big_value, "h", big_value, "i", big_value, "j",
+            big_value, "k", big_value, "status", "200", NULL);
 }
 
 START_TEST(many_long_fields_keep_the_line_whole)
@@ -192,8 +192,8 @@ END_TEST
 
 static void log_numbers(void)
 {
-    evd_log(EVD_LOG_INFO, "n", "status", "200", "dur_ms", "1.5", "attempt", "1.2.3", "worker",
-            "-", "wait_ms", "01", "other_ms", "1e3", "id", "42", NULL);
+    evd_log(EVD_LOG_INFO, "n", "status", "200", "dur_ms", "1.5", "attempt", "1.2.3", "worker", "-",
+            "wait_ms", "01", "other_ms", "1e3", "id", "42", NULL);
 }
 
 START_TEST(only_json_numbers_are_written_as_numbers)
@@ -329,7 +329,8 @@ START_TEST(concurrent_writers_each_line_whole)
     int next[WRITERS] = {0};
     size_t idx;
     json_t *l;
-    json_array_foreach(lines, idx, l) {
+    json_array_foreach(lines, idx, l)
+    {
         int who = atoi(str(l, "writer"));
         ck_assert(who >= 0 && who < WRITERS);
         ck_assert_int_eq(atoi(str(l, "seq")), next[who]); /* each writer's lines in order */
@@ -348,10 +349,22 @@ START_TEST(utf8_sequences_are_classified)
         const char *s;
         size_t len; /* what evd_utf8_seq answers */
     } seqs[] = {
-        {"a", 1},           {"\xc3\xa9", 2},      {"\xe2\x82\xac", 3}, {"\xf0\x9f\x98\x80", 4},
-        {"\xf4\x8f\xbf\xbf", 4}, {"\x80", 0},     {"\xc0\xaf", 0},     {"\xc1\xbf", 0},
-        {"\xe0\x9f\xbf", 0}, {"\xed\xa0\x80", 0}, {"\xed\x9f\xbf", 3}, {"\xf0\x8f\xbf\xbf", 0},
-        {"\xf4\x90\x80\x80", 0}, {"\xf5\x80\x80\x80", 0}, {"\xe2\x82", 0}, {"\xe2\x28\xa1", 0},
+        {"a", 1},
+        {"\xc3\xa9", 2},
+        {"\xe2\x82\xac", 3},
+        {"\xf0\x9f\x98\x80", 4},
+        {"\xf4\x8f\xbf\xbf", 4},
+        {"\x80", 0},
+        {"\xc0\xaf", 0},
+        {"\xc1\xbf", 0},
+        {"\xe0\x9f\xbf", 0},
+        {"\xed\xa0\x80", 0},
+        {"\xed\x9f\xbf", 3},
+        {"\xf0\x8f\xbf\xbf", 0},
+        {"\xf4\x90\x80\x80", 0},
+        {"\xf5\x80\x80\x80", 0},
+        {"\xe2\x82", 0},
+        {"\xe2\x28\xa1", 0},
     };
     for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++)
         ck_assert_msg(evd_utf8_seq((const unsigned char *)seqs[i].s, strlen(seqs[i].s)) ==

@@ -91,7 +91,7 @@ END_TEST
 struct value_case {
     const char *kind, *name;
     const char *value;
-    size_t len; /* 0: strlen(value) */
+    size_t len;      /* 0: strlen(value) */
     const char *msg; /* NULL: accepted */
 };
 
@@ -168,9 +168,8 @@ static bool fake_each(void *conn, evd_query_visit_fn visit, void *cls)
 
 START_TEST(check_walks_every_query_argument)
 {
-    struct fake_query q = {.pairs = {{"limit", "5"}, {"flag", NULL}, {"baseline", "\xff"},
-                                     {"ids", "\xfe"}},
-                           .n = 4};
+    struct fake_query q = {
+        .pairs = {{"limit", "5"}, {"flag", NULL}, {"baseline", "\xff"}, {"ids", "\xfe"}}, .n = 4};
     struct evd_req req;
     memset(&req, 0, sizeof(req));
     req.conn = &q;
@@ -283,10 +282,10 @@ START_TEST(codes_map_to_statuses_and_problem_codes)
         int status;
         const char *pcode;
     } map[] = {
-        {EVD_EINVAL, 400, "invalid_request"},   {EVD_EUNAUTH, 401, "unauthorized"},
-        {EVD_ENOTFOUND, 404, "not_found"},      {EVD_ECONFLICT, 409, "conflict"},
+        {EVD_EINVAL, 400, "invalid_request"},      {EVD_EUNAUTH, 401, "unauthorized"},
+        {EVD_ENOTFOUND, 404, "not_found"},         {EVD_ECONFLICT, 409, "conflict"},
         {EVD_ETOOLARGE, 413, "payload_too_large"}, {EVD_EMEDIA, 415, "unsupported_media_type"},
-        {EVD_EINTERNAL, 500, "internal"},       {EVD_EDB, 503, "unavailable"},
+        {EVD_EINTERNAL, 500, "internal"},          {EVD_EDB, 503, "unavailable"},
         {EVD_EUNAVAIL, 503, "unavailable"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
