@@ -5,6 +5,14 @@
  * when its stream pauses, the reader suspends the connection, and the stream's wake
  * resumes it. streams_mu orders the two so that a resume never precedes its suspend
  * (libmicrohttpd leaves that undefined) and a wake before the suspend is kept.
+ *
+ * Header deadline: libmicrohttpd's timeout counts silence only, so a client that sends a
+ * byte now and then could hold a connection forever without finishing its headers. Each
+ * connection has a `struct watch` (its socket context) that records since when its
+ * request's headers are awaited; the reaper thread shuts down the socket of one past
+ * the deadline, and libmicrohttpd then closes it as if the client had. watch_mu makes
+ * that safe: libmicrohttpd reports a connection closed (and the watch leaves the list)
+ * before it closes the descriptor.
  */
 #include "server/http.h"
 
@@ -14,6 +22,8 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +43,21 @@ struct evd_http {
      * (a wake comes from under the SSE hub's), never held while calling into a stream. */
     pthread_mutex_t streams_mu;
     struct live *streams;
+    /* The header deadline: a leaf lock over every struct watch. */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cv; /* the reaper sleeps here; signalled at stop */
+    struct watch *watches;
+    int64_t header_ms;
+    bool reaper_stop;
+    bool reaper_started;
+    pthread_t reaper;
+};
+
+struct watch {
+    MHD_socket fd;
+    int64_t since_ms; /* evd_mono_ms() since the headers are awaited; 0 = not awaited */
+    bool shut;
+    struct watch *prev, *next;
 };
 
 struct live {
@@ -274,6 +299,88 @@ static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, str
     return ret;
 }
 
+/* Starts (await) or ends the wait for a request's headers on connection c. */
+static void watch_headers(struct evd_http *h, struct MHD_Connection *c, bool await)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct watch *w = info ? info->socket_context : NULL;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&h->watch_mu);
+    w->since_ms = await ? evd_mono_ms() : 0;
+    pthread_mutex_unlock(&h->watch_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct evd_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct watch *w = info ? calloc(1, sizeof(*w)) : NULL;
+        if (w == NULL)
+            return; /* only the idle timeout then */
+        w->fd = info->connect_fd;
+        w->since_ms = evd_mono_ms();
+        pthread_mutex_lock(&h->watch_mu);
+        w->next = h->watches;
+        if (h->watches != NULL)
+            h->watches->prev = w;
+        h->watches = w;
+        pthread_mutex_unlock(&h->watch_mu);
+        *socket_context = w;
+        return;
+    }
+    struct watch *w = *socket_context;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&h->watch_mu);
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        h->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&h->watch_mu);
+    free(w);
+    *socket_context = NULL;
+}
+
+/* The reaper thread: twice a second, drops connections past the header deadline. */
+static void *reaper_main(void *arg)
+{
+    struct evd_http *h = arg;
+    pthread_mutex_lock(&h->watch_mu);
+    while (!h->reaper_stop) {
+        int64_t now = evd_mono_ms();
+        int dropped = 0;
+        for (struct watch *w = h->watches; w != NULL; w = w->next)
+            if (w->since_ms != 0 && !w->shut && now - w->since_ms > h->header_ms) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->shut = true;
+                dropped++;
+            }
+        if (dropped > 0) {
+            char n[16];
+            snprintf(n, sizeof(n), "%d", dropped);
+            evd_log(EVD_LOG_INFO, "closed connections whose request headers did not arrive in "
+                                  "time", "connections", n, NULL);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
+    }
+    pthread_mutex_unlock(&h->watch_mu);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **state)
@@ -282,6 +389,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct evd_http *h = cls;
     struct exchange *ex = *state;
     if (ex == NULL) {
+        watch_headers(h, c, false);
         ex = calloc(1, sizeof(*ex));
         if (ex == NULL)
             return MHD_NO;
@@ -320,9 +428,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
     struct evd_http *h = cls;
+    watch_headers(h, c, true); /* a kept-alive connection awaits the next request */
     struct exchange *ex = *state;
     if (ex == NULL)
         return;
@@ -374,8 +482,11 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     }
     h->opts = *opts;
     pthread_mutex_init(&h->streams_mu, NULL);
+    pthread_mutex_init(&h->watch_mu, NULL);
+    pthread_cond_init(&h->watch_cv, NULL);
     unsigned threads = opts->threads > 0 ? opts->threads : 1;
     unsigned timeout = opts->timeout_seconds > 0 ? opts->timeout_seconds : 10;
+    h->header_ms = (int64_t)timeout * 1000;
     unsigned limit = opts->max_connections > 0 ? opts->max_connections : 16000;
     rlim_t nofile = raise_nofile();
     if (nofile != RLIM_INFINITY && (rlim_t)limit + EVD_HTTP_FD_RESERVE > nofile) {
@@ -397,7 +508,8 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        h, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         opts->max_connections_per_ip, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
@@ -406,9 +518,15 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,
                     opts->port);
         pthread_mutex_destroy(&h->streams_mu);
+        pthread_mutex_destroy(&h->watch_mu);
+        pthread_cond_destroy(&h->watch_cv);
         free(h);
         return NULL;
     }
+    /* Without the reaper only the idle timeout bounds slow headers; serve anyway. */
+    h->reaper_started = pthread_create(&h->reaper, NULL, reaper_main, h) == 0;
+    if (!h->reaper_started)
+        evd_log(EVD_LOG_WARN, "could not start the header deadline thread", NULL);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : opts->port;
     return h;
@@ -458,7 +576,16 @@ void evd_http_stop(struct evd_http *h)
             break;
         MHD_resume_connection(c);
     }
+    if (h->reaper_started) {
+        pthread_mutex_lock(&h->watch_mu);
+        h->reaper_stop = true;
+        pthread_cond_signal(&h->watch_cv);
+        pthread_mutex_unlock(&h->watch_mu);
+        pthread_join(h->reaper, NULL);
+    }
     MHD_stop_daemon(h->daemon);
     pthread_mutex_destroy(&h->streams_mu);
+    pthread_mutex_destroy(&h->watch_mu);
+    pthread_cond_destroy(&h->watch_cv);
     free(h);
 }

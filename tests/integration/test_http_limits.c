@@ -163,14 +163,15 @@ static int cmp_long(const void *a, const void *b)
 #define PER_ADDRESS 250 /* under the default per-address limit (256) */
 #define PROBES 24
 
-/* 10,000 sockets that sent part of a request line and then a byte every two seconds
- * (under the default idle timeout): /healthz, from an address of its own, still answers
- * each probe at once, and every idle socket is still held open by the server. */
+/* 10,000 sockets that sent part of a request line and then a byte every two seconds:
+ * /healthz, from an address of its own, still answers each probe at once, and every idle
+ * socket is still held open by the server. */
 START_TEST(ten_thousand_idle_sockets_leave_healthz_answering)
 {
     raise_nofile(IDLE_SOCKETS + 200);
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL, NULL); /* the default limits */
+    /* The default limits; a header deadline long enough to hold every socket throughout. */
+    start_evald(&p, "EVALD_HTTP_TIMEOUT_SECONDS=60", NULL, NULL);
     unsigned port = port_of(&p);
     int *fds = malloc(IDLE_SOCKETS * sizeof(*fds));
     ck_assert_ptr_nonnull(fds);
@@ -257,8 +258,8 @@ START_TEST(per_address_limit_refuses_only_that_address)
 }
 END_TEST
 
-/* A client that never finishes its headers is dropped once it has been silent for
- * EVALD_HTTP_TIMEOUT_SECONDS, not kept for minutes. */
+/* A client that never finishes its headers is dropped after EVALD_HTTP_TIMEOUT_SECONDS,
+ * whether it falls silent or keeps sending a byte now and then; not kept for minutes. */
 START_TEST(slow_headers_are_dropped_after_the_timeout)
 {
     struct evd_t_proc p;
@@ -276,6 +277,24 @@ START_TEST(slow_headers_are_dropped_after_the_timeout)
     printf("unfinished headers dropped after %ld ms (timeout 2 s)\n", waited);
     ck_assert_msg(closed, "the slow client was still connected after %ld ms", waited);
     ck_assert_msg(waited >= 1500 && waited < 6000, "dropped after %ld ms", waited);
+    /* One that trickles a byte every 400 ms, never silent for the idle timeout, is dropped
+     * all the same once its headers are late. */
+    fd = tcp_open("127.0.0.2", port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(send_text(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a"), 0);
+    t0 = evd_mono_ms();
+    closed = false;
+    while (!closed && evd_mono_ms() - t0 < 15000) {
+        read_until(fd, buf, sizeof(buf), NULL, 400, &closed);
+        if (!closed && send_text(fd, "a") != 0)
+            closed = true;
+    }
+    waited = (long)(evd_mono_ms() - t0);
+    close(fd);
+    printf("trickled headers dropped after %ld ms (deadline 2 s)\n", waited);
+    ck_assert_msg(closed, "the trickling client was still connected after %ld ms", waited);
+    ck_assert_msg(waited >= 1500 && waited < 6000, "trickling client dropped after %ld ms",
+                  waited);
     /* The server is fine afterwards. */
     ck_assert(raw_get("127.0.0.2", port, "/healthz", buf, sizeof(buf)));
     ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
