@@ -365,8 +365,8 @@ static void *reaper_main(void *arg)
         if (dropped > 0) {
             char n[16];
             snprintf(n, sizeof(n), "%d", dropped);
-            evd_log(EVD_LOG_INFO, "closed connections whose request headers did not arrive in "
-                                  "time", "connections", n, NULL);
+            evd_log(EVD_LOG_INFO, "closed connections whose request headers came too late",
+                    "connections", n, NULL);
         }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -490,8 +490,8 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     unsigned limit = opts->max_connections > 0 ? opts->max_connections : 16000;
     rlim_t nofile = raise_nofile();
     if (nofile != RLIM_INFINITY && (rlim_t)limit + EVD_HTTP_FD_RESERVE > nofile) {
-        unsigned fit = nofile > EVD_HTTP_FD_RESERVE + 16 ? (unsigned)(nofile - EVD_HTTP_FD_RESERVE)
-                                                         : 16;
+        unsigned fit =
+            nofile > EVD_HTTP_FD_RESERVE + 16 ? (unsigned)(nofile - EVD_HTTP_FD_RESERVE) : 16;
         char want[24], got[24], rl[24];
         snprintf(want, sizeof(want), "%u", limit);
         snprintf(got, sizeof(got), "%u", fit);
@@ -502,17 +502,17 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     }
     if (limit < threads)
         limit = threads; /* MHD gives each thread its share */
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned flags =
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        h, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        opts->max_connections_per_ip, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        h, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->daemon == NULL) {
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,

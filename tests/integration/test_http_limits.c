@@ -192,8 +192,7 @@ START_TEST(ten_thousand_idle_sockets_leave_healthz_answering)
     for (int k = 0; k < PROBES; k++) {
         struct evd_t_resp r;
         evd_t_http_timed("GET", url, NULL, NULL, 0, 2000, &r);
-        ck_assert_msg(r.status == 200, "probe %d: status %ld (curl %d)", k, r.status,
-                      r.curl_code);
+        ck_assert_msg(r.status == 200, "probe %d: status %ld (curl %d)", k, r.status, r.curl_code);
         ms[k] = r.elapsed_ms;
         evd_t_resp_free(&r);
         if (evd_mono_ms() - last_trickle >= 2000) {
@@ -293,8 +292,7 @@ START_TEST(slow_headers_are_dropped_after_the_timeout)
     close(fd);
     printf("trickled headers dropped after %ld ms (deadline 2 s)\n", waited);
     ck_assert_msg(closed, "the trickling client was still connected after %ld ms", waited);
-    ck_assert_msg(waited >= 1500 && waited < 6000, "trickling client dropped after %ld ms",
-                  waited);
+    ck_assert_msg(waited >= 1500 && waited < 6000, "trickling client dropped after %ld ms", waited);
     /* The server is fine afterwards. */
     ck_assert(raw_get("127.0.0.2", port, "/healthz", buf, sizeof(buf)));
     ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
@@ -337,8 +335,8 @@ START_TEST(many_event_streams_and_requests_all_progress)
     ck_assert_ptr_nonnull(id);
 
     char req[512], buf[65536];
-    snprintf(req, sizeof(req),
-             "GET /v1/evaluations/%s/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", id);
+    snprintf(req, sizeof(req), "GET /v1/evaluations/%s/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+             id);
     int fds[STREAMS];
     bool closed;
     int64_t t0 = evd_mono_ms();
@@ -365,8 +363,7 @@ START_TEST(many_event_streams_and_requests_all_progress)
     for (int i = 0; i < STREAMS; i++) {
         int64_t left = 45000 - (evd_mono_ms() - t0);
         /* The end of the chunked body (the connection itself may stay open). */
-        read_until(fds[i], buf, sizeof(buf), "\r\n0\r\n\r\n", left > 0 ? (int)left : 1,
-                   &closed);
+        read_until(fds[i], buf, sizeof(buf), "\r\n0\r\n\r\n", left > 0 ? (int)left : 1, &closed);
         ck_assert_msg(strstr(buf, "\r\n0\r\n\r\n") != NULL, "stream %d did not end", i);
         ck_assert_msg(strstr(buf, ": keep-alive") != NULL, "stream %d: no keep-alive", i);
         const char *last = NULL;
