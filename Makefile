@@ -3,9 +3,10 @@
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan bench-smoke format clean
+.PHONY: all deps build run test test-asan test-tsan bench-smoke format clean
 
 all: build
 
@@ -28,6 +29,11 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@CK_FORK=no scripts/test.sh $(ASAN_BUILD)
 
+# The suites that exercise threads (engine, webhooks, sessions, adapter) under
+# ThreadSanitizer; a report fails them (scripts/ci/tsan.sh).
+test-tsan: deps
+	@TSAN_BUILD=$(TSAN_BUILD) JOBS=$(JOBS) scripts/ci/tsan.sh
+
 # The benchmark scripts at a tiny size (CTest bench/smoke); bench/run.sh runs the real ones.
 bench-smoke: build
 	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
@@ -37,4 +43,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
