@@ -78,8 +78,9 @@ bool evd_provider_available(const struct evd_provider *pr)
 {
     if (pr->api_key != NULL && pr->api_key[0] != '\0')
         return true;
-    /* Local OpenAI-compatible servers usually take no key. */
-    return pr->kind == EVD_KIND_OPENAI_CHAT && pr->api_key_env == NULL;
+    /* A providers-file entry without api_key_env is a server that takes no key, whatever
+     * its wire kind; the built-in providers always name their variable. */
+    return pr->api_key_env == NULL;
 }
 
 static void wipe_free(char *s)

@@ -81,7 +81,8 @@ json_t *evd_providers_list_models(const struct evd_providers *p);
 const char *evd_provider_name(const struct evd_provider *pr);
 enum evd_provider_kind evd_provider_kind(const struct evd_provider *pr);
 const char *evd_provider_base_url(const struct evd_provider *pr);
-/* True when the provider has a key, or is an openai-chat server that needs none. */
+/* True when the provider has a key, or was configured without api_key_env (a server that
+ * takes none: no Authorization or x-api-key header is sent). */
 bool evd_provider_available(const struct evd_provider *pr);
 /* The key for the Authorization/x-api-key header; NULL when none. Never log it. */
 const char *evd_provider_api_key(const struct evd_provider *pr);
