@@ -51,6 +51,7 @@ struct evd_hx_http_resp {
     CURLcode curl_code;
     bool cancelled;
     bool timed_out;
+    bool too_large; /* the answer broke a size limit; curl_error says which */
     char curl_error[CURL_ERROR_SIZE];
 };
 
