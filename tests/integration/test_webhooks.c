@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "store/db.h"
+#include "store/webhooks.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 #include "tests/support/webhooks_receiver.h"
@@ -906,6 +908,72 @@ START_TEST(silent_receiver_delays_no_other)
 }
 END_TEST
 
+START_TEST(claims_cap_each_subscription)
+{
+    /* The store alone: a subscription with 4 attempts in flight gets no fifth slot, the
+     * idle query does not call its waiting deliveries due (no busy loop while they
+     * wait), and an attempt that ends frees its slot. */
+    struct evd_err err = {0};
+    ck_assert_msg(evd_db_migrate(db_url, &err) == EVD_OK, "%s", err.msg);
+    PGconn *c = evd_db_connect(db_url, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    free(evd_t_sql(db_url, "INSERT INTO subscriptions (id, url, secret_sealed, seq, created_at)"
+                           " VALUES ('sub_a', 'http://127.0.0.1:9/a', 'v1:x',"
+                           " nextval('webhook_seq'), 0), ('sub_b', 'http://127.0.0.1:9/b',"
+                           " 'v1:x', nextval('webhook_seq'), 0)"));
+    free(evd_t_sql(db_url, "INSERT INTO completion_events (event_id, evaluation_id, payload,"
+                           " created_at) SELECT 'evt_' || i, 'eval_' || i, '{}', 0"
+                           " FROM generate_series(1, 6) i"));
+    long events = 0, made = 0;
+    ck_assert_int_eq(evd_db_begin(c, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_webhook_fanout(c, 100, evd_now_ms(), &events, &made, &err), EVD_OK);
+    ck_assert_int_eq(evd_db_commit(c, &err), EVD_OK);
+    ck_assert_int_eq(events, 6);
+    ck_assert_int_eq(made, 12);
+
+    struct evd_store_delivery held[16];
+    int n = 0, per_a = 0;
+    bool found = true;
+    while (n < 16) {
+        ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &held[n], &found, &err),
+                         EVD_OK);
+        if (!found)
+            break;
+        per_a += strcmp(held[n].subscription_id, "sub_a") == 0;
+        n++;
+    }
+    ck_assert_int_eq(n, 8);
+    ck_assert_int_eq(per_a, 4);
+    bool pending = true;
+    long due = -1;
+    ck_assert_int_eq(evd_store_webhook_idle(c, 4, &pending, &due, &err), EVD_OK);
+    ck_assert(!pending);
+    ck_assert_msg(due > 10000, "next due in %ld ms: the capped deliveries count as due", due);
+
+    /* One of sub_a's attempts ends: sub_a may take one more, sub_b none. */
+    int i = 0;
+    while (strcmp(held[i].subscription_id, "sub_a") != 0)
+        i++;
+    struct evd_store_attempt a = {.status = "delivered",
+                                  .started_at = evd_now_ms(),
+                                  .finished_at = evd_now_ms(),
+                                  .status_code = 204};
+    ck_assert_int_eq(evd_store_delivery_record(c, &held[i], "o1", &a, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_webhook_idle(c, 4, &pending, &due, &err), EVD_OK);
+    ck_assert_int_eq(due, 0);
+    struct evd_store_delivery more;
+    ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &more, &found, &err), EVD_OK);
+    ck_assert(found);
+    ck_assert_str_eq(more.subscription_id, "sub_a");
+    evd_store_delivery_clear(&more);
+    ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &more, &found, &err), EVD_OK);
+    ck_assert(!found);
+    for (int k = 0; k < n; k++)
+        evd_store_delivery_clear(&held[k]);
+    PQfinish(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("webhooks");
@@ -919,6 +987,7 @@ int main(void)
     tcase_add_test(tc, bad_input_is_refused_and_writes_nothing);
     tcase_add_test(tc, private_address_refused_at_connect_time);
     tcase_add_test(tc, silent_receiver_delays_no_other);
+    tcase_add_test(tc, claims_cap_each_subscription);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
