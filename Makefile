@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan bench-smoke format clean
+.PHONY: all deps build run test test-asan bench-smoke build-matrix format clean
 
 all: build
 
@@ -33,8 +33,13 @@ bench-smoke: build
 	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
 	  EVALD_TEST_DATABASE_URL=$$url ctest --test-dir $(BUILD) -R bench/smoke --output-on-failure
 
+# Every build type (Debug, Release, RelWithDebInfo, MinSizeRel) with GCC and with Clang,
+# each in build-matrix/<cc>-<type>; stops at the first failure, naming it.
+build-matrix: deps
+	@scripts/ci/build-matrix.sh
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-matrix
