@@ -29,9 +29,9 @@ test-asan: deps
 	@CK_FORK=no scripts/test.sh $(ASAN_BUILD)
 
 # The benchmark scripts at a tiny size (CTest bench/smoke); bench/run.sh runs the real ones.
+# scripts/test.sh starts the private PostgreSQL when needed and stops it afterwards.
 bench-smoke: build
-	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
-	  EVALD_TEST_DATABASE_URL=$$url ctest --test-dir $(BUILD) -R bench/smoke --output-on-failure
+	@scripts/test.sh $(BUILD) -R bench/smoke
 
 # Every build type (Debug, Release, RelWithDebInfo, MinSizeRel) with GCC and with Clang,
 # each in build-matrix/<cc>-<type>; stops at the first failure, naming it.
