@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan bench-smoke build-matrix format clean
+.PHONY: all deps build run test test-asan bench-smoke build-matrix container-test format clean
 
 all: build
 
@@ -37,6 +37,12 @@ bench-smoke: build
 # each in build-matrix/<cc>-<type>; stops at the first failure, naming it.
 build-matrix: deps
 	@scripts/ci/build-matrix.sh
+
+# The image built with podman on a debootstrapped base and the compose file's demo profile
+# run with it, end to end (docs/openapi.md, "The container in CI"). Needs root.
+container-test:
+	@EVALD_DEPS_CONTAINER=1 scripts/deps.sh
+	@scripts/ci/container.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
