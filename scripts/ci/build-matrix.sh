@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-compilers=(${BUILD_MATRIX_CC:-gcc clang})
-types=(${BUILD_MATRIX_TYPES:-Debug Release RelWithDebInfo MinSizeRel})
+read -r -a compilers <<<"${BUILD_MATRIX_CC:-gcc clang}"
+read -r -a types <<<"${BUILD_MATRIX_TYPES:-Debug Release RelWithDebInfo MinSizeRel}"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi

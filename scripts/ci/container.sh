@@ -216,7 +216,7 @@ log "after down and up, $eval_id is unchanged (volume pgdata)"
 refused() { # refused WHAT EXPECTED-LOG-TEXT [ENV=VALUE...]: compose up must fail before evald starts
   local what=$1 text=$2; shift 2
   compose --profile demo down >/dev/null 2>&1 || fail "compose down"
-  if env "$@" DOCKER_HOST=unix://$sock COMPOSE_PROJECT_NAME=$project EVALD_PUBLISH=127.0.0.1:$port \
+  if env "$@" DOCKER_HOST="unix://$sock" COMPOSE_PROJECT_NAME="$project" EVALD_PUBLISH="127.0.0.1:$port" \
       docker-compose -f docker/docker-compose.yml up -d --no-build >"$cache/compose-refused.log" 2>&1; then
     fail "compose up started with $what"
   fi

@@ -7,7 +7,7 @@
 #   usage: scripts/ci/leftovers.sh [COMMAND [ARG...]]     e.g. scripts/ci/leftovers.sh make test
 # Without a command it only checks. The command's own failure is this script's status.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 pg_data=$root/var/pg-test/data
 
