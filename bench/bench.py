@@ -39,6 +39,19 @@ PROMPTFOO_ENV = {
 }
 
 
+def keep_logs(work):
+    """Copies the evald and stub *.log files of a scratch folder into EVALD_TEST_LOG_DIR
+    when it is set (the test suite's logs/json check reads them there)."""
+    dest = os.environ.get("EVALD_TEST_LOG_DIR")
+    if not dest or not os.path.isdir(work):
+        return
+    os.makedirs(dest, exist_ok=True)
+    for name in os.listdir(work):
+        if name.endswith(".log") and name.startswith(("evald", "stub")):
+            shutil.copy(os.path.join(work, name),
+                        os.path.join(dest, "%s-%s" % (os.path.basename(work), name)))
+
+
 def log(*a):
     print("bench:", *a, file=sys.stderr, flush=True)
 
@@ -482,6 +495,7 @@ def run_evald_workload(opts, n, c, latency, mode):
         if db and not opts.keep:
             db.drop()
         if not opts.keep:
+            keep_logs(work)
             shutil.rmtree(work, ignore_errors=True)
         else:
             log("kept", work, "and database", db.name if db else "")
@@ -537,6 +551,7 @@ def evald_startup(opts, runs):
             stub.stop()
         if db:
             db.drop()
+        keep_logs(work)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -635,6 +650,7 @@ def promptfoo_one(args):
     finally:
         if stub:
             stub.stop()
+        keep_logs(work)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -748,6 +764,7 @@ def api_latency(opts):
         if db:
             db.drop()
         if not opts.keep:
+            keep_logs(work)
             shutil.rmtree(work, ignore_errors=True)
 
 

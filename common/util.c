@@ -188,3 +188,48 @@ const char *evd_json_escape(unsigned char c, char esc[7])
     esc[6] = '\0';
     return esc;
 }
+
+size_t evd_utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong below U+0800 */
+        else if (c == 0xed)
+            hi = 0x9f; /* surrogates U+D800..U+DFFF */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90; /* overlong below U+10000 */
+        else if (c == 0xf4)
+            hi = 0x8f; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
+bool evd_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = evd_utf8_seq(u + i, n - i);
+        if (k == 0)
+            return false;
+        i += k;
+    }
+    return true;
+}

@@ -59,4 +59,13 @@ void evd_buf_free(struct evd_buf *b);
  */
 const char *evd_json_escape(unsigned char c, char esc[7]);
 
+/*
+ * Length (1..4) of the well-formed UTF-8 sequence that starts s[0..n), or 0 when the
+ * bytes there are not one (a stray continuation byte, a truncated sequence, an overlong
+ * form, a UTF-16 surrogate or a code point above U+10FFFF). n must be at least 1.
+ */
+size_t evd_utf8_seq(const unsigned char *s, size_t n);
+/* Whether s[0..n) is well-formed UTF-8 (NUL bytes included). */
+bool evd_utf8_valid(const char *s, size_t n);
+
 #endif

@@ -65,6 +65,7 @@ struct evd_engine {
     pthread_mutex_t hub_mu;
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
+    uint64_t hub_gen; /* moves on every publish and nudge (evd_engine_wait_any) */
 
     /* Finished runs waiting for the writer thread (engine/writer.c), oldest first. */
     pthread_mutex_t writes_mu; /* leaf lock */

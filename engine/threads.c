@@ -97,6 +97,7 @@ void evd_engine_publish(struct evd_engine *e, const char *evaluation_id)
                 s->version++;
                 break;
             }
+    e->hub_gen++;
     pthread_cond_broadcast(&e->hub_cv);
     pthread_mutex_unlock(&e->hub_mu);
 }
@@ -143,6 +144,38 @@ int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeou
     s->seen = s->version;
     pthread_mutex_unlock(&e->hub_mu);
     return rc;
+}
+
+int evd_engine_wait_any(struct evd_engine *e, uint64_t *gen, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&e->hub_mu);
+    while (e->hub_gen == *gen && !atomic_load(&e->stopping))
+        if (pthread_cond_timedwait(&e->hub_cv, &e->hub_mu, &until) == ETIMEDOUT)
+            break;
+    if (atomic_load(&e->stopping))
+        rc = -1;
+    else if (e->hub_gen != *gen)
+        rc = 1;
+    *gen = e->hub_gen;
+    pthread_mutex_unlock(&e->hub_mu);
+    return rc;
+}
+
+void evd_engine_nudge(struct evd_engine *e)
+{
+    pthread_mutex_lock(&e->hub_mu);
+    e->hub_gen++;
+    pthread_cond_broadcast(&e->hub_cv);
+    pthread_mutex_unlock(&e->hub_mu);
 }
 
 void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s)

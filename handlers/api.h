@@ -5,9 +5,10 @@
  *
  * Lifetimes: everything in struct evd_req is borrowed for the duration of the
  * handler call. A handler fills *resp through the evd_resp_* helpers, which take
- * ownership of what they are given. Handlers run on libmicrohttpd's connection
- * threads, concurrently: they must only touch thread-safe state (the db pool,
- * the engine's public functions, immutable configuration).
+ * ownership of what they are given. Handlers run on libmicrohttpd's pool threads,
+ * concurrently, each serving many connections: they must only touch thread-safe state
+ * (the db pool, the engine's public functions, immutable configuration) and must not
+ * wait for long (a stream pauses instead of waiting).
  */
 #ifndef EVD_HANDLERS_API_H
 #define EVD_HANDLERS_API_H
@@ -23,6 +24,7 @@
 struct evd_db;
 struct evd_engine;
 struct evd_webhooks;
+struct evd_sse_hub;
 
 /* What handlers may use; built once by main, immutable afterwards except through
  * the thread-safe objects it points to. */
@@ -35,6 +37,7 @@ struct evd_ctx {
     struct evd_webhooks *webhooks; /* subscriptions and deliveries (webhooks/webhooks.h) */
     long max_dataset_cases;  /* EVALD_MAX_DATASET_CASES */
     long max_dataset_bytes;  /* EVALD_MAX_DATASET_BYTES: the body limit of upload routes */
+    struct evd_sse_hub *sse; /* feeds paused event streams (handlers/sse.h) */
 };
 
 #define EVD_MAX_PARAMS 4
@@ -63,18 +66,24 @@ const char *evd_req_query(const struct evd_req *req, const char *key);
 const char *evd_req_header(const struct evd_req *req, const char *name);
 
 /*
- * Streaming body: called repeatedly from the connection's thread; returns bytes
- * written into buf (> 0), 0 to be called again later is NOT allowed (block
- * instead, with a bounded wait), or -1 to end the stream.
+ * Streaming body: called from one of the server's threads (one call at a time per
+ * stream) and must never block: it returns the bytes written into buf (> 0),
+ * EVD_STREAM_END to end the stream, or EVD_STREAM_PAUSE when nothing is ready. After a
+ * pause the server reads the stream again only once the stream calls the wake function
+ * it was given by stream_attach (from any thread, any number of times, until
+ * stream_free; a wake that comes before the pause is not lost).
  */
+#define EVD_STREAM_END ((ssize_t)-1)
+#define EVD_STREAM_PAUSE ((ssize_t)0)
 typedef ssize_t (*evd_stream_fn)(void *cls, char *buf, size_t max);
+typedef void (*evd_stream_wake_fn)(void *token);
 
 /*
  * An upload route (EVD_ROUTE_UPLOAD) takes its body piece by piece as it arrives instead
  * of as one parsed JSON document, up to ctx->max_dataset_bytes (413 beyond). Its handler
  * runs as soon as the headers are in and the caller is authorized (req->body is NULL):
  * it either answers at once (a refusal in *resp) or sets resp->upload and
- * resp->upload_state. The server then calls, on the connection's thread:
+ * resp->upload_state. The server then calls, one call at a time on one of its threads:
  *   chunk  for each piece; 0 to go on, or -1 after filling *resp with a refusal (the rest
  *          of the body is discarded);
  *   end    when the body is complete and nothing was refused: fills *resp;
@@ -103,6 +112,8 @@ struct evd_resp {
     void (*stream_free)(void *cls);
     const struct evd_upload_ops *upload; /* an upload route's body goes here (above) */
     void *upload_state;
+    /* Called once before the first read with the stream's wake function and token. */
+    void (*stream_attach)(void *cls, evd_stream_wake_fn wake, void *token);
 };
 
 /* HTTP status for a code: the one map used everywhere. */

@@ -324,6 +324,7 @@ void evd_h_eval_events(struct evd_req *req, struct evd_resp *resp)
         return;
     }
     s->base.engine = req->ctx->engine;
+    s->base.hub = req->ctx->sse;
     s->base.emit = sse_emit;
     s->db = req->ctx->db;
     snprintf(s->id, sizeof(s->id), "%s", id);

@@ -222,15 +222,12 @@ static void emit_comparison(struct evd_sse *base)
     json_decref(cmp);
 }
 
-/* Lets a burst of snapshots settle into one comparison. */
+/* Lets a burst of snapshots settle into one comparison: at most one per interval. */
 static int settle_comparison(struct evd_sse *base)
 {
     struct stream *s = (struct stream *)base;
     int64_t since = evd_mono_ms() - s->last_emit;
-    if (since < COMPARE_MIN_INTERVAL_MS &&
-        evd_engine_wait(base->engine, base->sub, (int)(COMPARE_MIN_INTERVAL_MS - since)) < 0)
-        return -1;
-    return 0;
+    return since < COMPARE_MIN_INTERVAL_MS ? (int)(COMPARE_MIN_INTERVAL_MS - since) : 0;
 }
 
 static void stream_free(void *cls)
@@ -251,6 +248,7 @@ void evd_h_session_events(struct evd_req *req, struct evd_resp *resp)
         return;
     }
     s->base.engine = req->ctx->engine;
+    s->base.hub = req->ctx->sse;
     s->base.emit = emit_session;
     snprintf(s->id, sizeof(s->id), "%s", id);
     /* Subscribe before the first read so that no change slips between them. */
@@ -279,6 +277,7 @@ void evd_h_sessions_compare_events(struct evd_req *req, struct evd_resp *resp)
         return;
     }
     s->base.engine = req->ctx->engine;
+    s->base.hub = req->ctx->sse;
     s->base.emit = emit_comparison;
     s->base.settle = settle_comparison;
     watch = evd_sessions_watch_ids(s->base.engine, s->request, &err);

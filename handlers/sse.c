@@ -1,20 +1,75 @@
 /*
- * See sse.h. The read callback blocks on the subscription (bounded by the keep-alive
- * interval) instead of polling, and hands out queued bytes until none are left.
+ * See sse.h. DESIGN: a stream's reader (a server thread) decides under the hub's mutex
+ * what to do next: end, settle, emit, send a keep-alive, or park. It polls its
+ * subscription in that same critical section, so a change cannot fall between the poll
+ * and the parking: the hub thread reads the engine's generation before it scans the
+ * parked streams, and any later publish moves that generation and makes it scan again.
+ * A parked stream whose deadline is earlier than the hub's current wait nudges the
+ * engine so that the hub recomputes it.
  */
 #include "handlers/sse.h"
 
+#include <assert.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
 
-void evd_sse_event(struct evd_sse *s, const char *name, const json_t *data)
+struct evd_sse_hub {
+    struct evd_engine *engine; /* borrowed */
+    pthread_mutex_t mu;        /* guards everything below and the hub fields of streams */
+    pthread_cond_t cv;         /* the thread waits here once the engine is stopping */
+    struct evd_sse *streams;   /* attached streams, parked or not */
+    int64_t wait_until;        /* evd_mono_ms() the thread waits until (0 = not waiting) */
+    bool stop;
+    pthread_t thread;
+};
+
+enum step { STEP_END, STEP_SETTLE, STEP_EMIT, STEP_KEEPALIVE, STEP_PAUSE };
+
+/* Is a parked stream due now? Under hub->mu. */
+static bool due(const struct evd_sse *s, int64_t now)
 {
-    char *text = evd_json_dump(data, NULL);
-    if (text != NULL)
-        evd_buf_printf(&s->pending, "event: %s\ndata: %s\n\n", name, text);
-    free(text);
+    return (s->changed && now >= s->settle_at) || now >= s->keepalive_at;
+}
+
+static int64_t deadline_of(const struct evd_sse *s)
+{
+    return s->changed && s->settle_at < s->keepalive_at ? s->settle_at : s->keepalive_at;
+}
+
+/* What the reader does next; parks the stream when nothing is due. */
+static enum step next_step(struct evd_sse *s)
+{
+    struct evd_sse_hub *h = s->hub;
+    int64_t now = evd_mono_ms();
+    enum step st = STEP_PAUSE;
+    bool nudge = false;
+    pthread_mutex_lock(&h->mu);
+    int w = evd_engine_wait(s->engine, s->sub, 0);
+    if (w > 0)
+        s->changed = true;
+    if (w < 0 || h->stop) {
+        st = STEP_END;
+    } else if (s->changed && s->settle_at == 0 && s->settle != NULL) {
+        st = STEP_SETTLE;
+    } else if (s->changed && now >= s->settle_at) {
+        s->changed = false;
+        s->settle_at = 0;
+        s->keepalive_at = now + EVD_SSE_KEEPALIVE_MS;
+        st = STEP_EMIT;
+    } else if (now >= s->keepalive_at) {
+        s->keepalive_at = now + EVD_SSE_KEEPALIVE_MS;
+        st = STEP_KEEPALIVE;
+    } else {
+        s->parked = true;
+        nudge = h->wait_until != 0 && deadline_of(s) < h->wait_until;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (nudge)
+        evd_engine_nudge(s->engine);
+    return st;
 }
 
 static ssize_t sse_read(void *cls, char *buf, size_t max)
@@ -24,22 +79,33 @@ static ssize_t sse_read(void *cls, char *buf, size_t max)
         s->pending.len = 0;
         s->off = 0;
         if (s->done)
-            return -1;
+            return EVD_STREAM_END;
         if (!s->started) {
             s->emit(s);
             s->started = true;
             continue;
         }
-        int w = evd_engine_wait(s->engine, s->sub, EVD_SSE_KEEPALIVE_MS);
-        if (w < 0)
-            return -1;
-        if (w == 0) {
+        switch (next_step(s)) {
+        case STEP_END:
+            return EVD_STREAM_END;
+        case STEP_PAUSE:
+            return EVD_STREAM_PAUSE;
+        case STEP_KEEPALIVE:
             evd_buf_printf(&s->pending, ": keep-alive\n\n");
-            continue;
+            break;
+        case STEP_EMIT:
+            s->emit(s);
+            break;
+        case STEP_SETTLE: {
+            int d = s->settle(s);
+            if (d < 0)
+                return EVD_STREAM_END;
+            pthread_mutex_lock(&s->hub->mu);
+            s->settle_at = d > 0 ? evd_mono_ms() + d : 1; /* 1: passed; 0 is "not settling" */
+            pthread_mutex_unlock(&s->hub->mu);
+            break;
         }
-        if (s->settle != NULL && s->settle(s) < 0)
-            return -1;
-        s->emit(s);
+        }
     }
     size_t n = s->pending.len - s->off;
     if (n > max)
@@ -49,13 +115,118 @@ static ssize_t sse_read(void *cls, char *buf, size_t max)
     return (ssize_t)n;
 }
 
+static void sse_attach(void *cls, evd_stream_wake_fn wake, void *token)
+{
+    struct evd_sse *s = cls;
+    struct evd_sse_hub *h = s->hub;
+    pthread_mutex_lock(&h->mu);
+    s->wake = wake;
+    s->wake_token = token;
+    s->keepalive_at = evd_mono_ms() + EVD_SSE_KEEPALIVE_MS;
+    s->next = h->streams;
+    if (h->streams != NULL)
+        h->streams->prev = s;
+    h->streams = s;
+    s->registered = true;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void *hub_main(void *arg)
+{
+    struct evd_sse_hub *h = arg;
+    uint64_t gen = 0;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        int64_t now = evd_mono_ms();
+        int64_t until = now + EVD_SSE_KEEPALIVE_MS;
+        for (struct evd_sse *s = h->streams; s != NULL; s = s->next) {
+            if (!s->parked)
+                continue;
+            int w = evd_engine_wait(h->engine, s->sub, 0);
+            if (w > 0)
+                s->changed = true;
+            if (w < 0 || due(s, now)) {
+                s->parked = false;
+                s->wake(s->wake_token);
+            } else if (deadline_of(s) < until) {
+                until = deadline_of(s);
+            }
+        }
+        h->wait_until = until;
+        pthread_mutex_unlock(&h->mu);
+        int64_t ms = until - now;
+        int rc = evd_engine_wait_any(h->engine, &gen, ms < 1 ? 1 : (int)ms);
+        pthread_mutex_lock(&h->mu);
+        h->wait_until = 0;
+        if (rc < 0) {
+            /* Stopping: wake every parked stream (each then sees the stop and ends), then
+             * wait for evd_sse_hub_stop; readers no longer park. */
+            for (struct evd_sse *s = h->streams; s != NULL; s = s->next)
+                if (s->parked) {
+                    s->parked = false;
+                    s->wake(s->wake_token);
+                }
+            while (!h->stop)
+                pthread_cond_wait(&h->cv, &h->mu);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+struct evd_sse_hub *evd_sse_hub_start(struct evd_engine *engine, struct evd_err *err)
+{
+    struct evd_sse_hub *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->engine = engine;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    if (pthread_create(&h->thread, NULL, hub_main, h) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+        free(h);
+        evd_err_set(err, EVD_EINTERNAL, "could not start the event stream thread");
+        return NULL;
+    }
+    return h;
+}
+
+void evd_sse_hub_stop(struct evd_sse_hub *h)
+{
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    evd_engine_nudge(h->engine);
+    pthread_join(h->thread, NULL);
+    assert(h->streams == NULL);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+}
+
+void evd_sse_event(struct evd_sse *s, const char *name, const json_t *data)
+{
+    char *text = evd_json_dump(data, NULL);
+    if (text != NULL)
+        evd_buf_printf(&s->pending, "event: %s\ndata: %s\n\n", name, text);
+    free(text);
+}
+
 void evd_sse_start(struct evd_resp *resp, struct evd_sse *s, void (*free_fn)(void *cls))
 {
+    assert(s->hub != NULL && s->engine != NULL && s->sub != NULL);
     resp->status = 200;
     resp->content_type = "text/event-stream";
     resp->stream = sse_read;
     resp->stream_cls = s;
     resp->stream_free = free_fn;
+    resp->stream_attach = sse_attach;
     evd_resp_header(resp, "Cache-Control", "no-cache");
     evd_resp_header(resp, "X-Accel-Buffering", "no");
 }
@@ -64,6 +235,19 @@ void evd_sse_release(struct evd_sse *s)
 {
     if (s == NULL)
         return;
+    if (s->registered) {
+        struct evd_sse_hub *h = s->hub;
+        pthread_mutex_lock(&h->mu);
+        if (s->prev != NULL)
+            s->prev->next = s->next;
+        else
+            h->streams = s->next;
+        if (s->next != NULL)
+            s->next->prev = s->prev;
+        s->registered = false;
+        s->parked = false;
+        pthread_mutex_unlock(&h->mu);
+    }
     evd_engine_unsubscribe(s->engine, s->sub);
     s->sub = NULL;
     evd_buf_free(&s->pending);

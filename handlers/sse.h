@@ -1,9 +1,16 @@
 /*
- * Server-Sent Events fed by an engine change subscription: the read loop, keep-alives
- * and event framing shared by the evaluation and session streams. A stream embeds
- * struct evd_sse as its first member; it lives from the handler that starts it until the
- * server calls its free callback, and the server reads it from one connection thread at
- * a time.
+ * Server-Sent Events fed by engine change subscriptions: framing, keep-alives, the
+ * settle hook, and the hub, one thread that watches every paused stream.
+ *
+ * No server thread ever waits for an event. A stream with nothing to send parks itself in
+ * the hub and answers EVD_STREAM_PAUSE (the server suspends the connection); the hub's
+ * thread wakes it when its subscription moves, its settle delay or keep-alive is due, or
+ * the engine stops. So any number of open streams costs one thread and no pool thread.
+ *
+ * A stream embeds struct evd_sse as its first member; it lives from the handler that
+ * starts it until the server calls its free callback. The server reads it from one thread
+ * at a time. Lock order: the hub's mutex, then the server's (the hub calls the wake
+ * function under its mutex; the server never calls a stream under its own).
  */
 #ifndef EVD_HANDLERS_SSE_H
 #define EVD_HANDLERS_SSE_H
@@ -11,34 +18,58 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "common/err.h"
 #include "common/util.h"
 #include "handlers/api.h"
 
 #define EVD_SSE_KEEPALIVE_MS 15000
 
+struct evd_sse_hub;
+
 struct evd_sse {
     struct evd_engine *engine;    /* borrowed */
+    struct evd_sse_hub *hub;      /* borrowed (req->ctx->sse) */
     struct evd_subscription *sub; /* owned; evd_sse_release unsubscribes */
     struct evd_buf pending;       /* queued bytes not read yet */
     size_t off;
     bool started, done;
     /* Queues the events of the current state (started is false the first time); sets
-     * done to end the stream after them. */
+     * done to end the stream after them. Runs on a server thread: may read the database,
+     * must not wait for changes. */
     void (*emit)(struct evd_sse *s);
-    /* Optional: runs when a change is noticed, before emit; a negative result ends the
-     * stream (used to let a burst of changes settle). */
+    /* Optional: runs when a change is noticed, before emit. Returns 0 to emit now, a
+     * delay in milliseconds to emit once it has passed (changes meanwhile join that one
+     * emit: a burst settles), or a negative number to end the stream. */
     int (*settle)(struct evd_sse *s);
+
+    /* The hub's; guarded by its mutex. */
+    evd_stream_wake_fn wake;
+    void *wake_token;
+    bool registered, parked, changed;
+    int64_t keepalive_at; /* evd_mono_ms() of the next keep-alive */
+    int64_t settle_at;    /* with changed: emit not before this (0 = at once) */
+    struct evd_sse *prev, *next;
 };
+
+/* Starts the hub's thread for `engine` (borrowed; the hub must stop before it). NULL on
+ * failure with *err set. */
+struct evd_sse_hub *evd_sse_hub_start(struct evd_engine *engine, struct evd_err *err);
+/* Stops and frees the hub; every stream must be released first (stop the HTTP server
+ * before). NULL-safe. */
+void evd_sse_hub_stop(struct evd_sse_hub *hub);
 
 /* Queues `event: name` with `data` (borrowed) serialized as compact JSON. */
 void evd_sse_event(struct evd_sse *s, const char *name, const json_t *data);
 
-/* Makes *resp a 200 text/event-stream read from `s`; the server calls free_fn(s) once
- * the stream ends (s is the address of the embedding stream). */
+/* Makes *resp a 200 text/event-stream read from `s` (s->engine, s->hub, s->sub and emit
+ * set); the server calls free_fn(s) once the stream ends (s is the address of the
+ * embedding stream). */
 void evd_sse_start(struct evd_resp *resp, struct evd_sse *s, void (*free_fn)(void *cls));
 
-/* Unsubscribes and frees the pending bytes; not `s` itself (NULL-safe). */
+/* Leaves the hub, unsubscribes and frees the pending bytes; not `s` itself (NULL-safe).
+ * After it returns the hub no longer calls the stream's wake function. */
 void evd_sse_release(struct evd_sse *s);
 
 #endif

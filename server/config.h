@@ -29,6 +29,10 @@ struct evd_config {
     char *providers_file;    /* EVALD_PROVIDERS_FILE */
     char *prices_file;       /* EVALD_PRICES_FILE */
     long db_pool_size;       /* EVALD_DB_POOL_SIZE */
+    long http_threads;       /* EVALD_HTTP_THREADS */
+    long http_timeout_seconds; /* EVALD_HTTP_TIMEOUT_SECONDS */
+    long http_max_connections; /* EVALD_HTTP_MAX_CONNECTIONS */
+    long http_max_connections_per_ip; /* EVALD_HTTP_MAX_CONNECTIONS_PER_IP */
     char *log_level;         /* EVALD_LOG_LEVEL */
     char *iii_url;           /* III_URL */
     char *webhook_allow_hosts; /* EVALD_WEBHOOK_ALLOW_HOSTS */

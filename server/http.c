@@ -1,13 +1,29 @@
 /*
  * libmicrohttpd glue; see http.h. Each connection has a `struct exchange` that
- * accumulates the body (bounded) and lives until MHD's completion callback.
+ * accumulates the body (bounded) and lives until MHD's completion callback. A streaming
+ * response is a `struct live`, owned by MHD's response object (freed in stream_done):
+ * when its stream pauses, the reader suspends the connection, and the stream's wake
+ * resumes it. streams_mu orders the two so that a resume never precedes its suspend
+ * (libmicrohttpd leaves that undefined) and a wake before the suspend is kept.
+ *
+ * Header deadline: libmicrohttpd's timeout counts silence only, so a client that sends a
+ * byte now and then could hold a connection forever without finishing its headers. Each
+ * connection has a `struct watch` (its socket context) that records since when its
+ * request's headers are awaited; the reaper thread shuts down the socket of one past
+ * the deadline, and libmicrohttpd then closes it as if the client had. watch_mu makes
+ * that safe: libmicrohttpd reports a connection closed (and the watch leaves the list)
+ * before it closes the descriptor.
  */
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +39,35 @@ struct evd_http {
     struct evd_http_options opts;
     unsigned port;
     atomic_int exchanges; /* requests begun and not yet fully answered */
+    /* Guards the flags and links of every struct live. Taken after a stream's own locks
+     * (a wake comes from under the SSE hub's), never held while calling into a stream. */
+    pthread_mutex_t streams_mu;
+    struct live *streams;
+    /* The header deadline: a leaf lock over every struct watch. */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cv; /* the reaper sleeps here; signalled at stop */
+    struct watch *watches;
+    int64_t header_ms;
+    bool reaper_stop;
+    bool reaper_started;
+    pthread_t reaper;
+};
+
+struct watch {
+    MHD_socket fd;
+    int64_t since_ms; /* evd_mono_ms() since the headers are awaited; 0 = not awaited */
+    bool shut;
+    struct watch *prev, *next;
+};
+
+struct live {
+    struct evd_resp resp; /* the handler's, with its stream callbacks */
+    struct evd_http *h;
+    struct MHD_Connection *conn;
+    bool suspended; /* the reader suspended the connection; the next wake resumes it */
+    bool woken;     /* a wake came while not suspended: read again instead of suspending */
+    bool closing;   /* the server is stopping: end the stream */
+    struct live *prev, *next;
 };
 
 struct exchange {
@@ -41,6 +86,27 @@ struct exchange {
 static const char *query_lookup(void *conn, const char *key)
 {
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+struct query_visit {
+    evd_query_visit_fn visit;
+    void *cls;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct query_visit *v = cls;
+    return v->visit(v->cls, key, key_size, value, value_size) ? MHD_YES : MHD_NO;
+}
+
+/* The evd_query_each_fn of the router's check over MHD's parsed query arguments. */
+static bool query_each(void *conn, evd_query_visit_fn visit, void *cls)
+{
+    struct query_visit v = {.visit = visit, .cls = cls};
+    int n = MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &v);
+    return n >= 0;
 }
 
 static const char *header_lookup(void *conn, const char *name)
@@ -88,8 +154,8 @@ static int authorized(const struct evd_http *h, const struct evd_route *route,
 }
 
 /*
- * Matches the route of the request into *req and checks the caller: the route, or NULL
- * after filling *resp with the answer (404/405 or 401).
+ * Matches the route of the request into *req, checks the caller and the path and query
+ * parameters: the route, or NULL after filling *resp with the answer (404/405, 401, 400).
  */
 static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connection *c,
                                         const char *url, const char *method, struct evd_req *req,
@@ -100,14 +166,18 @@ static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connectio
         evd_router_match(h->opts.routes, h->opts.nroutes, method, url, req, &path_known);
     if (route == NULL) {
         char detail[300];
-        snprintf(detail, sizeof(detail), "%s %.200s: %s", method, url,
-                 path_known ? "method not allowed on this resource" : "no such resource");
+        evd_router_unmatched(method, url, path_known, detail, sizeof(detail));
         evd_resp_problem(resp, EVD_ENOTFOUND, detail);
         return NULL;
     }
     if (!authorized(h, route, c)) {
         evd_resp_problem(resp, EVD_EUNAUTH, "missing or invalid bearer token");
         evd_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"evald\"");
+        return NULL;
+    }
+    struct evd_err perr = {0};
+    if (evd_router_check(req, query_each, &perr) != EVD_OK) {
+        evd_resp_error(resp, &perr);
         return NULL;
     }
     return route;
@@ -160,41 +230,97 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         evd_resp_problem(resp, EVD_EINTERNAL, "the handler produced no response");
 }
 
+/* The stream's wake function (evd_stream_wake_fn); any thread. */
+static void stream_wake(void *token)
+{
+    struct live *l = token;
+    bool resume = false;
+    pthread_mutex_lock(&l->h->streams_mu);
+    if (l->suspended) {
+        l->suspended = false;
+        resume = true;
+    } else {
+        l->woken = true;
+    }
+    pthread_mutex_unlock(&l->h->streams_mu);
+    /* Still suspended until this call, so MHD cannot have freed the connection. */
+    if (resume)
+        MHD_resume_connection(l->conn);
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    struct evd_resp *resp = cls;
-    ssize_t n = resp->stream(resp->stream_cls, buf, max);
-    return n > 0 ? n : MHD_CONTENT_READER_END_OF_STREAM;
+    struct live *l = cls;
+    for (;;) {
+        ssize_t n = l->resp.stream(l->resp.stream_cls, buf, max);
+        if (n > 0)
+            return n;
+        if (n != EVD_STREAM_PAUSE)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        pthread_mutex_lock(&l->h->streams_mu);
+        if (l->closing) {
+            pthread_mutex_unlock(&l->h->streams_mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        if (l->woken) {
+            l->woken = false;
+            pthread_mutex_unlock(&l->h->streams_mu);
+            continue;
+        }
+        l->suspended = true;
+        MHD_suspend_connection(l->conn);
+        pthread_mutex_unlock(&l->h->streams_mu);
+        return 0; /* nothing now; MHD reads again once resumed */
+    }
 }
 
 static void stream_done(void *cls)
 {
-    struct evd_resp *resp = cls;
-    if (resp->stream_free)
-        resp->stream_free(resp->stream_cls);
-    free(resp);
+    struct live *l = cls;
+    if (l->resp.stream_free)
+        l->resp.stream_free(l->resp.stream_cls); /* no wake after this returns */
+    struct evd_http *h = l->h;
+    pthread_mutex_lock(&h->streams_mu);
+    if (l->prev != NULL)
+        l->prev->next = l->next;
+    else
+        h->streams = l->next;
+    if (l->next != NULL)
+        l->next->prev = l->prev;
+    pthread_mutex_unlock(&h->streams_mu);
+    free(l);
 }
 
-static enum MHD_Result respond(struct MHD_Connection *c, struct exchange *ex)
+static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex)
 {
     struct evd_resp *r = &ex->resp;
     struct MHD_Response *mr;
     if (r->stream != NULL) {
         /* The streaming state outlives the exchange: hand a copy to MHD. */
-        struct evd_resp *copy = malloc(sizeof(*copy));
-        if (copy == NULL)
+        struct live *l = calloc(1, sizeof(*l));
+        if (l == NULL)
             return MHD_NO;
-        *copy = *r;
+        l->resp = *r;
+        l->h = h;
+        l->conn = c;
         r->stream_free = NULL;
         r->stream = NULL;
-        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, copy,
+        pthread_mutex_lock(&h->streams_mu);
+        l->next = h->streams;
+        if (h->streams != NULL)
+            h->streams->prev = l;
+        h->streams = l;
+        pthread_mutex_unlock(&h->streams_mu);
+        if (l->resp.stream_attach != NULL)
+            l->resp.stream_attach(l->resp.stream_cls, stream_wake, l);
+        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, l,
                                                stream_done);
         if (mr == NULL) {
-            stream_done(copy);
+            stream_done(l);
             return MHD_NO;
         }
-        r = copy;
+        r = &l->resp;
     } else {
         mr = MHD_create_response_from_buffer_with_free_callback(r->len, r->body, free);
         if (mr == NULL)
@@ -217,8 +343,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct exchange *ex)
     return ret;
 }
 
-static enum MHD_Result finish(struct MHD_Connection *c, struct exchange *ex, const char *method,
-                              const char *url, const char *route_name);
+static enum MHD_Result finish(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex,
+                              const char *method, const char *url, const char *route_name);
 
 /*
  * Upload routes (EVD_ROUTE_UPLOAD) are routed as soon as the headers are in, so
@@ -278,7 +404,89 @@ static enum MHD_Result upload_step(struct evd_http *h, struct exchange *ex,
         ops->end(ex->resp.upload_state, &ex->upload_req, &ex->resp);
     if (ex->resp.body == NULL && ex->resp.stream == NULL)
         evd_resp_problem(&ex->resp, EVD_EINTERNAL, "the handler produced no response");
-    return finish(c, ex, method, ex->upload_req.path, ex->upload_route->pattern);
+    return finish(h, c, ex, method, ex->upload_req.path, ex->upload_route->pattern);
+}
+
+/* Starts (await) or ends the wait for a request's headers on connection c. */
+static void watch_headers(struct evd_http *h, struct MHD_Connection *c, bool await)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct watch *w = info ? info->socket_context : NULL;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&h->watch_mu);
+    w->since_ms = await ? evd_mono_ms() : 0;
+    pthread_mutex_unlock(&h->watch_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct evd_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct watch *w = info ? calloc(1, sizeof(*w)) : NULL;
+        if (w == NULL)
+            return; /* only the idle timeout then */
+        w->fd = info->connect_fd;
+        w->since_ms = evd_mono_ms();
+        pthread_mutex_lock(&h->watch_mu);
+        w->next = h->watches;
+        if (h->watches != NULL)
+            h->watches->prev = w;
+        h->watches = w;
+        pthread_mutex_unlock(&h->watch_mu);
+        *socket_context = w;
+        return;
+    }
+    struct watch *w = *socket_context;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&h->watch_mu);
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        h->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&h->watch_mu);
+    free(w);
+    *socket_context = NULL;
+}
+
+/* The reaper thread: twice a second, drops connections past the header deadline. */
+static void *reaper_main(void *arg)
+{
+    struct evd_http *h = arg;
+    pthread_mutex_lock(&h->watch_mu);
+    while (!h->reaper_stop) {
+        int64_t now = evd_mono_ms();
+        int dropped = 0;
+        for (struct watch *w = h->watches; w != NULL; w = w->next)
+            if (w->since_ms != 0 && !w->shut && now - w->since_ms > h->header_ms) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->shut = true;
+                dropped++;
+            }
+        if (dropped > 0) {
+            char n[16];
+            snprintf(n, sizeof(n), "%d", dropped);
+            evd_log(EVD_LOG_INFO, "closed connections whose request headers came too late",
+                    "connections", n, NULL);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
+    }
+    pthread_mutex_unlock(&h->watch_mu);
+    return NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -289,6 +497,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct evd_http *h = cls;
     struct exchange *ex = *state;
     if (ex == NULL) {
+        watch_headers(h, c, false);
         ex = calloc(1, sizeof(*ex));
         if (ex == NULL)
             return MHD_NO;
@@ -316,11 +525,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     const char *route_name = "unmatched";
     dispatch(h, ex, c, url, method, &route_name);
-    return finish(c, ex, method, url, route_name);
+    return finish(h, c, ex, method, url, route_name);
 }
 
-static enum MHD_Result finish(struct MHD_Connection *c, struct exchange *ex, const char *method,
-                              const char *url, const char *route_name)
+static enum MHD_Result finish(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex,
+                              const char *method, const char *url, const char *route_name)
 {
     double secs = (double)(evd_mono_ms() - ex->start_ms) / 1000.0;
     evd_metrics_http(route_name, method, ex->resp.status, secs);
@@ -330,15 +539,15 @@ static enum MHD_Result finish(struct MHD_Connection *c, struct exchange *ex, con
     evd_log(ex->resp.status >= 500 ? EVD_LOG_WARN : EVD_LOG_INFO, "request", "method", method,
             "route", route_name, "path", url, "status", status, "dur_ms", dur, "req_id",
             ex->request_id, "code", ex->resp.code, NULL);
-    return respond(c, ex);
+    return respond(h, c, ex);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
     struct evd_http *h = cls;
+    watch_headers(h, c, true); /* a kept-alive connection awaits the next request */
     struct exchange *ex = *state;
     if (ex == NULL)
         return;
@@ -352,6 +561,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     free(ex);
     *state = NULL;
 }
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force. */
+static rlim_t raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
+    }
+    return rl.rlim_cur;
+}
+
+/* Descriptors kept for what is not an HTTP connection: database connections, provider
+ * and webhook calls, the listening socket, epoll and wake descriptors, logs. */
+#define EVD_HTTP_FD_RESERVE 512
 
 struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_err *err)
 {
@@ -372,22 +600,54 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         return NULL;
     }
     h->opts = *opts;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    pthread_mutex_init(&h->streams_mu, NULL);
+    pthread_mutex_init(&h->watch_mu, NULL);
+    pthread_cond_init(&h->watch_cv, NULL);
+    unsigned threads = opts->threads > 0 ? opts->threads : 1;
+    unsigned timeout = opts->timeout_seconds > 0 ? opts->timeout_seconds : 10;
+    h->header_ms = (int64_t)timeout * 1000;
+    unsigned limit = opts->max_connections > 0 ? opts->max_connections : 16000;
+    rlim_t nofile = raise_nofile();
+    if (nofile != RLIM_INFINITY && (rlim_t)limit + EVD_HTTP_FD_RESERVE > nofile) {
+        unsigned fit =
+            nofile > EVD_HTTP_FD_RESERVE + 16 ? (unsigned)(nofile - EVD_HTTP_FD_RESERVE) : 16;
+        char want[24], got[24], rl[24];
+        snprintf(want, sizeof(want), "%u", limit);
+        snprintf(got, sizeof(got), "%u", fit);
+        snprintf(rl, sizeof(rl), "%llu", (unsigned long long)nofile);
+        evd_log(EVD_LOG_WARN, "EVALD_HTTP_MAX_CONNECTIONS lowered to fit RLIMIT_NOFILE",
+                "configured", want, "used", got, "rlimit_nofile", rl, NULL);
+        limit = fit;
+    }
+    if (limit < threads)
+        limit = threads; /* MHD gives each thread its share */
+    unsigned flags =
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    h->daemon = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, h,
-                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-                                 on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)2000,
-                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(
+        flags, (uint16_t)opts->port, NULL, NULL, on_request, h,
+        /* the logger first, or MHD prints what it says about the other options itself */
+        MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd", MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+        limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->daemon == NULL) {
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,
                     opts->port);
+        pthread_mutex_destroy(&h->streams_mu);
+        pthread_mutex_destroy(&h->watch_mu);
+        pthread_cond_destroy(&h->watch_cv);
         free(h);
         return NULL;
     }
+    /* Without the reaper only the idle timeout bounds slow headers; serve anyway. */
+    h->reaper_started = pthread_create(&h->reaper, NULL, reaper_main, h) == 0;
+    if (!h->reaper_started)
+        evd_log(EVD_LOG_WARN, "could not start the header deadline thread", NULL);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : opts->port;
     return h;
@@ -420,6 +680,33 @@ void evd_http_stop(struct evd_http *h)
 {
     if (h == NULL)
         return;
+    /* MHD must not stop with a connection suspended: end every stream, resuming those
+     * that wait. A resume is made outside the lock, as in stream_wake. */
+    for (;;) {
+        struct MHD_Connection *c = NULL;
+        pthread_mutex_lock(&h->streams_mu);
+        for (struct live *l = h->streams; l != NULL; l = l->next) {
+            l->closing = true;
+            if (c == NULL && l->suspended) {
+                l->suspended = false;
+                c = l->conn;
+            }
+        }
+        pthread_mutex_unlock(&h->streams_mu);
+        if (c == NULL)
+            break;
+        MHD_resume_connection(c);
+    }
+    if (h->reaper_started) {
+        pthread_mutex_lock(&h->watch_mu);
+        h->reaper_stop = true;
+        pthread_cond_signal(&h->watch_cv);
+        pthread_mutex_unlock(&h->watch_mu);
+        pthread_join(h->reaper, NULL);
+    }
     MHD_stop_daemon(h->daemon);
+    pthread_mutex_destroy(&h->streams_mu);
+    pthread_mutex_destroy(&h->watch_mu);
+    pthread_cond_destroy(&h->watch_cv);
     free(h);
 }

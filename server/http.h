@@ -1,5 +1,8 @@
 /*
- * The HTTP server: libmicrohttpd with one thread per connection, request bodies
+ * The HTTP server: libmicrohttpd with a pool of threads, each polling its share of the
+ * connections with epoll (idle sockets cost no thread), a total and a per-address
+ * connection limit, an idle timeout and a header deadline; streams that have nothing to send are
+ * suspended until they wake themselves (handlers/api.h), so they hold no thread. Request bodies
  * bounded to 1 MiB (413), JSON decoding (415/400), bearer-token auth, a request id
  * on every response, one JSON log line and one metrics sample per request, and
  * graceful shutdown (stop accepting, finish in-flight requests).
@@ -17,16 +20,23 @@
 #define EVD_HTTP_BODY_LIMIT (1024 * 1024)
 
 struct evd_http_options {
-    const char *host;           /* numeric address or name to bind */
-    unsigned port;              /* 0 = pick a free port */
+    const char *host; /* numeric address or name to bind */
+    unsigned port;    /* 0 = pick a free port */
     const struct evd_route *routes;
     size_t nroutes;
-    struct evd_ctx *ctx;        /* handed to every handler */
-    const char *api_token;      /* NULL = no auth; borrowed for the server's lifetime */
+    struct evd_ctx *ctx;             /* handed to every handler */
+    const char *api_token;           /* NULL = no auth; borrowed for the server's lifetime */
+    unsigned threads;                /* polling threads (0 = 1) */
+    unsigned timeout_seconds;        /* idle timeout of a connection, and the time a request's
+                                      * headers may take (0 = 10) */
+    unsigned max_connections;        /* open connections at most (0 = 16000); lowered to fit
+                                      * RLIMIT_NOFILE */
+    unsigned max_connections_per_ip; /* from one client address (0 = no limit) */
 };
 
 struct evd_http;
 
+/* Raises the RLIMIT_NOFILE soft limit to the hard limit first (process-wide). */
 struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_err *err);
 /* The bound port (useful with port 0). */
 unsigned evd_http_port(const struct evd_http *h);

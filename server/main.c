@@ -22,6 +22,7 @@
 #include "handlers/api.h"
 #include "handlers/evaluations.h"
 #include "handlers/sessions.h"
+#include "handlers/sse.h"
 #include "harness/providers.h"
 #include "server/config.h"
 #include "server/http.h"
@@ -70,10 +71,11 @@ int main(int argc, char **argv)
     struct evd_providers *providers = NULL;
     struct evd_engine *engine = NULL;
     struct evd_webhooks *webhooks = NULL;
+    struct evd_sse_hub *sse = NULL;
     struct evd_iii *iii = NULL;
 
     if (evd_config_load(&cfg, argc, argv, NULL, &err) != EVD_OK) {
-        fprintf(stderr, "evald: %s\n", err.msg);
+        evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
         return 2;
     }
     if (cfg.help) {
@@ -87,8 +89,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cfg.database_url == NULL) {
-        fprintf(stderr, "evald: EVALD_DATABASE_URL must be set (make run starts a private "
-                        "PostgreSQL and sets it)\n");
+        evd_log(EVD_LOG_ERROR, "invalid configuration", "error",
+                "EVALD_DATABASE_URL must be set (make run starts a private PostgreSQL and sets it)",
+                NULL);
         evd_config_free(&cfg);
         return 2;
     }
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
         struct evd_iii_options iopts = {.url = cfg.iii_url, .conninfo = cfg.database_url};
         iii = evd_iii_new(&iopts, &err);
         if (iii == NULL) {
-            fprintf(stderr, "evald: %s\n", err.msg);
+            evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
             evd_config_free(&cfg);
             return 2;
         }
@@ -168,6 +171,11 @@ int main(int argc, char **argv)
         status = err.code == EVD_EINVAL ? 2 : 1;
         goto out;
     }
+    sse = evd_sse_hub_start(engine, &err);
+    if (sse == NULL) {
+        evd_log(EVD_LOG_ERROR, "could not start the event streams", "error", err.msg, NULL);
+        goto out;
+    }
     evd_evaluations_register();
     evd_sessions_register();
     struct evd_ctx ctx = {
@@ -179,6 +187,7 @@ int main(int argc, char **argv)
         .started_at_ms = evd_now_ms(),
         .engine = engine,
         .webhooks = webhooks,
+        .sse = sse,
     };
     struct evd_http_options hopts = {
         .host = cfg.listen_host,
@@ -187,6 +196,10 @@ int main(int argc, char **argv)
         .nroutes = evd_nroutes,
         .ctx = &ctx,
         .api_token = cfg.api_token,
+        .threads = (unsigned)cfg.http_threads,
+        .timeout_seconds = (unsigned)cfg.http_timeout_seconds,
+        .max_connections = (unsigned)cfg.http_max_connections,
+        .max_connections_per_ip = (unsigned)cfg.http_max_connections_per_ip,
     };
     http = evd_http_start(&hopts, &err);
     if (http == NULL) {
@@ -222,6 +235,7 @@ int main(int argc, char **argv)
 out:
     evd_iii_signal_stop(iii);
     evd_http_stop(http);
+    evd_sse_hub_stop(sse); /* after the server: every stream is released */
     evd_webhooks_stop(webhooks);
     evd_iii_stop(iii);
     evd_engine_stop(engine);

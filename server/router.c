@@ -1,11 +1,12 @@
-/* Segment-by-segment route matching; see router.h. */
+/* Segment-by-segment route matching and the UTF-8 check of URL parameters; see router.h. */
 #include "server/router.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
 
-/* Percent-decodes src[0..n) into dst (size dstsz); false on overflow or bad escape. */
+/* Percent-decodes src[0..n) into dst (size dstsz); false on overflow, a bad escape or %00. */
 static bool decode(const char *src, size_t n, char *dst, size_t dstsz)
 {
     size_t o = 0;
@@ -18,6 +19,8 @@ static bool decode(const char *src, size_t n, char *dst, size_t dstsz)
             if (h < 0 || l < 0)
                 return false;
             c = (char)(h * 16 + l);
+            if (c == '\0') /* a value is a C string: a NUL would cut it short */
+                return false;
             i += 2;
         }
         if (o + 1 >= dstsz)
@@ -74,8 +77,8 @@ static bool match(const char *pattern, const char *path, struct evd_req *req)
 }
 
 const struct evd_route *evd_router_match(const struct evd_route *table, size_t n,
-                                         const char *method, const char *path,
-                                         struct evd_req *req, bool *path_known)
+                                         const char *method, const char *path, struct evd_req *req,
+                                         bool *path_known)
 {
     *path_known = false;
     struct evd_req scratch = *req;
@@ -91,4 +94,99 @@ const struct evd_route *evd_router_match(const struct evd_route *table, size_t n
         return &table[i];
     }
     return NULL;
+}
+
+/* The longest prefix of name[0..n), at most 64 bytes, that ends on a character boundary. */
+static int name_shown(const char *name, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t k = evd_utf8_seq((const unsigned char *)name + i, n - i);
+        if (k == 0 || i + k > 64)
+            break;
+        i += k;
+    }
+    return (int)i;
+}
+
+enum evd_code evd_router_check_value(const char *kind, const char *name, size_t name_len,
+                                     const char *value, size_t value_len, struct evd_err *err)
+{
+    if (!evd_utf8_valid(name, name_len) || memchr(name, '\0', name_len) != NULL)
+        return evd_err_set(err, EVD_EINVAL, "%s parameter names must be valid UTF-8", kind);
+    int shown = name_shown(name, name_len);
+    if (value == NULL)
+        return EVD_OK;
+    if (!evd_utf8_valid(value, value_len))
+        return evd_err_set(err, EVD_EINVAL, "%s parameter %.*s must be valid UTF-8", kind, shown,
+                           name);
+    if (memchr(value, '\0', value_len) != NULL)
+        return evd_err_set(err, EVD_EINVAL, "%s parameter %.*s must not contain a NUL byte", kind,
+                           shown, name);
+    return EVD_OK;
+}
+
+struct query_check {
+    struct evd_err *err;
+    enum evd_code rc;
+};
+
+static bool visit_query(void *cls, const char *key, size_t key_len, const char *value,
+                        size_t value_len)
+{
+    struct query_check *q = cls;
+    q->rc = evd_router_check_value("query", key ? key : "", key ? key_len : 0, value, value_len,
+                                   q->err);
+    return q->rc == EVD_OK;
+}
+
+enum evd_code evd_router_check(const struct evd_req *req, evd_query_each_fn each,
+                               struct evd_err *err)
+{
+    for (size_t i = 0; i < req->nparams; i++) {
+        /* Values hold no NUL byte: decode() refuses %00. */
+        enum evd_code rc = evd_router_check_value("path", req->names[i], strlen(req->names[i]),
+                                                  req->values[i], strlen(req->values[i]), err);
+        if (rc != EVD_OK)
+            return rc;
+    }
+    if (each == NULL)
+        return EVD_OK;
+    struct query_check q = {.err = err, .rc = EVD_OK};
+    each(req->conn, visit_query, &q);
+    return q.rc;
+}
+
+/* Appends up to `max` bytes of s to out[*at..n-1) as UTF-8 text (U+FFFD for a byte that
+ * is not part of a well-formed sequence), never splitting a character; NUL-terminates. */
+static void put_text(char *out, size_t n, size_t *at, const char *s, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), used = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = evd_utf8_seq(u + i, len - i);
+        const char *t = k ? s + i : "\xef\xbf\xbd";
+        size_t tn = k ? k : 3;
+        if (used + tn > max || *at + tn >= n)
+            break;
+        memcpy(out + *at, t, tn);
+        *at += tn;
+        used += tn;
+        i += k ? k : 1;
+    }
+    out[*at] = '\0';
+}
+
+void evd_router_unmatched(const char *method, const char *path, bool path_known, char *out,
+                          size_t n)
+{
+    size_t at = 0;
+    if (n == 0)
+        return;
+    out[0] = '\0';
+    put_text(out, n, &at, method, 16);
+    put_text(out, n, &at, " ", 1);
+    put_text(out, n, &at, path, 200);
+    put_text(out, n, &at,
+             path_known ? ": method not allowed on this resource" : ": no such resource", 64);
 }

@@ -76,6 +76,8 @@ const char *evd_db_conninfo(const struct evd_db *db)
 PGconn *evd_db_connect(const char *conninfo, struct evd_err *err)
 {
     PGconn *c = PQconnectdb(conninfo);
+    if (c != NULL) /* notices become log lines, not plain text on stderr */
+        PQsetNoticeProcessor(c, evd_log_pq_notice, NULL);
     if (c == NULL || PQstatus(c) != CONNECTION_OK) {
         /* libpq's message may echo the host but never the password. */
         const char *m = c ? PQerrorMessage(c) : "out of memory";

@@ -6,7 +6,8 @@
 # EVALD_CONTRACT_RECORD names a folder (and node is installed), EVALD_URL is a recording
 # proxy in front of evald (tests/support/contract_proxy.mjs) and EVALD_DIRECT_URL is evald
 # itself, so the contract check sees the command's traffic. Everything is stopped and
-# dropped afterwards, whatever the command's outcome, whose status is returned.
+# dropped afterwards, whatever the command's outcome, whose status is returned; with
+# EVALD_TEST_LOG_DIR set, the evald and stub logs are copied there first.
 #   usage: tests/stack.sh COMMAND [ARG...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +22,12 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   psql -q "$EVALD_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  # The logs/json check reads every evald and stub log of the suites there.
+  if [ -n "${EVALD_TEST_LOG_DIR:-}" ] && mkdir -p "$EVALD_TEST_LOG_DIR"; then
+    for name in evald stub; do
+      [ -f "$work/$name.log" ] && cp "$work/$name.log" "$EVALD_TEST_LOG_DIR/$(basename "$work")-$name.log"
+    done
+  fi
   if [ "${EVALD_STACK_KEEP_LOGS:-0}" = 1 ]; then echo "stack: logs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT

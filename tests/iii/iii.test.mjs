@@ -212,6 +212,15 @@ after(async () => {
       psql(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     } catch {}
   }
+  // The logs/json check reads every evald and stub log of the suites there.
+  if (process.env.EVALD_TEST_LOG_DIR) {
+    for (const f of ['evald.log', 'evald-stub.log']) {
+      try {
+        mkdirSync(process.env.EVALD_TEST_LOG_DIR, { recursive: true });
+        writeFileSync(join(process.env.EVALD_TEST_LOG_DIR, `iii-${process.pid}-${f}`), readFileSync(join(scratch, f)));
+      } catch {}
+    }
+  }
   if (process.exitCode) {
     for (const f of ['evald.log', 'evald-stub.log']) {
       try {

@@ -75,12 +75,16 @@ export function compileRoutes(api) {
 }
 
 export function matchRoute(routes, path) {
-  let segs;
-  try {
-    segs = path.split('/').slice(1).map(decodeURIComponent);
-  } catch {
-    return null;
-  }
+  // A segment whose escapes are not UTF-8 (%FF) stays as sent: it still fills a
+  // {param}, whose 400 is then checked like any other answer.
+  const decode = (s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  const segs = path.split('/').slice(1).map(decode);
   let best = null;
   for (const route of routes) {
     let score = 0;

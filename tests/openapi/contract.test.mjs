@@ -42,6 +42,8 @@ test('routes match literally first, by template, and greedily where marked', () 
   assert.equal(matchRoute(routes, '/v1/functions/eval::nope'), null);
   assert.equal(matchRoute(routes, '/v1/evaluations/'), null);
   assert.equal(matchRoute(routes, '/').template, '/');
+  // escapes that are not UTF-8 still fill a parameter (the router answers 400 for them)
+  assert.equal(matchRoute(routes, '/v1/sessions/%FF%FE').template, '/v1/sessions/{session_id}');
 });
 
 test('headers and events are parsed as a client sees them', () => {
