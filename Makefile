@@ -3,9 +3,10 @@
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan bench-smoke format clean
+.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test format clean
 
 all: build
 
@@ -28,13 +29,29 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@CK_FORK=no scripts/test.sh $(ASAN_BUILD)
 
+# The suites that exercise threads (engine, webhooks, sessions, adapter) under
+# ThreadSanitizer; a report fails them (scripts/ci/tsan.sh).
+test-tsan: deps
+	@TSAN_BUILD=$(TSAN_BUILD) JOBS=$(JOBS) scripts/ci/tsan.sh
+
 # The benchmark scripts at a tiny size (CTest bench/smoke); bench/run.sh runs the real ones.
+# scripts/test.sh starts the private PostgreSQL when needed and stops it afterwards.
 bench-smoke: build
-	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
-	  EVALD_TEST_DATABASE_URL=$$url ctest --test-dir $(BUILD) -R bench/smoke --output-on-failure
+	@scripts/test.sh $(BUILD) -R bench/smoke
+
+# Every build type (Debug, Release, RelWithDebInfo, MinSizeRel) with GCC and with Clang,
+# each in build-matrix/<cc>-<type>; stops at the first failure, naming it.
+build-matrix: deps
+	@scripts/ci/build-matrix.sh
+
+# The image built with podman on a debootstrapped base and the compose file's demo profile
+# run with it, end to end (docs/openapi.md, "The container in CI"). Needs root.
+container-test:
+	@EVALD_DEPS_CONTAINER=1 scripts/deps.sh
+	@scripts/ci/container.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-matrix

@@ -132,8 +132,9 @@ struct pending_write {
  * worker's previous one, so a worker has at most one write outstanding. */
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
                             const char *status, bool *outstanding);
-/* Waits until the worker's outstanding write, if any, is done. */
-void evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
+/* Waits until the worker's outstanding write, if any, is done; true when there was one.
+ * The flag is the writer's to clear (under writes_mu): a worker reads it only here. */
+bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
 /* Wakes up to n idle workers of this process for jobs it has just enqueued (the keeper
  * passes over the notifications that carry this process's owner). */
 void evd_engine_wake(struct evd_engine *e, long n);

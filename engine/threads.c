@@ -311,10 +311,8 @@ static void *worker_main(void *arg)
         }
         /* Nothing due: this worker's own write may be what enqueues its evaluation's next
          * run; else sleep until a job is announced, or poll again within a second. */
-        if (outstanding) {
-            evd_engine_wait_written(e, &outstanding);
+        if (evd_engine_wait_written(e, &outstanding))
             continue;
-        }
         wait_for_work(e, 1000);
     }
     evd_engine_worker_done(e, &outstanding);

@@ -19,12 +19,14 @@
 /* Runs written in one transaction at most. */
 #define BATCH_MAX 64
 
-void evd_engine_wait_written(struct evd_engine *e, bool *outstanding)
+bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding)
 {
     pthread_mutex_lock(&e->writes_mu);
+    bool was = *outstanding;
     while (*outstanding)
         pthread_cond_wait(&e->written_cv, &e->writes_mu);
     pthread_mutex_unlock(&e->writes_mu);
+    return was;
 }
 
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,

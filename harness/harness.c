@@ -370,8 +370,8 @@ static enum evd_code setup(struct run *r, struct evd_err *err)
     }
     if (in->has_max_tool_calls && in->max_tool_calls < 0)
         return evd_err_set(err, EVD_EINVAL, "max_tool_calls must be a non-negative integer");
-    if ((rc = evd_hx_output_open(&r->output, r->kind, in->contract ? NULL : out, in->contract,
-                                 err)) != EVD_OK)
+    if ((rc = evd_hx_output_open(&r->output, r->rm.provider, in->contract ? NULL : out,
+                                 in->contract, err)) != EVD_OK)
         return rc;
     if ((rc = load_functions(r, err)) != EVD_OK || (rc = build_wire_tools(r, err)) != EVD_OK)
         return rc;

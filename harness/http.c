@@ -27,6 +27,7 @@ struct xfer {
     struct evd_cancel *cancel;
     int64_t deadline_ms;
     bool overflow;
+    bool headers_done; /* the blank line after the headers was seen */
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -45,6 +46,10 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     struct xfer *x = ud;
     size_t n = size * nmemb;
     static const char name[] = "retry-after:";
+    if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n'))
+        x->headers_done = true; /* (a 1xx block ends the same way; a later one reopens) */
+    else
+        x->headers_done = false;
     if (n > sizeof(name) - 1 && n < 256 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
         char v[256];
         size_t vn = n - (sizeof(name) - 1);
@@ -102,11 +107,21 @@ void evd_harness_thread_cleanup(void)
     }
 }
 
+/* The codes libcurl ends a transfer with when a response header exceeds its limit. */
+static bool header_limit(CURLcode rc)
+{
+#if LIBCURL_VERSION_NUM >= 0x080600
+    if (rc == CURLE_TOO_LARGE)
+        return true;
+#endif
+    return rc == CURLE_OUT_OF_MEMORY;
+}
+
 CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl_slist *headers,
                           const char *body, size_t body_len, int64_t deadline_ms,
                           struct evd_cancel *cancel, struct evd_hx_http_resp *resp)
 {
-    struct xfer x = {resp, cancel, deadline_ms, false};
+    struct xfer x = {resp, cancel, deadline_ms, false, false};
     CURLM *multi = cl->multi;
     CURL *easy = cl->easy;
     CURLcode rc = CURLE_OK;
@@ -180,9 +195,20 @@ CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl
         resp->cancelled = true;
     if (rc == CURLE_OPERATION_TIMEDOUT)
         resp->timed_out = true;
-    if (x.overflow)
+    if (x.overflow) {
+        resp->too_large = true;
         snprintf(resp->curl_error, sizeof(resp->curl_error), "response body larger than %u bytes",
                  EVD_HX_MAX_BODY);
+    } else if (header_limit(rc) && !x.headers_done) {
+        /* libcurl keeps the header line being read in a buffer capped at
+         * CURL_MAX_HTTP_HEADER; a longer line ends the transfer with
+         * CURLE_OUT_OF_MEMORY and no message (CURLE_TOO_LARGE from 8.6 on). Nothing
+         * else in the header phase allocates enough to fail first. */
+        resp->too_large = true;
+        snprintf(resp->curl_error, sizeof(resp->curl_error),
+                 "response header too large (a header line longer than %d bytes)",
+                 CURL_MAX_HTTP_HEADER);
+    }
     if (rc == CURLE_OK)
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
 out:
@@ -433,6 +459,11 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
             call->code = EVD_ETIMEOUT;
             snprintf(call->error, sizeof(call->error), "%s call exceeded %ds invocation timeout",
                      name, invocation_timeout_s);
+        } else if (resp.too_large) {
+            /* The provider answered, but more than evald reads: not worth a retry. */
+            call->code = EVD_EUPSTREAM;
+            snprintf(call->error, sizeof(call->error), "provider %s sent a %s", name,
+                     resp.curl_error);
         } else if (resp.curl_code != CURLE_OK) {
             call->code = EVD_EUPSTREAM;
             snprintf(call->error, sizeof(call->error), "could not reach %s: %s", name,

@@ -51,6 +51,7 @@ struct evd_hx_http_resp {
     CURLcode curl_code;
     bool cancelled;
     bool timed_out;
+    bool too_large; /* the answer broke a size limit; curl_error says which */
     char curl_error[CURL_ERROR_SIZE];
 };
 
@@ -222,14 +223,16 @@ struct evd_hx_output {
     const struct evd_so_contract *contract; /* NULL = text output */
     struct evd_so_wire *wire;               /* NULL = no structured format on the request */
     json_t *format;                         /* evd_so_wire_request_format(wire), owned */
+    bool unenforced; /* the provider may ignore the format: a bare owner value is accepted */
 };
 
 /*
- * Prepares the output contract for provider `kind`: `contract` (borrowed, may be NULL) wins
- * over `output` ({type:"text"} | {type:"json", schema?}, borrowed). EVD_EINVAL names
- * output.schema when it is not a JSON Schema; EVD_ENOMEM. On error *o is left closed.
+ * Prepares the output contract for provider `pr` (its wire kind, and whether it enforces
+ * the format): `contract` (borrowed, may be NULL) wins over `output` ({type:"text"} |
+ * {type:"json", schema?}, borrowed). EVD_EINVAL names output.schema when it is not a JSON
+ * Schema; EVD_ENOMEM. On error *o is left closed.
  */
-enum evd_code evd_hx_output_open(struct evd_hx_output *o, enum evd_provider_kind kind,
+enum evd_code evd_hx_output_open(struct evd_hx_output *o, const struct evd_provider *pr,
                                  json_t *output, const struct evd_so_contract *contract,
                                  struct evd_err *err);
 void evd_hx_output_close(struct evd_hx_output *o);

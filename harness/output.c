@@ -2,8 +2,9 @@
  * The output contract of a run's final answer: text output is the final text itself; JSON
  * output (`output.type = "json"`) and GREEN/RED verdicts go through schema/structured.h,
  * which gives the provider's structured-output request fragment and decodes and validates
- * the answer. One struct evd_hx_output per run, owned by the run's thread; a contract passed
- * in is borrowed, one built from `output.schema` is owned.
+ * the answer (also a bare owner value when the provider does not enforce the format, as a
+ * providers-file server may not). One struct evd_hx_output per run, owned by the run's
+ * thread; a contract passed in is borrowed, one built from `output.schema` is owned.
  */
 #include "harness/internal.h"
 
@@ -28,11 +29,13 @@ static enum evd_so_provider so_provider(enum evd_provider_kind kind)
     return EVD_SO_CHAT;
 }
 
-enum evd_code evd_hx_output_open(struct evd_hx_output *o, enum evd_provider_kind kind,
+enum evd_code evd_hx_output_open(struct evd_hx_output *o, const struct evd_provider *pr,
                                  json_t *output, const struct evd_so_contract *contract,
                                  struct evd_err *err)
 {
+    enum evd_provider_kind kind = evd_provider_kind(pr);
     memset(o, 0, sizeof(*o));
+    o->unenforced = !evd_provider_enforces_format(pr);
     if (contract == NULL) {
         if (!wants_json(output))
             return EVD_OK; /* text output: no contract, no format */
@@ -92,5 +95,7 @@ enum evd_so_result evd_hx_output_decode(const struct evd_hx_output *o, const cha
         snprintf(failure->code, sizeof(failure->code), "out of memory decoding the final answer");
         return EVD_SO_NOMEM;
     }
+    if (o->unenforced)
+        return evd_so_decode_unenforced(o->contract, o->wire, text, strlen(text), out, failure);
     return evd_so_decode(o->contract, o->wire, text, strlen(text), out, failure);
 }

@@ -23,8 +23,9 @@ struct evd_provider {
     char *name;
     enum evd_provider_kind kind;
     char *base_url;
-    char *api_key;     /* NULL when not set */
-    char *api_key_env; /* NULL for keyless servers */
+    char *api_key;        /* NULL when not set */
+    char *api_key_env;    /* NULL for keyless servers */
+    bool enforces_format; /* built-in: the structured-output format is enforced */
 };
 
 struct evd_providers {
@@ -74,12 +75,18 @@ const char *evd_provider_key_env(const struct evd_provider *pr)
     return pr->api_key_env;
 }
 
+bool evd_provider_enforces_format(const struct evd_provider *pr)
+{
+    return pr->enforces_format;
+}
+
 bool evd_provider_available(const struct evd_provider *pr)
 {
     if (pr->api_key != NULL && pr->api_key[0] != '\0')
         return true;
-    /* Local OpenAI-compatible servers usually take no key. */
-    return pr->kind == EVD_KIND_OPENAI_CHAT && pr->api_key_env == NULL;
+    /* A providers-file entry without api_key_env is a server that takes no key, whatever
+     * its wire kind; the built-in providers always name their variable. */
+    return pr->api_key_env == NULL;
 }
 
 static void wipe_free(char *s)
@@ -406,6 +413,10 @@ enum evd_code evd_providers_load(evd_env_fn env, void *env_ctx, struct evd_provi
         (rc = put_provider(p, "anthropic", EVD_KIND_ANTHROPIC_MESSAGES, an_base,
                            "ANTHROPIC_API_KEY", env, env_ctx, err)) != EVD_OK)
         goto out;
+    /* OpenAI and Anthropic enforce a strict json_schema format; a providers-file entry
+     * (put later, replacing one of these if it takes its name) promises nothing. */
+    for (size_t i = 0; i < p->nproviders; i++)
+        p->providers[i].enforces_format = true;
 
     json_error_t je;
     doc = json_loads(EVD_PRICES_JSON, 0, &je);

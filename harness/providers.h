@@ -81,12 +81,17 @@ json_t *evd_providers_list_models(const struct evd_providers *p);
 const char *evd_provider_name(const struct evd_provider *pr);
 enum evd_provider_kind evd_provider_kind(const struct evd_provider *pr);
 const char *evd_provider_base_url(const struct evd_provider *pr);
-/* True when the provider has a key, or is an openai-chat server that needs none. */
+/* True when the provider has a key, or was configured without api_key_env (a server that
+ * takes none: no Authorization or x-api-key header is sent). */
 bool evd_provider_available(const struct evd_provider *pr);
 /* The key for the Authorization/x-api-key header; NULL when none. Never log it. */
 const char *evd_provider_api_key(const struct evd_provider *pr);
 /* The environment variable the key came from (for messages), or NULL. */
 const char *evd_provider_key_env(const struct evd_provider *pr);
+/* True for the built-in providers, whose servers enforce the structured-output format;
+ * false for providers-file entries (local servers make no such promise), whose answers
+ * may also come without the `result` envelope (evd_so_decode_unenforced). */
+bool evd_provider_enforces_format(const struct evd_provider *pr);
 
 /* "openai-responses", "anthropic-messages", "openai-chat"; parse returns -1 when unknown. */
 const char *evd_provider_kind_name(enum evd_provider_kind k);

@@ -193,6 +193,27 @@ static void add_field_line(struct evd_so_failure *f, const char *key, size_t kle
     evd_sbuf_finish(&b);
 }
 
+/* A line at `path` with a fixed message (no model output in it). */
+static void add_line(struct evd_so_failure *f, const char *path, const char *message)
+{
+    if (f->nlines >= EVD_SO_MAX_LINES)
+        return;
+    struct evd_so_line *l = &f->lines[f->nlines++];
+    memset(l, 0, sizeof(*l));
+    snprintf(l->path, sizeof(l->path), "%s", path);
+    snprintf(l->message, sizeof(l->message), "%s", message);
+}
+
+/* The envelope lines of the wire answers; they name the shape the model must return. */
+static const char ENVELOPE_VALUE[] =
+    "\"result\" is a required property: the answer is {\"result\": <value>} with the value "
+    "matching the output schema";
+static const char ENVELOPE_VERDICT[] =
+    "\"result\" is a required property: the answer is {\"result\": {\"verdict\": \"GREEN\" or "
+    "\"RED\", \"verdictFields\": {<owner fields>}}}";
+static const char ENVELOPE_NOT_OBJECT[] =
+    "the answer must be a JSON object with one field, \"result\"";
+
 static bool is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -288,8 +309,29 @@ static enum evd_so_result unwrap_verdict(const struct evd_so_wire *w, json_t *do
         if (json_is_string(verdict) &&
             strcmp(json_string_value(verdict), evd_so_verdict_names[v]) == 0)
             vi = v;
-    if (!json_is_object(doc) || !json_is_object(result) || vi < 0)
+    if (!json_is_object(doc)) {
+        add_line(f, "", ENVELOPE_NOT_OBJECT);
         return fail(f, CODE_VERDICT);
+    }
+    if (result == NULL) {
+        add_line(f, "", ENVELOPE_VERDICT);
+        const char *k;
+        size_t klen;
+        json_t *m;
+        json_object_keylen_foreach(doc, k, klen, m)
+        {
+            add_field_line(f, k, klen);
+        }
+        return fail(f, CODE_VERDICT);
+    }
+    if (!json_is_object(result)) {
+        add_line(f, "/result", "must be an object holding verdict and verdictFields");
+        return fail(f, CODE_VERDICT);
+    }
+    if (vi < 0) {
+        add_line(f, "/result/verdict", "must be \"GREEN\" or \"RED\"");
+        return fail(f, CODE_VERDICT);
+    }
 
     /* Envelope keys other than result / verdict / verdictFields are undeclared. */
     const char *k;
@@ -418,8 +460,20 @@ enum evd_so_result evd_so_decode(const struct evd_so_contract *c, const struct e
         rc = EVD_SO_VALID;
         if (w == NULL) {
             value = json_incref(doc);
-        } else if (!json_is_object(doc) || json_object_size(doc) != 1 ||
-                   json_object_get(doc, "result") == NULL) {
+        } else if (!json_is_object(doc)) {
+            add_line(f, "", ENVELOPE_NOT_OBJECT);
+            rc = fail(f, CODE_OUTPUT);
+        } else if (json_object_size(doc) != 1 || json_object_get(doc, "result") == NULL) {
+            if (json_object_get(doc, "result") == NULL)
+                add_line(f, "", ENVELOPE_VALUE);
+            const char *k;
+            size_t klen;
+            json_t *m;
+            json_object_keylen_foreach(doc, k, klen, m)
+            {
+                if (strcmp(k, "result") != 0)
+                    add_field_line(f, k, klen);
+            }
             rc = fail(f, CODE_OUTPUT);
         } else {
             bool nomem = false;
@@ -442,6 +496,24 @@ enum evd_so_result evd_so_decode(const struct evd_so_contract *c, const struct e
         json_decref(value);
         return rc;
     }
+    *out = value;
+    return EVD_SO_VALID;
+}
+
+enum evd_so_result evd_so_decode_unenforced(const struct evd_so_contract *c,
+                                            const struct evd_so_wire *w, const char *text,
+                                            size_t len, json_t **out,
+                                            struct evd_so_failure *failure)
+{
+    enum evd_so_result rc = evd_so_decode(c, w, text, len, out, failure);
+    if (rc != EVD_SO_INVALID || w == NULL)
+        return rc;
+    /* The text as the owner value itself, validated against the owner schema. */
+    struct evd_so_failure bare;
+    json_t *value = NULL;
+    if (evd_so_decode(c, NULL, text, len, &value, &bare) != EVD_SO_VALID)
+        return rc; /* the wire answer's failure names the envelope to use */
+    memset(failure, 0, sizeof(*failure));
     *out = value;
     return EVD_SO_VALID;
 }

@@ -131,6 +131,20 @@ enum evd_so_result evd_so_decode(const struct evd_so_contract *c, const struct e
                                  struct evd_so_failure *failure);
 
 /*
+ * As evd_so_decode, for a provider that does not enforce the requested format (a server
+ * from the providers file): when the wire answer is invalid, the text is tried once more
+ * as the owner value itself (a flat verdict object, or the plain value, as without `w`);
+ * if that validates against the owner schema it is the answer. Otherwise the wire
+ * answer's failure is reported, so the repair turn names the envelope. An answer that
+ * is a valid envelope is always read as one, even when the owner schema would also
+ * accept the object whole.
+ */
+enum evd_so_result evd_so_decode_unenforced(const struct evd_so_contract *c,
+                                            const struct evd_so_wire *w, const char *text,
+                                            size_t len, json_t **out,
+                                            struct evd_so_failure *failure);
+
+/*
  * The repair turn's user message (malloc'd, NULL on ENOMEM), byte for byte:
  *   Your final response did not match the required schema: <code>
  *   - instancePath "<path>": <message>          (up to five; undeclared fields read

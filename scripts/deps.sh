@@ -8,7 +8,13 @@ packages=(
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
   libpcre2-dev libunistring-dev libcsv-dev libyaml-dev check libsubunit-dev
   postgresql
+  clang ninja-build
 )
+# The container test (scripts/ci/container.sh): podman builds and runs the image on a base
+# made with debootstrap; Debian's docker-compose drives podman's socket.
+if [ "${EVALD_DEPS_CONTAINER:-0}" = 1 ]; then
+  packages+=(podman buildah runc debootstrap docker-compose golang-github-containernetworking-plugin-dnsname uidmap slirp4netns fuse-overlayfs)
+fi
 # Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
 # benchmark smoke test (python3, wrk).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then

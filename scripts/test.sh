@@ -1,18 +1,49 @@
 #!/usr/bin/env bash
-# Runs every test suite of a build folder (default: build). Starts a private
-# PostgreSQL under var/pg-test unless EVALD_DATABASE_URL or EVALD_TEST_DATABASE_URL
-# names a server where test databases may be created; installs the Node packages
-# of the Node-driven suites when npm can.
+# Runs the test suites of a build folder (default: build) with CTest; any further
+# arguments go to ctest (scripts/test.sh build -R readme runs one suite).
+# Starts a private PostgreSQL under var/pg-test unless EVALD_DATABASE_URL or
+# EVALD_TEST_DATABASE_URL names a server where test databases may be created, and stops
+# it again when the run ends, passes, fails or is interrupted (a server that was already
+# running there, or one named by those variables, is left as it was). Installs the Node
+# packages of the Node-driven suites when npm can.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+[ $# -gt 0 ] && shift
+
+pg_dir=var/pg-test
+started_pg=0
+ctest_pid=""
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [ -n "$ctest_pid" ] && kill -0 "$ctest_pid" 2>/dev/null; then
+    # ctest leads its own process group (set -m below): stop it with every test it runs.
+    kill -TERM -- "-$ctest_pid" 2>/dev/null || true
+    wait "$ctest_pid" 2>/dev/null || true
+  fi
+  if [ "$started_pg" = 1 ]; then scripts/pg.sh stop "$pg_dir"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# True when a postmaster runs on the cluster of $pg_dir (its pid file names a live process).
+pg_running() {
+  local pid
+  pid=$(head -n 1 "$pg_dir/data/postmaster.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
 
 if [ -z "${EVALD_TEST_DATABASE_URL:-}" ]; then
   if [ -n "${EVALD_DATABASE_URL:-}" ]; then
     export EVALD_TEST_DATABASE_URL=$EVALD_DATABASE_URL
   else
+    pg_running || started_pg=1
     # Throwaway data: skip fsync for speed.
-    export EVALD_TEST_DATABASE_URL=$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test "${EVALD_TEST_PG_PORT:-54330}")
+    EVALD_TEST_DATABASE_URL=$(EVALD_PG_FSYNC=off scripts/pg.sh start "$pg_dir" "${EVALD_TEST_PG_PORT:-54330}")
+    export EVALD_TEST_DATABASE_URL
   fi
 fi
 
@@ -24,4 +55,9 @@ done
 
 mkdir -p artifacts
 export EVALD_ARTIFACTS_DIR=${EVALD_ARTIFACTS_DIR:-$PWD/artifacts}
-ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}"
+# In the background, so that a signal to this script runs cleanup at once.
+set -m
+ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}" "$@" &
+ctest_pid=$!
+set +m
+wait "$ctest_pid"

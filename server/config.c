@@ -169,6 +169,16 @@ enum evd_code evd_config_load(struct evd_config *cfg, int argc, char **argv,
 {
     enum evd_code rc = EVD_OK;
     memset(cfg, 0, sizeof(*cfg));
+    /* --help and --version answer whatever the environment holds (a container image sets
+     * EVALD_LISTEN=0.0.0.0:8080 without a token): nothing is parsed or validated then. */
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0)
+            cfg->help = true;
+        else if (strcmp(argv[a], "--version") == 0)
+            cfg->version = true;
+    }
+    if (cfg->help || cfg->version)
+        return EVD_OK;
     for (size_t i = 0; i < NSETTINGS && rc == EVD_OK; i++) {
         const struct setting *s = &settings[i];
         if (s->offset == NOFIELD)

@@ -50,6 +50,8 @@ struct evd_config {
  * Returns EVD_OK or EVD_EINVAL with a message naming the setting (e.g.
  * "EVALD_WORKERS must be an integer between 1 and 256"). On error *cfg is freed.
  * `getenv_fn` lets tests supply an environment; pass NULL for getenv(3).
+ * With --help, -h or --version anywhere in argv only cfg->help / cfg->version are set and
+ * nothing else is read or validated (EVD_OK whatever the environment holds).
  */
 enum evd_code evd_config_load(struct evd_config *cfg, int argc, char **argv,
                               const char *(*getenv_fn)(const char *name), struct evd_err *err);

@@ -186,24 +186,28 @@ static const char SQL_CLAIM[] =
     "UPDATE webhook_deliveries d SET lease_owner = $1,"
     " lease_until = now() + $2::bigint * interval '1 millisecond', attempts = d.attempts + 1"
     " FROM subscriptions s, completion_events e"
-    " WHERE d.id = (SELECT id FROM webhook_deliveries"
-    "   WHERE status = 'pending' AND next_attempt_at <= now()"
-    "   AND (lease_until IS NULL OR lease_until < now())"
-    "   ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+    " WHERE d.id = (SELECT q.id FROM webhook_deliveries q"
+    "   WHERE q.status = 'pending' AND q.next_attempt_at <= now()"
+    "   AND (q.lease_until IS NULL OR q.lease_until < now())"
+    "   AND (SELECT count(*) FROM webhook_deliveries f"
+    "     WHERE f.subscription_id = q.subscription_id AND f.status = 'pending'"
+    "     AND f.lease_until >= now()) < $3::int"
+    "   ORDER BY q.next_attempt_at LIMIT 1 FOR UPDATE OF q SKIP LOCKED)"
     " AND s.id = d.subscription_id AND e.event_id = d.event_id"
     " RETURNING d.id, d.event_id, d.evaluation_id, d.subscription_id, s.url, s.secret_sealed,"
     " e.payload::text, d.attempts, d.created_at";
 
 enum evd_code evd_store_delivery_claim(PGconn *c, const char *owner, long lease_ms,
-                                       struct evd_store_delivery *out, bool *found,
-                                       struct evd_err *err)
+                                       int per_subscription, struct evd_store_delivery *out,
+                                       bool *found, struct evd_err *err)
 {
     memset(out, 0, sizeof(*out));
     *found = false;
-    char lease[24];
+    char lease[24], cap[16];
     I64(lease, lease_ms);
-    const char *p[] = {owner, lease};
-    PGresult *r = evd_db_query(c, SQL_CLAIM, 2, p, err);
+    I64(cap, per_subscription);
+    const char *p[] = {owner, lease, cap};
+    PGresult *r = evd_db_query(c, SQL_CLAIM, 3, p, err);
     if (r == NULL)
         return evd_db_code(err);
     if (PQntuples(r) == 1) {
@@ -271,18 +275,24 @@ enum evd_code evd_store_delivery_release(PGconn *c, const struct evd_store_deliv
                        3, p, err);
 }
 
-enum evd_code evd_store_webhook_idle(PGconn *c, bool *events_pending, long *next_due_ms,
-                                     struct evd_err *err)
+static const char SQL_IDLE[] =
+    "SELECT EXISTS (SELECT 1 FROM completion_events WHERE webhooks_pending),"
+    " (SELECT greatest(0, ceil(extract(epoch FROM"
+    "   min(greatest(q.next_attempt_at, q.lease_until)) - now()) * 1000))::bigint"
+    "  FROM webhook_deliveries q WHERE q.status = 'pending'"
+    "  AND (q.lease_until >= now() OR (SELECT count(*) FROM webhook_deliveries f"
+    "    WHERE f.subscription_id = q.subscription_id AND f.status = 'pending'"
+    "    AND f.lease_until >= now()) < $1::int))";
+
+enum evd_code evd_store_webhook_idle(PGconn *c, int per_subscription, bool *events_pending,
+                                     long *next_due_ms, struct evd_err *err)
 {
     *events_pending = false;
     *next_due_ms = -1;
-    PGresult *r =
-        evd_db_query(c,
-                     "SELECT EXISTS (SELECT 1 FROM completion_events WHERE webhooks_pending),"
-                     " (SELECT greatest(0, ceil(extract(epoch FROM"
-                     "   min(greatest(next_attempt_at, lease_until)) - now()) * 1000))::bigint"
-                     "  FROM webhook_deliveries WHERE status = 'pending')",
-                     0, NULL, err);
+    char cap[16];
+    I64(cap, per_subscription);
+    const char *p[] = {cap};
+    PGresult *r = evd_db_query(c, SQL_IDLE, 1, p, err);
     if (r == NULL)
         return evd_db_code(err);
     *events_pending = PQgetvalue(r, 0, 0)[0] == 't';

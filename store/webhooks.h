@@ -64,10 +64,13 @@ struct evd_store_delivery {
 void evd_store_delivery_clear(struct evd_store_delivery *d);
 
 /* Claims the earliest due delivery with a lease for `owner` and counts the attempt;
- * *found false when none is due. Autocommits. */
+ * *found false when none is due. A subscription with `per_subscription` attempts in
+ * flight (unexpired leases, any process) is skipped, so one slow receiver cannot take
+ * every delivery slot; two concurrent claims may both pass the count, so it is a soft
+ * cap. Autocommits. */
 enum evd_code evd_store_delivery_claim(PGconn *c, const char *owner, long lease_ms,
-                                       struct evd_store_delivery *out, bool *found,
-                                       struct evd_err *err);
+                                       int per_subscription, struct evd_store_delivery *out,
+                                       bool *found, struct evd_err *err);
 
 /* The outcome of one attempt. */
 struct evd_store_attempt {
@@ -89,8 +92,9 @@ enum evd_code evd_store_delivery_release(PGconn *c, const struct evd_store_deliv
                                          const char *owner, struct evd_err *err);
 
 /* Idle check: whether events wait for fan-out, and in how many ms the next pending
- * delivery (or expiring lease) is due (-1 when none). */
-enum evd_code evd_store_webhook_idle(PGconn *c, bool *events_pending, long *next_due_ms,
-                                     struct evd_err *err);
+ * delivery (or expiring lease) is due (-1 when none). A delivery of a subscription that
+ * already has `per_subscription` attempts in flight is not due: one of those ends first. */
+enum evd_code evd_store_webhook_idle(PGconn *c, int per_subscription, bool *events_pending,
+                                     long *next_due_ms, struct evd_err *err);
 
 #endif

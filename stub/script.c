@@ -128,8 +128,9 @@ static bool parse_when(json_t *when, const char *path, struct stub_match *m, str
 
 static bool parse_fault(json_t *f, const char *path, struct stub_action *a, struct evd_err *err)
 {
-    static const char *const keys[] = {"status", "retry_after_s", "retry_after_ms", "message",
-                                       "stall",  "truncate",      "malformed",      NULL};
+    static const char *const keys[] = {"status",    "retry_after_s", "retry_after_ms",
+                                       "message",   "stall",         "truncate",
+                                       "malformed", "header_bytes",  NULL};
     static const struct {
         const char *name;
         enum stub_fault_kind kind;
@@ -167,9 +168,18 @@ static bool parse_fault(json_t *f, const char *path, struct stub_action *a, stru
         a->fault_status = (int)status;
         kinds++;
     }
+    bool has_header = false;
+    if (!opt_int(f, "header_bytes", path, 1, STUB_MAX_HEADER_BYTES, &a->header_bytes, &has_header,
+                 err))
+        return false;
+    if (has_header) {
+        a->fault = STUB_FAULT_HEADER;
+        kinds++;
+    }
     if (kinds != 1) {
         evd_err_set(err, EVD_EINVAL,
-                    "%s needs exactly one of \"status\", \"stall\", \"truncate\", \"malformed\"",
+                    "%s needs exactly one of \"status\", \"stall\", \"truncate\", "
+                    "\"malformed\", \"header_bytes\"",
                     path);
         return false;
     }

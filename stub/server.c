@@ -299,6 +299,56 @@ static enum MHD_Result send_half(struct MHD_Connection *c, json_t *body, bool cu
 }
 
 /*
+ * The normal 200 answer with one extra header whose value is `pad` bytes long, written
+ * straight to the client socket: libmicrohttpd cannot send a header larger than its
+ * connection buffer. The caller then closes the connection (MHD_NO). Gives up when the
+ * client stops reading (a client that refuses the header closes its end).
+ */
+static enum MHD_Result send_big_header(struct stub_server *s, struct MHD_Connection *c,
+                                       json_t *body, int64_t pad)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *f = text != NULL && ci != NULL ? open_memstream(&msg, &len) : NULL;
+    if (f == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    fprintf(f,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\nX-Stub-Padding: ",
+            strlen(text));
+    for (int64_t i = 0; i < pad; i++)
+        fputc('a', f);
+    fprintf(f, "\r\n\r\n%s", text);
+    free(text);
+    if (fclose(f) != 0) {
+        free(msg);
+        return MHD_NO;
+    }
+    int fd = ci->connect_fd;
+    size_t off = 0;
+    int64_t deadline = evd_mono_ms() + 10000;
+    while (off < len && !atomic_load(&s->stopping) && evd_mono_ms() < deadline) {
+        ssize_t n = send(fd, msg + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break; /* the client went away */
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        poll(&p, 1, WAIT_SLICE_MS);
+    }
+    free(msg);
+    return MHD_NO;
+}
+
+/*
  * Waits `ms` milliseconds (forever when negative) while watching the client socket.
  * Returns false as soon as the client has gone or the server is stopping.
  */
@@ -519,6 +569,8 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
     pthread_mutex_unlock(&s->lock);
     if (fault == STUB_FAULT_TRUNCATE || fault == STUB_FAULT_MALFORMED)
         ret = send_half(c, reply, fault == STUB_FAULT_TRUNCATE);
+    else if (fault == STUB_FAULT_HEADER)
+        ret = send_big_header(s, c, reply, act->header_bytes);
     else
         ret = send_json(c, 200, reply, NULL);
 out:

@@ -59,12 +59,16 @@ void stub_view_free(struct stub_view *v);
 
 /* ---------------------------------------------------------------- script */
 
+/* Largest value of a scripted header_bytes fault. */
+#define STUB_MAX_HEADER_BYTES (16 * 1024 * 1024)
+
 enum stub_fault_kind {
     STUB_FAULT_NONE = 0,
     STUB_FAULT_STATUS,    /* an error status with the provider's error body */
     STUB_FAULT_STALL,     /* no answer until the client goes away */
     STUB_FAULT_TRUNCATE,  /* full Content-Length declared, half the body sent, closed */
     STUB_FAULT_MALFORMED, /* a complete 200 whose body is the first half of the JSON */
+    STUB_FAULT_HEADER,    /* the normal 200 with one header of header_bytes bytes */
 };
 
 struct stub_tool_call {
@@ -86,6 +90,7 @@ struct stub_action {
     int64_t retry_after_s;  /* -1 = no Retry-After header */
     int64_t retry_after_ms; /* -1 = no retry-after-ms header */
     char *fault_message;    /* NULL = a standard message for the status */
+    int64_t header_bytes;   /* STUB_FAULT_HEADER: length of the padding header's value */
     bool has_reply;         /* false: the built-in reply is used */
     char *text;             /* reply text (or the compact text of "json"), or NULL */
     char *refusal;          /* a refusal instead of an answer, or NULL */

@@ -1,15 +1,23 @@
 /*
  * The delivery threads. DESIGN: each thread owns a PostgreSQL connection that
- * LISTENs on EVD_CHANNEL_COMPLETED and a curl easy handle, and loops:
- *   1. claim the earliest due delivery (FOR UPDATE SKIP LOCKED, a lease, attempts+1;
- *      committed before any network I/O), POST it signed, record the attempt and the
- *      next due time, release the lease;
- *   2. when nothing is due: fan pending completion events out to the subscriptions
- *      (under the fan-out lock), or sleep until notified, until the next delivery is
- *      due, or at most poll_ms (the fallback when a notification is lost).
- * A process that dies mid-attempt leaves a lease that expires; the attempt is made
- * again (at-least-once). On stop, in-flight requests are aborted and their attempt is
- * handed back uncounted. Nothing here holds a lock across the network.
+ * LISTENs on EVD_CHANNEL_COMPLETED and a curl multi handle with up to MAX_INFLIGHT
+ * attempts in flight, each with its own easy handle and its own 10 s timeout, so a
+ * receiver that never answers holds back only its own deliveries. The thread loops:
+ *   1. while it has a free slot, claim the earliest due delivery (FOR UPDATE SKIP
+ *      LOCKED, a lease, attempts+1; committed before any network I/O), skipping
+ *      subscriptions that already have PER_SUBSCRIPTION attempts in flight, sign it
+ *      and add its POST to the multi handle;
+ *   2. when nothing more is due: fan pending completion events out to the
+ *      subscriptions (under the fan-out lock);
+ *   3. wait (curl_multi_poll) on the transfers, the LISTEN socket and the stop pipe,
+ *      at most until the next delivery is due or poll_ms (the fallback when a
+ *      notification is lost); record each finished attempt and its next due time,
+ *      releasing the lease; go back to 1 after a notification, a finished attempt or
+ *      the timer.
+ * The database is consulted only at those moments, never per socket event. A process
+ * that dies mid-attempt leaves a lease that expires; the attempt is made again
+ * (at-least-once). On stop, in-flight requests are removed and their attempts handed
+ * back uncounted. Nothing here holds a lock across the network.
  */
 #include <errno.h>
 #include <arpa/inet.h>
@@ -33,6 +41,11 @@
 
 #define FANOUT_BATCH 100
 #define MIN_SLEEP_MS 20
+/* Attempts one thread keeps in flight, and attempts in flight per subscription across
+ * every process (a soft cap: see evd_store_delivery_claim). With the default two
+ * threads, up to 32 receivers that never answer leave slots for the others. */
+#define MAX_INFLIGHT 64
+#define PER_SUBSCRIPTION 4
 /* A lease outlives the longest attempt (the request timeout) with room to record it. */
 #define LEASE_MS (EVD_WEBHOOK_TIMEOUT_MS + 5000)
 
@@ -130,17 +143,37 @@ static enum evd_code fanout(PGconn *c, struct evd_err *err)
 
 /* ---- one attempt --------------------------------------------------------------------- */
 
-struct attempt_ctx {
+/* One attempt in flight: everything its easy handle points to lives here until it ends. */
+struct xfer {
     struct evd_webhooks *w;
+    struct evd_store_delivery d;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;
+    char errbuf[CURL_ERROR_SIZE];
     enum evd_webhook_trust trust;
     bool refused;
     char refused_addr[INET6_ADDRSTRLEN];
+    int64_t started_at; /* epoch ms */
+    int64_t t0;         /* monotonic ms */
 };
+
+static void xfer_free(struct xfer *x)
+{
+    if (x == NULL)
+        return;
+    if (x->easy != NULL)
+        curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->headers);
+    free(x->body);
+    evd_store_delivery_clear(&x->d);
+    free(x);
+}
 
 /* Every address libcurl connects to passes here: the DNS-rebinding guard. */
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
 {
-    struct attempt_ctx *x = clientp;
+    struct xfer *x = clientp;
     if (purpose == CURLSOCKTYPE_IPCXN && x->trust != EVD_WEBHOOK_TRUSTED &&
         !evd_webhook_addr_public(&a->addr)) {
         x->refused = true;
@@ -152,13 +185,6 @@ static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct cur
         return CURL_SOCKET_BAD;
     }
     return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-}
-
-static int on_progress(void *clientp, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    const struct attempt_ctx *x = clientp;
-    return atomic_load(&x->w->stopping) ? 1 : 0;
 }
 
 static size_t discard(char *data, size_t size, size_t n, void *userdata)
@@ -190,21 +216,20 @@ static char *event_body(const char *payload_text)
 }
 
 /*
- * POSTs the event. Returns the HTTP status (0 when none came back); `error` receives
- * why the attempt failed ("" when an answer came back). *aborted when stopping cut it.
+ * Prepares the signed POST of x->d on a new easy handle. Returns true when it is ready
+ * to be added to the multi handle; false with `error` set when the attempt failed
+ * before any network I/O (host not allowed, secret unreadable, out of memory).
  */
-static int post(struct evd_webhooks *w, CURL *easy, const struct evd_store_delivery *d, char *error,
-                size_t errsz, bool *aborted)
+static bool prepare(struct xfer *x, char *error, size_t errsz)
 {
-    int code = 0;
+    struct evd_webhooks *w = x->w;
+    const struct evd_store_delivery *d = &x->d;
+    bool ok = false;
     size_t slen = 0;
-    char *secret = NULL, *body = NULL;
-    struct curl_slist *headers = NULL;
-    char host[256], errbuf[CURL_ERROR_SIZE] = "";
+    char *secret = NULL;
+    char host[256];
     struct evd_err perr = {0};
-    struct attempt_ctx x = {.w = w};
     error[0] = '\0';
-    *aborted = false;
 
     /* The allowlist may have changed since the subscription was made; the addresses
      * are judged in open_socket, whatever the name resolves to now. */
@@ -212,8 +237,8 @@ static int post(struct evd_webhooks *w, CURL *easy, const struct evd_store_deliv
         snprintf(error, errsz, "%s", perr.msg);
         goto out;
     }
-    x.trust = evd_webhook_policy_host(w->policy, host);
-    if (x.trust == EVD_WEBHOOK_DENIED) {
+    x->trust = evd_webhook_policy_host(w->policy, host);
+    if (x->trust == EVD_WEBHOOK_DENIED) {
         snprintf(error, errsz, "url host %s is not allowed by EVALD_WEBHOOK_ALLOW_HOSTS", host);
         goto out;
     }
@@ -223,10 +248,10 @@ static int post(struct evd_webhooks *w, CURL *easy, const struct evd_store_deliv
                  "could not open the subscription's secret (was EVALD_SECRET_KEY changed?)");
         goto out;
     }
-    body = event_body(d->payload);
+    x->body = event_body(d->payload);
     char sig[EVD_WEBHOOK_SIG_MAX];
     int64_t t = evd_now_ms() / 1000;
-    if (body == NULL || !evd_webhook_sign(secret, slen, t, body, strlen(body), sig)) {
+    if (x->body == NULL || !evd_webhook_sign(secret, slen, t, x->body, strlen(x->body), sig)) {
         snprintf(error, errsz, "could not sign the event (out of memory)");
         goto out;
     }
@@ -240,16 +265,21 @@ static int post(struct evd_webhooks *w, CURL *easy, const struct evd_store_deliv
     snprintf(h[3], sizeof(h[3]), "X-Evald-Signature: %s", sig);
     snprintf(h[4], sizeof(h[4]), "X-Evald-Attempt: %d", d->attempt);
     const char *fixed[] = {"Content-Type: application/json", "Expect:"};
-    for (size_t i = 0; i < 2; i++) {
-        struct curl_slist *n = curl_slist_append(headers, fixed[i]);
-        headers = n ? n : headers;
-    }
-    for (size_t i = 0; i < 5; i++) {
-        struct curl_slist *n = curl_slist_append(headers, h[i]);
-        headers = n ? n : headers;
+    for (size_t i = 0; i < 7; i++) {
+        struct curl_slist *n = curl_slist_append(x->headers, i < 2 ? fixed[i] : h[i - 2]);
+        if (n == NULL) {
+            snprintf(error, errsz, "could not build the request (out of memory)");
+            goto out;
+        }
+        x->headers = n;
     }
 
-    curl_easy_reset(easy);
+    CURL *easy = x->easy = curl_easy_init();
+    if (easy == NULL) {
+        snprintf(error, errsz, "could not build the request (out of memory)");
+        goto out;
+    }
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
     curl_easy_setopt(easy, CURLOPT_URL, d->url);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -258,59 +288,48 @@ static int post(struct evd_webhooks *w, CURL *easy, const struct evd_store_deliv
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, EVD_WEBHOOK_TIMEOUT_MS);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, EVD_WEBHOOK_TIMEOUT_MS);
     curl_easy_setopt(easy, CURLOPT_POST, 1L);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, x->body);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "evald/" EVALD_VERSION " (webhooks)");
     curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, &x);
-    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, x);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode cr = curl_easy_perform(easy);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, x->errbuf);
+    ok = true;
+out:
+    evd_webhook_secret_free(secret, slen);
+    return ok;
+}
+
+/* Why a finished transfer failed ("" when a 2xx came back); its status in *code. */
+static void outcome(struct xfer *x, CURLcode cr, int *code, char *error, size_t errsz)
+{
     long status = 0;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    code = (int)status;
-    if (cr == CURLE_ABORTED_BY_CALLBACK && atomic_load(&w->stopping)) {
-        *aborted = true;
-    } else if (x.refused) {
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    *code = (int)status;
+    error[0] = '\0';
+    if (x->refused)
         snprintf(error, errsz,
                  "address %s is not allowed (loopback, private or link-local); name the host "
                  "in EVALD_WEBHOOK_ALLOW_HOSTS to allow it",
-                 x.refused_addr);
-    } else if (cr == CURLE_OPERATION_TIMEDOUT) {
+                 x->refused_addr);
+    else if (cr == CURLE_OPERATION_TIMEDOUT)
         snprintf(error, errsz, "no answer within %ld ms", EVD_WEBHOOK_TIMEOUT_MS);
-    } else if (cr != CURLE_OK) {
-        snprintf(error, errsz, "%.200s", errbuf[0] ? errbuf : curl_easy_strerror(cr));
-    } else if (code < 200 || code > 299) {
-        snprintf(error, errsz, "receiver answered %d", code);
-    }
-out:
-    /* The easy handle keeps pointers to these until the next reset. */
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, NULL);
-    curl_slist_free_all(headers);
-    evd_webhook_secret_free(secret, slen);
-    free(body);
-    return code;
+    else if (cr != CURLE_OK)
+        snprintf(error, errsz, "%.200s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cr));
+    else if (*code < 200 || *code > 299)
+        snprintf(error, errsz, "receiver answered %d", *code);
 }
 
-static void deliver(struct evd_webhooks *w, PGconn *c, CURL *easy, struct evd_store_delivery *d)
+/* Records the attempt's outcome (error "" = delivered), logs it and counts it. */
+static void finish(struct evd_webhooks *w, PGconn *c, struct xfer *x, int code, const char *error)
 {
-    char error[512];
-    bool aborted = false;
-    struct evd_store_attempt a = {.started_at = evd_now_ms()};
-    int64_t t0 = evd_mono_ms();
-    int code = post(w, easy, d, error, sizeof(error), &aborted);
+    const struct evd_store_delivery *d = &x->d;
+    struct evd_store_attempt a = {.started_at = x->started_at};
     struct evd_err err = {0};
-    if (aborted) {
-        evd_store_delivery_release(c, d, w->owner, &err);
-        return;
-    }
     a.finished_at = evd_now_ms();
-    a.duration_ms = (long)(evd_mono_ms() - t0);
+    a.duration_ms = (long)(evd_mono_ms() - x->t0);
     a.status_code = code;
     bool ok = error[0] == '\0';
     a.error = ok ? NULL : error;
@@ -348,46 +367,188 @@ static void deliver(struct evd_webhooks *w, PGconn *c, CURL *easy, struct evd_st
 
 /* ---- the thread ---------------------------------------------------------------------- */
 
-void *evd_webhooks_worker_main(void *arg)
+struct loop {
+    struct evd_webhooks *w;
+    PGconn *c;
+    CURLM *multi;
+    struct xfer *inflight[MAX_INFLIGHT];
+    size_t n;
+};
+
+/* Starts the attempt of a claimed delivery (takes d); a failure before any network I/O
+ * is recorded at once. */
+static void start_attempt(struct loop *l, struct evd_store_delivery *d)
 {
-    struct evd_webhooks *w = arg;
-    CURL *easy = curl_easy_init();
-    PGconn *c = easy ? listen_conn(w) : NULL;
-    if (easy == NULL)
-        evd_log(EVD_LOG_ERROR, "could not create a curl handle for webhooks", NULL);
-    while (c != NULL && !atomic_load(&w->stopping)) {
-        struct evd_err err = {0};
+    char error[512];
+    struct xfer *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        /* The lease runs out and the attempt is made again. */
+        evd_store_delivery_clear(d);
+        return;
+    }
+    x->w = l->w;
+    x->d = *d;
+    memset(d, 0, sizeof(*d));
+    x->started_at = evd_now_ms();
+    x->t0 = evd_mono_ms();
+    if (!prepare(x, error, sizeof(error))) {
+        finish(l->w, l->c, x, 0, error);
+        xfer_free(x);
+        return;
+    }
+    if (curl_multi_add_handle(l->multi, x->easy) != CURLM_OK) {
+        finish(l->w, l->c, x, 0, "could not start the request (out of memory)");
+        xfer_free(x);
+        return;
+    }
+    l->inflight[l->n++] = x;
+}
+
+static void forget(struct loop *l, struct xfer *x)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->inflight[i] == x) {
+            l->inflight[i] = l->inflight[--l->n];
+            break;
+        }
+    curl_multi_remove_handle(l->multi, x->easy);
+}
+
+/* Records every finished attempt; returns how many finished. */
+static size_t reap(struct loop *l)
+{
+    size_t done = 0;
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(l->multi, &left)) != NULL) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        char *priv = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+        struct xfer *x = (struct xfer *)(void *)priv;
+        CURLcode cr = m->data.result;
+        char error[512];
+        int code = 0;
+        outcome(x, cr, &code, error, sizeof(error));
+        forget(l, x);
+        finish(l->w, l->c, x, code, error);
+        xfer_free(x);
+        done++;
+    }
+    return done;
+}
+
+/*
+ * Claims due deliveries into the free slots, fans events out when nothing more is
+ * due. Returns the ms until the database should be asked again (0 = at once).
+ */
+static long refill(struct loop *l)
+{
+    struct evd_webhooks *w = l->w;
+    struct evd_err err = {0};
+    while (l->n < MAX_INFLIGHT && !atomic_load(&w->stopping)) {
         struct evd_store_delivery d;
         bool found = false;
-        if (evd_store_delivery_claim(c, w->owner, LEASE_MS, &d, &found, &err) != EVD_OK) {
-            c = recover(w, c, &err);
-            continue;
+        if (evd_store_delivery_claim(l->c, w->owner, LEASE_MS, PER_SUBSCRIPTION, &d, &found,
+                                     &err) != EVD_OK) {
+            l->c = recover(w, l->c, &err);
+            return MIN_SLEEP_MS;
         }
-        if (found) {
-            deliver(w, c, easy, &d);
-            evd_store_delivery_clear(&d);
-            continue;
+        if (!found)
+            break;
+        start_attempt(l, &d);
+    }
+    if (l->n == MAX_INFLIGHT)
+        return w->opts.poll_ms; /* a finished attempt asks again */
+    bool events_pending = false;
+    long due = -1;
+    if (evd_store_webhook_idle(l->c, PER_SUBSCRIPTION, &events_pending, &due, &err) != EVD_OK) {
+        l->c = recover(w, l->c, &err);
+        return MIN_SLEEP_MS;
+    }
+    if (events_pending) {
+        if (fanout(l->c, &err) != EVD_OK) {
+            l->c = recover(w, l->c, &err);
+            return MIN_SLEEP_MS;
         }
-        bool events_pending = false;
-        long due = -1;
-        if (evd_store_webhook_idle(c, &events_pending, &due, &err) != EVD_OK) {
-            c = recover(w, c, &err);
-            continue;
-        }
-        if (events_pending) {
-            if (fanout(c, &err) != EVD_OK)
-                c = recover(w, c, &err);
-            continue;
-        }
-        long ms = w->opts.poll_ms;
-        if (due >= 0 && due < ms)
-            ms = due < MIN_SLEEP_MS ? MIN_SLEEP_MS : due;
-        if (!wait_input(w, c, ms)) {
-            PQfinish(c);
-            c = listen_conn(w);
+        return 0;
+    }
+    long ms = w->opts.poll_ms;
+    if (due >= 0 && due < ms)
+        ms = due < MIN_SLEEP_MS ? MIN_SLEEP_MS : due;
+    return ms;
+}
+
+/*
+ * Waits up to ms for the transfers, a notification on the LISTEN connection or the stop
+ * pipe, and drives the transfers. *notified when a notification arrived. False when the
+ * connection broke.
+ */
+static bool wait_and_drive(struct loop *l, long ms, bool *notified)
+{
+    struct curl_waitfd extra[2] = {{.fd = PQsocket(l->c), .events = CURL_WAIT_POLLIN},
+                                   {.fd = l->w->wake_pipe[0], .events = CURL_WAIT_POLLIN}};
+    int running = 0;
+    PGnotify *n;
+    /* A notification read along with a query's answer is already in libpq's queue. */
+    *notified = false;
+    while ((n = PQnotifies(l->c)) != NULL) {
+        PQfreemem(n);
+        *notified = true;
+    }
+    curl_multi_poll(l->multi, extra, 2, *notified ? 0 : (int)ms, NULL);
+    curl_multi_perform(l->multi, &running);
+    if (extra[0].revents) {
+        if (!PQconsumeInput(l->c))
+            return false;
+        while ((n = PQnotifies(l->c)) != NULL) {
+            PQfreemem(n);
+            *notified = true;
         }
     }
-    PQfinish(c);
-    curl_easy_cleanup(easy);
+    return PQstatus(l->c) == CONNECTION_OK;
+}
+
+void *evd_webhooks_worker_main(void *arg)
+{
+    struct loop l = {.w = arg};
+    struct evd_webhooks *w = l.w;
+    l.multi = curl_multi_init();
+    if (l.multi == NULL)
+        evd_log(EVD_LOG_ERROR, "could not create a curl handle for webhooks", NULL);
+    else
+        l.c = listen_conn(w);
+    int64_t ask_at = 0; /* monotonic ms at which to consult the database again */
+    while (l.c != NULL && !atomic_load(&w->stopping)) {
+        if (evd_mono_ms() >= ask_at) {
+            long ms = refill(&l);
+            if (l.c == NULL)
+                break;
+            ask_at = evd_mono_ms() + ms;
+            if (ms == 0)
+                continue;
+        }
+        long wait = (long)(ask_at - evd_mono_ms());
+        bool notified = false;
+        if (!wait_and_drive(&l, wait < 0 ? 0 : wait, &notified)) {
+            PQfinish(l.c);
+            l.c = listen_conn(w);
+            ask_at = 0;
+            continue;
+        }
+        if (reap(&l) > 0 || notified)
+            ask_at = 0;
+    }
+    /* Stopping: every attempt still in flight is handed back uncounted. */
+    while (l.n > 0) {
+        struct xfer *x = l.inflight[l.n - 1];
+        struct evd_err err = {0};
+        forget(&l, x);
+        if (l.c != NULL)
+            evd_store_delivery_release(l.c, &x->d, w->owner, &err);
+        xfer_free(x);
+    }
+    PQfinish(l.c);
+    curl_multi_cleanup(l.multi);
     return NULL;
 }

@@ -9,5 +9,5 @@ foreach(check lint document docker)
     LABELS openapi
     SKIP_RETURN_CODE 77
     TIMEOUT 300
-    ENVIRONMENT "EVALD_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+    ENVIRONMENT "EVALD_SOURCE_DIR=${CMAKE_SOURCE_DIR};EVALD_BIN=$<TARGET_FILE:evald>")
 endforeach()

@@ -634,6 +634,33 @@ START_TEST(server_error_and_truncation_are_retried)
 }
 END_TEST
 
+START_TEST(huge_header_is_named_not_retried)
+{
+    /* A 1 MiB header line: the run fails at once with what happened and the limit, not
+     * "could not reach …: Out of memory". */
+    NEED_STUB();
+    const struct kind_case *k = &kinds[_i];
+    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"header_bytes\":1048576}}],"
+           "\"default\":{\"reply\":{\"text\":\"OK\"}}}",
+           k->api);
+    struct evd_harness_outcome o;
+    struct run_args a = {.k = k};
+    run(&a, &o, NULL);
+    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
+    ck_assert_str_eq(o.phase, "send");
+    char want[160];
+    snprintf(want, sizeof(want),
+             "provider %s sent a response header too large (a header line longer than 102400 "
+             "bytes)",
+             k->provider);
+    ck_assert_str_eq(o.result_error, want);
+    json_t *stats = evd_t_stub_stats(&stub);
+    ck_assert_int_eq(JI(stats, "requests"), 1);
+    json_decref(stats);
+    evd_harness_outcome_clear(&o);
+}
+END_TEST
+
 START_TEST(unauthorized_is_not_retried)
 {
     NEED_STUB();
@@ -1005,6 +1032,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, rate_limit_then_success, 0, NKINDS);
     tcase_add_loop_test(tc, server_error_and_truncation_are_retried, 0, NKINDS);
     tcase_add_loop_test(tc, unauthorized_is_not_retried, 0, NKINDS);
+    tcase_add_loop_test(tc, huge_header_is_named_not_retried, 0, NKINDS);
     tcase_add_loop_test(tc, cancel_interrupts_a_call, 0, NKINDS);
     tcase_add_loop_test(tc, cancel_interrupts_backoff, 0, NKINDS);
     tcase_add_loop_test(tc, stalled_call_hits_invocation_timeout, 0, NKINDS);

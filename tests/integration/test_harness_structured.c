@@ -71,11 +71,15 @@ static void setup_all(void)
         return;
     }
     snprintf(openai_base, sizeof(openai_base), "%s/v1", stub.base);
-    char provs[512];
+    char provs[1024];
     snprintf(provs, sizeof(provs),
              "{\"providers\":[{\"name\":\"local\",\"kind\":\"openai-chat\",\"base_url\":\"%s/v1\","
-             "\"api_key_env\":\"LOCAL_KEY\",\"models\":[{\"id\":\"local-test\"}]}]}",
-             stub.base);
+             "\"api_key_env\":\"LOCAL_KEY\",\"models\":[{\"id\":\"local-test\"}]},"
+             "{\"name\":\"gw-resp\",\"kind\":\"openai-responses\",\"base_url\":\"%s/v1\","
+             "\"api_key_env\":\"LOCAL_KEY\"},"
+             "{\"name\":\"gw-msgs\",\"kind\":\"anthropic-messages\",\"base_url\":\"%s\","
+             "\"api_key_env\":\"LOCAL_KEY\"}]}",
+             stub.base, stub.base, stub.base);
     strcpy(provs_path, "/tmp/evd_so_it_XXXXXX");
     int fd = mkstemp(provs_path);
     if (fd < 0)
@@ -367,6 +371,60 @@ START_TEST(invalid_answer_after_a_tool_call_is_repaired_once)
 }
 END_TEST
 
+/* Built-in providers enforce the format; providers-file servers may not. */
+static const struct {
+    struct kind_case k;
+    bool enforced;
+} bare_cases[] = {
+    {{"responses", "openai", "gpt-test", "responses"}, true},
+    {{"messages", "anthropic", "claude-test", "anthropic"}, true},
+    {{"responses", "gw-resp", "gw-test", "responses"}, false},
+    {{"messages", "gw-msgs", "gw-test", "anthropic"}, false},
+    {{"chat", "local", "local-test", "chat"}, false},
+};
+
+START_TEST(bare_answer_is_named_or_accepted)
+{
+    /* The model answers the owner value without {"result": …}. From a provider that
+     * enforces the format this is a broken answer: the repair names the envelope and the
+     * stray field, and the wrapped repair completes the run. From one that may not, the
+     * bare value validates against the output schema and is the answer, with no repair. */
+    NEED_STUB();
+    const struct kind_case *k = &bare_cases[_i].k;
+    script("{\"rules\":["
+           "{\"when\":{\"prompt_contains\":\"Your final response did not match\"},"
+           "\"reply\":{\"json\":{\"result\":{\"covered\":[\"R1\"]}}}}],"
+           "\"default\":{\"reply\":{\"json\":{\"covered\":[\"R1\"]}}}}");
+    struct evd_harness_outcome o;
+    char output[256];
+    snprintf(output, sizeof(output), "{\"type\":\"json\",\"schema\":%s}", COVERED_SCHEMA);
+    struct run_args a = {.k = k, .output = output};
+    run(&a, &o);
+    ck_assert_msg(o.status == EVD_HARNESS_COMPLETED, "%s", o.result_error ? o.result_error : "");
+    json_t *want = parse("{\"covered\":[\"R1\"]}");
+    ck_assert(json_equal(o.output, want));
+    json_decref(want);
+    json_t *reqs = requests();
+    if (bare_cases[_i].enforced) {
+        ck_assert_int_eq(json_array_size(reqs), 2);
+        json_t *b2 = json_object_get(json_array_get(reqs, 1), "body");
+        ck_assert_str_eq(last_user_text(k, b2),
+                         "Your final response did not match the required schema: "
+                         "schema_mismatch: result must match the output schema\n"
+                         "- instancePath \"\": \"result\" is a required property: the answer "
+                         "is {\"result\": <value>} with the value matching the output schema\n"
+                         "- field \"covered\" is not declared.\n"
+                         "Return only one JSON object matching the schema.");
+    } else {
+        ck_assert_int_eq(json_array_size(reqs), 1);
+        /* The format is still asked for. */
+        ck_assert_ptr_nonnull(format_of(k, json_object_get(json_array_get(reqs, 0), "body")));
+    }
+    json_decref(reqs);
+    evd_harness_outcome_clear(&o);
+}
+END_TEST
+
 START_TEST(second_invalid_answer_keeps_only_the_code)
 {
     NEED_STUB();
@@ -537,6 +595,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, invalid_answer_after_a_tool_call_is_repaired_once, 0, NKINDS);
     tcase_add_loop_test(tc, second_invalid_answer_keeps_only_the_code, 0, NKINDS);
+    tcase_add_loop_test(tc, bare_answer_is_named_or_accepted, 0,
+                        (int)(sizeof(bare_cases) / sizeof(bare_cases[0])));
     tcase_add_loop_test(tc, json_without_schema_repairs_prose, 0, NKINDS);
     tcase_add_loop_test(tc, verdict_answers_are_flattened, 0, NKINDS);
     tcase_add_loop_test(tc, repair_turn_function_calls_are_not_run, 0, NKINDS);

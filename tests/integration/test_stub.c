@@ -504,6 +504,10 @@ static const struct {
     {"{\"rules\":[{\"fault\":{\"stall\":true,\"truncate\":true}}]}",
      "rules[0].fault needs exactly one"},
     {"{\"rules\":[{\"fault\":{\"malformed\":false}}]}", "rules[0].fault.malformed must be true"},
+    {"{\"rules\":[{\"fault\":{\"header_bytes\":0}}]}", "rules[0].fault.header_bytes"},
+    {"{\"rules\":[{\"fault\":{\"header_bytes\":16777217}}]}", "rules[0].fault.header_bytes"},
+    {"{\"rules\":[{\"fault\":{\"header_bytes\":10,\"stall\":true}}]}",
+     "rules[0].fault needs exactly one"},
     {"{\"rules\":[{\"fault\":{\"stall\":true,\"retry_after_s\":1}}]}", "need \"status\""},
     {"{\"rules\":[{\"reply\":{}}]}", "rules[0].reply needs one of"},
     {"{\"rules\":[{\"reply\":{\"tool_calls\":[{\"arguments\":{}}]}}]}",
@@ -806,6 +810,34 @@ START_TEST(fault_malformed)
     json_t *st = stats();
     ck_assert_int_eq(ji(st, "malformed"), 1);
     json_decref(st);
+}
+END_TEST
+
+START_TEST(fault_header_bytes)
+{
+    /* A header the client can read: its value is exactly the scripted length and the
+     * body is the normal reply. */
+    put_script("{\"rules\":[{\"fault\":{\"header_bytes\":5000},\"reply\":{\"text\":\"padded\"}}]}");
+    struct evd_t_resp r;
+    req(&r, "POST", "/v1/chat/completions", "{\"model\":\"m\",\"messages\":[]}", NULL);
+    ck_assert_int_eq(r.curl_code, 0);
+    ck_assert_int_eq(r.status, 200);
+    char *pad = strstr(r.headers, "X-Stub-Padding: ");
+    ck_assert_ptr_nonnull(pad);
+    pad += strlen("X-Stub-Padding: ");
+    ck_assert_int_eq((long)strspn(pad, "a"), 5000);
+    ck_assert_ptr_nonnull(r.json);
+    ck_assert_ptr_nonnull(strstr(r.body, "padded"));
+    evd_t_resp_free(&r);
+    /* 1 MiB: more than libcurl reads in one header line, so the client gives up. */
+    put_script("{\"rules\":[{\"fault\":{\"header_bytes\":1048576}}]}");
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/responses", stub.base);
+    const char *body = "{\"model\":\"m\",\"input\":\"q\"}";
+    evd_t_http_timed("POST", url, NULL, body, strlen(body), 5000, &r);
+    ck_assert_int_ne(r.curl_code, 0);
+    ck_assert_int_ne(r.curl_code, 28); /* refused at once, not a timeout */
+    evd_t_resp_free(&r);
 }
 END_TEST
 
@@ -1128,6 +1160,7 @@ int main(void)
     tcase_add_test(faults, fault_stall);
     tcase_add_test(faults, fault_truncate);
     tcase_add_test(faults, fault_malformed);
+    tcase_add_test(faults, fault_header_bytes);
     tcase_add_test(control, latency_and_concurrency);
     tcase_add_test(control, require_key_and_redaction);
     tcase_add_test(control, bad_requests);

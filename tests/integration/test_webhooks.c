@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "store/db.h"
+#include "store/webhooks.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 #include "tests/support/webhooks_receiver.h"
@@ -377,7 +379,8 @@ static int acked_for(struct evd_t_receiver *rx, const char *evaluation_id)
         struct evd_t_hook h;
         ck_assert(evd_t_receiver_get(rx, i, &h));
         json_t *b = json_loads(h.body, 0, NULL);
-        if (h.answered < 300 && strcmp(jstr(b, "evaluation_id"), evaluation_id) == 0)
+        if (h.answered >= 200 && h.answered < 300 &&
+            strcmp(jstr(b, "evaluation_id"), evaluation_id) == 0)
             n++;
         json_decref(b);
         evd_t_hook_free(&h);
@@ -804,6 +807,173 @@ START_TEST(private_address_refused_at_connect_time)
 }
 END_TEST
 
+START_TEST(silent_receiver_delays_no_other)
+{
+    /* One receiver accepts the connection and never answers; three answer at once. The
+     * healthy ones get every event well inside the silent one's 10 s timeout, while the
+     * silent one's deliveries are attempted side by side, time out and are retried. */
+    enum { EVALS = 3, HEALTHY = 3 };
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_receiver *silent = evd_t_receiver_start(0);
+    ck_assert_ptr_nonnull(silent);
+    evd_t_receiver_hang(silent, true);
+    struct evd_t_receiver *ok[HEALTHY];
+    for (int i = 0; i < HEALTHY; i++) {
+        ok[i] = evd_t_receiver_start(0);
+        ck_assert_ptr_nonnull(ok[i]);
+    }
+    struct env e;
+    base_env(&e, &stub);
+    struct evd_t_proc p;
+    start_evald(&p, &e);
+    json_t *ssub = subscribe(&p, silent, "/silent", NULL);
+    json_t *subs[HEALTHY];
+    for (int i = 0; i < HEALTHY; i++)
+        subs[i] = subscribe(&p, ok[i], "/ok", NULL);
+
+    char ids[EVALS][64];
+    for (int i = 0; i < EVALS; i++) {
+        start_eval(&p, ids[i]);
+        ck_assert_str_eq(wait_terminal(&p, ids[i], 30000), "completed");
+    }
+    int64_t t0 = evd_mono_ms();
+    for (int i = 0; i < HEALTHY; i++)
+        ck_assert_msg(evd_t_receiver_wait_acked(ok[i], EVALS, 5000),
+                      "healthy receiver %d got %zu of %d events within 5 s", i,
+                      evd_t_receiver_acked(ok[i]), EVALS);
+    long long healthy_ms = (long long)(evd_mono_ms() - t0);
+    /* The silent receiver's deliveries are in flight together, not one after another. */
+    ck_assert_msg(evd_t_receiver_wait_count(silent, EVALS, 5000), "silent receiver saw %zu",
+                  evd_t_receiver_count(silent));
+    fprintf(stderr, "healthy receivers done %lld ms after the last evaluation\n", healthy_ms);
+
+    /* Each silent delivery times out (10 s) and is tried again. */
+    ck_assert_msg(evd_t_receiver_wait_count(silent, 2 * EVALS, 30000),
+                  "silent receiver saw %zu requests, want retries", evd_t_receiver_count(silent));
+    ck_assert_uint_eq(evd_t_receiver_acked(silent), 0);
+    json_t *list = deliveries(&p, jstr(ssub, "subscription_id"));
+    ck_assert_uint_eq(json_array_size(list), EVALS);
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d)
+    {
+        ck_assert_str_eq(jstr(d, "status"), "pending");
+        json_t *first = json_array_get(json_object_get(d, "attempt_log"), 0);
+        ck_assert_ptr_nonnull(first);
+        ck_assert_str_eq(jstr(first, "error"), "no answer within 10000 ms");
+        ck_assert(json_is_null(json_object_get(first, "status_code")));
+        ck_assert_int_ge(jint(first, "duration_ms"), 9000);
+    }
+    json_decref(list);
+    for (int k = 0; k < HEALTHY; k++) {
+        list = deliveries(&p, jstr(subs[k], "subscription_id"));
+        ck_assert_uint_eq(json_array_size(list), EVALS);
+        json_array_foreach(list, i, d)
+        {
+            ck_assert_str_eq(jstr(d, "status"), "delivered");
+            ck_assert_int_eq(jint(d, "attempts"), 1);
+        }
+        json_decref(list);
+        ck_assert_uint_eq(evd_t_receiver_count(ok[k]), EVALS);
+    }
+
+    /* SIGTERM while attempts hang: they are handed back uncounted, no lease is left. */
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM webhook_deliveries d"
+                               " WHERE lease_owner IS NOT NULL OR attempts <>"
+                               " (SELECT count(*) FROM webhook_attempts a"
+                               "  WHERE a.delivery_id = d.id)"),
+                     0);
+
+    /* Once the receiver answers again, every event reaches it, each once. */
+    evd_t_receiver_hang(silent, false);
+    start_evald(&p, &e);
+    ck_assert_msg(evd_t_receiver_wait_acked(silent, EVALS, 30000), "silent receiver acked %zu",
+                  evd_t_receiver_acked(silent));
+    usleep(500 * 1000);
+    ck_assert_uint_eq(evd_t_receiver_acked(silent), EVALS);
+    for (int k = 0; k < EVALS; k++)
+        ck_assert_int_eq(acked_for(silent, ids[k]), 1);
+    for (int k = 0; k < HEALTHY; k++) {
+        ck_assert_uint_eq(evd_t_receiver_count(ok[k]), EVALS);
+        json_decref(subs[k]);
+    }
+    json_decref(ssub);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
+    evd_t_receiver_stop(silent);
+    for (int k = 0; k < HEALTHY; k++)
+        evd_t_receiver_stop(ok[k]);
+    evd_t_stop(&stub, SIGTERM, 5000);
+}
+END_TEST
+
+START_TEST(claims_cap_each_subscription)
+{
+    /* The store alone: a subscription with 4 attempts in flight gets no fifth slot, the
+     * idle query does not call its waiting deliveries due (no busy loop while they
+     * wait), and an attempt that ends frees its slot. */
+    struct evd_err err = {0};
+    ck_assert_msg(evd_db_migrate(db_url, &err) == EVD_OK, "%s", err.msg);
+    PGconn *c = evd_db_connect(db_url, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    free(evd_t_sql(db_url, "INSERT INTO subscriptions (id, url, secret_sealed, seq, created_at)"
+                           " VALUES ('sub_a', 'http://127.0.0.1:9/a', 'v1:x',"
+                           " nextval('webhook_seq'), 0), ('sub_b', 'http://127.0.0.1:9/b',"
+                           " 'v1:x', nextval('webhook_seq'), 0)"));
+    free(evd_t_sql(db_url, "INSERT INTO completion_events (event_id, evaluation_id, payload,"
+                           " created_at) SELECT 'evt_' || i, 'eval_' || i, '{}', 0"
+                           " FROM generate_series(1, 6) i"));
+    long events = 0, made = 0;
+    ck_assert_int_eq(evd_db_begin(c, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_webhook_fanout(c, 100, evd_now_ms(), &events, &made, &err), EVD_OK);
+    ck_assert_int_eq(evd_db_commit(c, &err), EVD_OK);
+    ck_assert_int_eq(events, 6);
+    ck_assert_int_eq(made, 12);
+
+    struct evd_store_delivery held[16];
+    int n = 0, per_a = 0;
+    bool found = true;
+    while (n < 16) {
+        ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &held[n], &found, &err),
+                         EVD_OK);
+        if (!found)
+            break;
+        per_a += strcmp(held[n].subscription_id, "sub_a") == 0;
+        n++;
+    }
+    ck_assert_int_eq(n, 8);
+    ck_assert_int_eq(per_a, 4);
+    bool pending = true;
+    long due = -1;
+    ck_assert_int_eq(evd_store_webhook_idle(c, 4, &pending, &due, &err), EVD_OK);
+    ck_assert(!pending);
+    ck_assert_msg(due > 10000, "next due in %ld ms: the capped deliveries count as due", due);
+
+    /* One of sub_a's attempts ends: sub_a may take one more, sub_b none. */
+    int i = 0;
+    while (strcmp(held[i].subscription_id, "sub_a") != 0)
+        i++;
+    struct evd_store_attempt a = {.status = "delivered",
+                                  .started_at = evd_now_ms(),
+                                  .finished_at = evd_now_ms(),
+                                  .status_code = 204};
+    ck_assert_int_eq(evd_store_delivery_record(c, &held[i], "o1", &a, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_webhook_idle(c, 4, &pending, &due, &err), EVD_OK);
+    ck_assert_int_eq(due, 0);
+    struct evd_store_delivery more;
+    ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &more, &found, &err), EVD_OK);
+    ck_assert(found);
+    ck_assert_str_eq(more.subscription_id, "sub_a");
+    evd_store_delivery_clear(&more);
+    ck_assert_int_eq(evd_store_delivery_claim(c, "o1", 15000, 4, &more, &found, &err), EVD_OK);
+    ck_assert(!found);
+    for (int k = 0; k < n; k++)
+        evd_store_delivery_clear(&held[k]);
+    PQfinish(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("webhooks");
@@ -816,6 +986,8 @@ int main(void)
     tcase_add_test(tc, secret_never_leaves_the_request);
     tcase_add_test(tc, bad_input_is_refused_and_writes_nothing);
     tcase_add_test(tc, private_address_refused_at_connect_time);
+    tcase_add_test(tc, silent_receiver_delays_no_other);
+    tcase_add_test(tc, claims_cap_each_subscription);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -4,7 +4,7 @@
 // project's scripts/deps.sh and, where apt-cache answers, against Debian's package lists.
 // Run: node --test tests/openapi/docker.test.mjs (after npm ci --prefix tests/openapi).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -113,10 +113,10 @@ function interpolation(value) {
 }
 
 // ================================================================================= tests
-test('docker-compose.yml is well-formed YAML with the three services', () => {
+test('docker-compose.yml is well-formed YAML with the four services', () => {
   assert.deepEqual(composeDoc.errors, []);
   assert.deepEqual(composeDoc.warnings, []);
-  assert.deepEqual(Object.keys(compose.services).sort(), ['evald', 'evald-stub', 'postgres']);
+  assert.deepEqual(Object.keys(compose.services).sort(), ['config-check', 'evald', 'evald-stub', 'postgres']);
 });
 
 test('the Dockerfile has a build and a runtime stage on debian:12-slim', () => {
@@ -245,21 +245,127 @@ test("evald's environment: database URL and token from .env, listening on 0.0.0.
   assert.equal(listen, `EVALD_LISTEN=${env.EVALD_LISTEN}`);
 });
 
-test('the demo profile runs evald-stub, and evald points its providers at it', () => {
+test('the demo profile runs evald-stub, and only .env.example points the providers at it', () => {
   const stub = compose.services['evald-stub'];
   assert.deepEqual(stub.profiles, ['demo']);
   assert.deepEqual(stub.entrypoint, ['evald-stub']);
   const at = stub.command.indexOf('--listen');
   assert.ok(at >= 0, 'evald-stub has no --listen');
   const [, port] = /^0\.0\.0\.0:(\d+)$/.exec(stub.command[at + 1]);
-  const env = compose.services.evald.environment;
-  const openai = interpolation(env.OPENAI_BASE_URL);
-  assert.equal(openai?.kind, ':-');
-  assert.equal(openai.rest, `http://evald-stub:${port}/v1`);
-  const anthropic = interpolation(env.ANTHROPIC_BASE_URL);
-  assert.equal(anthropic?.kind, ':-');
-  assert.equal(anthropic.rest, `http://evald-stub:${port}`);
   assert.ok(stub.healthcheck.test.join(' ').includes(`:${port}/`));
+  // Without the demo profile evald-stub does not exist: no default of the compose file may
+  // name it (every run would fail resolving it while the models read as available).
+  const env = compose.services.evald.environment;
+  for (const name of ['OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL']) {
+    const i = interpolation(env[name]);
+    assert.equal(i?.name, name, `${name} is not taken from docker/.env`);
+    assert.equal(i.kind, ':-');
+    assert.equal(i.rest, '', `${name} defaults to '${i.rest}'; empty keeps evald's default`);
+  }
+  assert.doesNotMatch(read(DOCKER, 'docker-compose.yml').replace(/^\s*#.*$/gm, ''),
+    /\$\{[A-Z_]+:-[^}]*evald-stub/);
+  // The demo block of .env.example: the profile and the URLs together, at the stub's port.
+  assert.deepEqual(envExample.get('COMPOSE_PROFILES')?.split(','), ['demo']);
+  assert.equal(envExample.get('OPENAI_BASE_URL'), `http://evald-stub:${port}/v1`);
+  assert.equal(envExample.get('ANTHROPIC_BASE_URL'), `http://evald-stub:${port}`);
+});
+
+// The rule of server/config.c: "EVALD_API_TOKEN must be at least N characters".
+function evaldTokenMin() {
+  const src = read(ROOT, 'server', 'config.c');
+  const m = /strlen\(cfg->api_token\) < (\d+)\)[\s\S]{0,200}?"EVALD_API_TOKEN must be at least (\d+) characters"/.exec(src);
+  assert.ok(m, "server/config.c's token rule not found");
+  assert.equal(m[1], m[2]);
+  return Number(m[1]);
+}
+
+/** config-check's script as its shell sees it (compose turns $$ into $). */
+function configCheckScript() {
+  const cc = compose.services['config-check'];
+  assert.deepEqual(cc.entrypoint, ['/bin/sh', '-c']);
+  assert.equal(cc.command.length, 1);
+  return cc.command[0].replaceAll('$$', '$');
+}
+
+const runCheck = (env) =>
+  spawnSync('/bin/sh', ['-c', configCheckScript()], {
+    env: { PATH: process.env.PATH, ...env },
+    encoding: 'utf8',
+    timeout: 60000,
+  });
+
+test('evald starts only after config-check, which runs once', () => {
+  const evald = compose.services.evald;
+  assert.equal(evald.depends_on['config-check'].condition, 'service_completed_successfully');
+  const cc = compose.services['config-check'];
+  assert.equal(cc.profiles, undefined);
+  assert.equal(cc.image, evald.image, 'config-check must run the evald image');
+  assert.equal(String(cc.restart), 'no');
+  for (const name of ['EVALD_API_TOKEN', 'OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL'])
+    assert.equal(cc.environment[name], evald.environment[name], `config-check sees another ${name}`);
+});
+
+test("config-check refuses a token evald would refuse, and accepts one it accepts", () => {
+  const min = evaldTokenMin();
+  const short = runCheck({ EVALD_API_TOKEN: 'x'.repeat(min - 1) });
+  assert.equal(short.status, 2, short.stdout + short.stderr);
+  assert.match(short.stdout, new RegExp(`EVALD_API_TOKEN must be at least ${min} characters`));
+  const ok = runCheck({ EVALD_API_TOKEN: 'x'.repeat(min) });
+  assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+  assert.match(ok.stdout, /config-check: ok/);
+});
+
+test('config-check refuses provider URLs at evald-stub when the stub is not running', () => {
+  // This machine cannot resolve evald-stub, as a compose network without the demo profile.
+  const r = runCheck({ EVALD_API_TOKEN: 'x'.repeat(evaldTokenMin()), OPENAI_BASE_URL: 'http://evald-stub:8090/v1' });
+  assert.equal(r.status, 2, r.stdout + r.stderr);
+  assert.match(r.stdout, /names evald-stub, which runs only with the demo profile/);
+  const real = runCheck({ EVALD_API_TOKEN: 'x'.repeat(evaldTokenMin()), OPENAI_BASE_URL: 'https://api.openai.com/v1' });
+  assert.equal(real.status, 0, real.stdout + real.stderr);
+});
+
+test('evald --help and --version exit 0 with the environment of the runtime image', (t) => {
+  const bin = process.env.EVALD_BIN;
+  if (!bin || !existsSync(bin)) {
+    t.skip('SKIPPED: EVALD_BIN is not set (ctest sets it)');
+    console.log('SKIPPED: evald --help in the image environment (EVALD_BIN is not set)');
+    return;
+  }
+  const env = { PATH: process.env.PATH };
+  for (const e of instr(runtimeStage, 'ENV')) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(e);
+    assert.ok(m, `ENV ${e} is not KEY=value`);
+    env[m[1]] = m[2];
+  }
+  assert.equal(env.EVALD_LISTEN, '0.0.0.0:8080');
+  for (const [arg, want] of [['--help', /EVALD_LISTEN/], ['--version', /^evald \d+\.\d+\.\d+\n$/]]) {
+    const r = spawnSync(bin, [arg], { env, encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 0, `evald ${arg}: ${r.stderr}`);
+    assert.match(r.stdout, want);
+  }
+  // Without --help the same environment is refused, with one line naming the setting.
+  const r = spawnSync(bin, [], { env, encoding: 'utf8', timeout: 10000 });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^evald: EVALD_LISTEN: refusing to listen on non-loopback address 0\.0\.0\.0 without EVALD_API_TOKEN\n$/);
+});
+
+test('the compose file works with docker-compose 1.29, and the docs say which Compose', () => {
+  // A top-level name: needs Compose v2; docker-compose 1.29 (Debian 12) rejects the file.
+  assert.equal(compose.name, undefined);
+  assert.equal(envExample.get('COMPOSE_PROJECT_NAME'), 'evald');
+  const docs = read(ROOT, 'docs', 'openapi.md');
+  assert.match(docs, /Compose v2[^\n]*or[^\n]*docker-compose 1\.29|docker-compose 1\.29[^\n]*or[^\n]*Compose v2/);
+});
+
+test("docs/openapi.md's shell lines set every variable they use", () => {
+  const docs = read(ROOT, 'docs', 'openapi.md');
+  const blocks = [...docs.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.ok(blocks.length > 0);
+  for (const block of blocks) {
+    const set = new Set([...block.matchAll(/(?:^|[\s;(])([A-Za-z_][A-Za-z0-9_]*)=/g)].map((m) => m[1]));
+    for (const [, name] of block.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g))
+      assert.ok(set.has(name) || ['EDITOR', 'HOME', 'PATH'].includes(name), `docs/openapi.md uses $${name} without setting it:\n${block}`);
+  }
 });
 
 test('.env.example defines every required variable, consistently', () => {

@@ -221,6 +221,36 @@ int evd_t_evald_start(struct evd_t_proc *p, const char *db_url, char *const extr
     return evd_t_spawn(p, argv, env, true, 30000);
 }
 
+/*
+ * A sanitizer build (make test-tsan) must fail the suite on any report of a child's, even
+ * one from a process the test then kills on purpose: the reports are on its stderr log,
+ * written as they happen, so the log is read once the child is gone.
+ */
+static void fail_on_sanitizer_report(const struct evd_t_proc *p)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (f == NULL)
+        return;
+    char line[2048];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, "WARNING: ThreadSanitizer") != NULL;
+    if (!found) {
+        fclose(f);
+        return;
+    }
+    /* The report's own lines, without evald's JSON log lines between them. */
+    fprintf(stderr, "itest: a child reported a ThreadSanitizer warning (whole log: %s)\n%s",
+            p->log_path, line);
+    for (int n = 0; n < 200 && fgets(line, sizeof(line), f);)
+        if (line[0] != '{') {
+            fputs(line, stderr);
+            n++;
+        }
+    fclose(f);
+    exit(66);
+}
+
 int evd_t_wait(struct evd_t_proc *p, int timeout_ms)
 {
     int64_t deadline = evd_mono_ms() + timeout_ms;
@@ -230,6 +260,7 @@ int evd_t_wait(struct evd_t_proc *p, int timeout_ms)
         if (r == p->pid) {
             p->pid = 0;
             evd_t_contract_forget(p->base);
+            fail_on_sanitizer_report(p);
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
         usleep(10000);
@@ -249,6 +280,7 @@ int evd_t_stop(struct evd_t_proc *p, int sig, int timeout_ms)
         waitpid(p->pid, NULL, 0);
         p->pid = 0;
         evd_t_contract_forget(p->base);
+        fail_on_sanitizer_report(p);
     }
     return rc;
 }

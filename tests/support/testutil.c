@@ -12,10 +12,15 @@ const char *evd_test_shared_dir(void)
 {
     static char path[PATH_MAX];
     const char *env = getenv("EVALD_SHARED_DIR");
+    int n;
     if (env != NULL && *env != '\0')
-        snprintf(path, sizeof(path), "%s", env);
+        n = snprintf(path, sizeof(path), "%s", env);
     else
-        snprintf(path, sizeof(path), "%s/../shared", EVALD_SOURCE_DIR);
+        n = snprintf(path, sizeof(path), "%s/../shared", EVALD_SOURCE_DIR);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        fprintf(stderr, "shared folder path is longer than %d bytes\n", PATH_MAX - 1);
+        return NULL;
+    }
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return NULL;
@@ -40,7 +45,11 @@ json_t *evd_test_seed_reference(void)
     if (dir == NULL)
         return NULL;
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/spec/seed/eval-api-reference.json", dir);
+    int n = snprintf(path, sizeof(path), "%s/spec/seed/eval-api-reference.json", dir);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        fprintf(stderr, "seed path under %s is longer than %d bytes\n", dir, PATH_MAX - 1);
+        return NULL;
+    }
     seed = evd_test_load_json(path);
     return seed;
 }

@@ -27,6 +27,8 @@ struct evd_t_receiver {
     size_t n, cap, acked;
     int fail_left; /* < 0: always */
     int fail_status;
+    bool hang;     /* leave requests unanswered */
+    bool stopping; /* wakes the hanging requests */
 };
 
 struct conn {
@@ -85,7 +87,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
     pthread_mutex_lock(&r->mu);
     int status = 204;
-    if (r->fail_left != 0) {
+    bool hang = r->hang;
+    if (hang) {
+        status = 0;
+    } else if (r->fail_left != 0) {
         status = r->fail_status;
         if (r->fail_left > 0)
             r->fail_left--;
@@ -106,8 +111,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (status >= 200 && status < 300)
         r->acked++;
     pthread_cond_broadcast(&r->cv);
+    while (hang && r->hang && !r->stopping)
+        pthread_cond_wait(&r->cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
     free(h.body);
+    if (hang)
+        return MHD_NO; /* the client gave up long ago: close without an answer */
 
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -162,6 +171,14 @@ void evd_t_receiver_fail(struct evd_t_receiver *r, int n, int status)
     pthread_mutex_lock(&r->mu);
     r->fail_left = n;
     r->fail_status = status;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void evd_t_receiver_hang(struct evd_t_receiver *r, bool on)
+{
+    pthread_mutex_lock(&r->mu);
+    r->hang = on;
+    pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -238,6 +255,10 @@ void evd_t_receiver_stop(struct evd_t_receiver *r)
 {
     if (r == NULL)
         return;
+    pthread_mutex_lock(&r->mu);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
     if (r->mhd != NULL)
         MHD_stop_daemon(r->mhd);
     for (size_t i = 0; i < r->n; i++)

@@ -1,8 +1,8 @@
 /*
  * Test helper: a webhook receiver on 127.0.0.1 (libmicrohttpd, its own threads) that
  * records every request (path, evald's headers, body) and answers 204, or a chosen
- * failure status for the next N requests (or until told otherwise). Thread-safe:
- * the test thread reads while the server threads record, under one mutex.
+ * failure status for the next N requests (or until told otherwise), or no answer at all.
+ * Thread-safe: the test thread reads while the server threads record, under one mutex.
  */
 #ifndef EVD_TESTS_WEBHOOKS_RECEIVER_H
 #define EVD_TESTS_WEBHOOKS_RECEIVER_H
@@ -21,7 +21,7 @@ struct evd_t_hook {
     char signature[160];  /* X-Evald-Signature */
     char *body;           /* NUL-terminated, malloc'd */
     size_t len;
-    int answered; /* the status the receiver answered */
+    int answered; /* the status the receiver answered; 0 while hanging */
 };
 
 struct evd_t_receiver;
@@ -32,6 +32,9 @@ unsigned evd_t_receiver_port(const struct evd_t_receiver *r);
 /* The next `n` requests (n < 0: every one until called again) answer `status`;
  * n = 0 restores 204 for all. */
 void evd_t_receiver_fail(struct evd_t_receiver *r, int n, int status);
+/* While on, every request is recorded (answered = 0) and then left unanswered until
+ * hanging is turned off or the receiver stops: a receiver that never answers. */
+void evd_t_receiver_hang(struct evd_t_receiver *r, bool on);
 /* Requests recorded so far, and those answered 2xx. */
 size_t evd_t_receiver_count(struct evd_t_receiver *r);
 size_t evd_t_receiver_acked(struct evd_t_receiver *r);

@@ -171,6 +171,32 @@ START_TEST(loopback_detection)
 }
 END_TEST
 
+START_TEST(help_and_version_skip_validation)
+{
+    /* The container image sets EVALD_LISTEN=0.0.0.0:8080 without a token; --help and
+     * --version must still answer, as they must with any other invalid setting. */
+    const char *env[] = {"EVALD_LISTEN", "0.0.0.0:8080", "EVALD_WORKERS", "many",
+                         "EVALD_API_TOKEN", "short", NULL};
+    static const struct {
+        const char *arg;
+        bool help, version;
+    } cases[] = {{"--help", true, false}, {"-h", true, false}, {"--version", false, true}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct evd_config cfg;
+        struct evd_err err = {0};
+        char *argv[] = {"evald", "--workers=none", (char *)cases[i].arg, NULL};
+        ck_assert_msg(load(env, 3, argv, &cfg, &err) == EVD_OK, "%s: %s", cases[i].arg, err.msg);
+        ck_assert_int_eq(cfg.help, cases[i].help);
+        ck_assert_int_eq(cfg.version, cases[i].version);
+        evd_config_free(&cfg);
+    }
+    struct evd_config cfg;
+    struct evd_err err = {0};
+    char *argv[] = {"evald", NULL};
+    ck_assert_int_eq(load(env, 1, argv, &cfg, &err), EVD_EINVAL);
+}
+END_TEST
+
 START_TEST(usage_lists_every_variable)
 {
     char *text = NULL;
@@ -205,6 +231,7 @@ int main(void)
     tcase_add_test(tc, non_loopback_allowed_with_token);
     tcase_add_test(tc, unknown_flags_and_missing_values);
     tcase_add_test(tc, loopback_detection);
+    tcase_add_test(tc, help_and_version_skip_validation);
     tcase_add_test(tc, usage_lists_every_variable);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);

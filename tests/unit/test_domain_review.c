@@ -170,8 +170,9 @@ START_TEST(prompt_shows_output_and_metrics)
     ck_assert_ptr_nonnull(p);
     static const char *const want[] = {
         "Run treatment-2 (treatment) of evaluation eval_1, session eval_1_t_2.\n",
-        "Final output (text, 17 bytes):\n----- BEGIN OUTPUT -----\nThe answer is 42.\n"
-        "----- END OUTPUT -----\n",
+        /* one element over two lines (parenthesised so that it reads as one) */
+        ("Final output (text, 17 bytes):\n----- BEGIN OUTPUT -----\nThe answer is 42.\n"
+         "----- END OUTPUT -----\n"),
         "- model generations (turns): 3\n",
         "- function calls: 2\n",
         "- failed function calls: 1\n",

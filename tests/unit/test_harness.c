@@ -180,6 +180,54 @@ START_TEST(missing_key_is_rejected_by_name)
 }
 END_TEST
 
+/* A providers-file entry without api_key_env takes no key, whatever its wire kind; one
+ * that names an unset variable, and the built-in providers without their key, do not. */
+START_TEST(keyless_provider_of_every_kind)
+{
+    struct evd_providers *p = NULL;
+    struct evd_err err;
+    env_clear();
+    char *file = write_temp(
+        "{\"providers\":["
+        "{\"name\":\"resp\",\"kind\":\"openai-responses\",\"base_url\":\"http://127.0.0.1:1/v1\"},"
+        "{\"name\":\"msgs\",\"kind\":\"anthropic-messages\",\"base_url\":\"http://127.0.0.1:1\"},"
+        "{\"name\":\"chat\",\"kind\":\"openai-chat\",\"base_url\":\"http://127.0.0.1:1/v1\"},"
+        "{\"name\":\"keyed\",\"kind\":\"openai-responses\",\"base_url\":\"http://127.0.0.1:1/v1\","
+        "\"api_key_env\":\"KEYED_KEY\"}]}");
+    env_set("EVALD_PROVIDERS_FILE", file);
+    ck_assert_int_eq(evd_providers_load(env_get, NULL, &p, &err), EVD_OK);
+    static const char *const keyless[] = {"resp", "msgs", "chat"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *m = json_pack("{s:s,s:s}", "model", "m", "provider", keyless[i]);
+        struct evd_resolved_model rm;
+        ck_assert_msg(evd_providers_resolve(p, m, &rm, &err) == EVD_OK, "%s: %s", keyless[i],
+                      err.msg);
+        ck_assert(evd_provider_available(rm.provider));
+        ck_assert_ptr_null(evd_provider_api_key(rm.provider));
+        json_decref(m);
+    }
+    static const struct {
+        const char *provider, *msg;
+    } refused[] = {
+        {"keyed", "model.provider \"keyed\" has no API key: set KEYED_KEY in the environment"},
+        {"openai", "model.provider \"openai\" has no API key: set OPENAI_API_KEY in the "
+                   "environment"},
+        {"anthropic", "model.provider \"anthropic\" has no API key: set ANTHROPIC_API_KEY in "
+                      "the environment"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        json_t *m = json_pack("{s:s,s:s}", "model", "m", "provider", refused[i].provider);
+        struct evd_resolved_model rm;
+        ck_assert_int_eq(evd_providers_resolve(p, m, &rm, &err), EVD_EINVAL);
+        ck_assert_str_eq(err.msg, refused[i].msg);
+        json_decref(m);
+    }
+    evd_providers_free(p);
+    unlink(file);
+    free(file);
+}
+END_TEST
+
 START_TEST(prices_lookup_and_overrides)
 {
     struct evd_providers *p = NULL;
@@ -915,6 +963,7 @@ static Suite *harness_suite(void)
     tcase_add_test(tc, builtin_providers_from_env);
     tcase_add_loop_test(tc, resolve_table, 0, sizeof(resolve_cases) / sizeof(resolve_cases[0]));
     tcase_add_test(tc, missing_key_is_rejected_by_name);
+    tcase_add_test(tc, keyless_provider_of_every_kind);
     tcase_add_test(tc, prices_lookup_and_overrides);
     tcase_add_loop_test(tc, bad_providers_file_names_field, 0,
                         sizeof(bad_files) / sizeof(bad_files[0]));

@@ -360,6 +360,125 @@ START_TEST(value_contract_reports_output_schema)
 }
 END_TEST
 
+/* The wire answers of `c` on Chat Completions (a strict json_schema format). */
+static struct evd_so_wire *chat_wire(const struct evd_so_contract *c)
+{
+    struct evd_err err = {0};
+    struct evd_so_wire *w = evd_so_wire_new(c, EVD_SO_CHAT, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    return w;
+}
+
+START_TEST(missing_envelope_is_named)
+{
+    /* The model answered the owner value without {"result": …}: the repair turn says
+     * which envelope to use, and which fields do not belong at the top. */
+    json_t *schema = parse(COVERED);
+    struct evd_so_contract *c = evd_so_value_new(schema, NULL);
+    ck_assert_ptr_nonnull(c);
+    struct evd_so_wire *w = chat_wire(c);
+    char *msg = repair_for(c, w, "{\"covered\":[\"R1\"]}");
+    ck_assert_str_eq(msg, "Your final response did not match the required schema: "
+                          "schema_mismatch: result must match the output schema\n"
+                          "- instancePath \"\": \"result\" is a required property: the answer "
+                          "is {\"result\": <value>} with the value matching the output schema\n"
+                          "- field \"covered\" is not declared.\n"
+                          "Return only one JSON object matching the schema.");
+    free(msg);
+    msg = repair_for(c, w, "[\"R1\"]");
+    ck_assert_str_eq(msg, "Your final response did not match the required schema: "
+                          "schema_mismatch: result must match the output schema\n"
+                          "- instancePath \"\": the answer must be a JSON object with one "
+                          "field, \"result\"\n"
+                          "Return only one JSON object matching the schema.");
+    free(msg);
+    msg = repair_for(c, w, "{\"result\":{\"covered\":[]},\"extra\":1}");
+    ck_assert_str_eq(msg, "Your final response did not match the required schema: "
+                          "schema_mismatch: result must match the output schema\n"
+                          "- field \"extra\" is not declared.\n"
+                          "Return only one JSON object matching the schema.");
+    free(msg);
+    evd_so_wire_free(w);
+    evd_so_contract_free(c);
+    json_decref(schema);
+
+    c = verdict_contract("{\"properties\":{\"reason\":{\"type\":\"string\"}}}", NULL);
+    w = chat_wire(c);
+    msg = repair_for(c, w, "{\"verdict\":\"GREEN\",\"reason\":\"fine\"}");
+    ck_assert_str_eq(msg, "Your final response did not match the required schema: "
+                          "schema_mismatch: verdict must be GREEN or RED\n"
+                          "- instancePath \"\": \"result\" is a required property: the answer "
+                          "is {\"result\": {\"verdict\": \"GREEN\" or \"RED\", "
+                          "\"verdictFields\": {<owner fields>}}}\n"
+                          "- field \"verdict\" is not declared.\n"
+                          "- field \"reason\" is not declared.\n"
+                          "Return only one JSON object matching the schema.");
+    free(msg);
+    msg = repair_for(c, w, "{\"result\":{\"verdict\":\"green\",\"verdictFields\":{}}}");
+    ck_assert_str_eq(msg, "Your final response did not match the required schema: "
+                          "schema_mismatch: verdict must be GREEN or RED\n"
+                          "- instancePath \"/result/verdict\": must be \"GREEN\" or \"RED\"\n"
+                          "Return only one JSON object matching the schema.");
+    free(msg);
+    evd_so_wire_free(w);
+    evd_so_contract_free(c);
+}
+END_TEST
+
+START_TEST(bare_answer_accepted_when_unenforced)
+{
+    json_t *schema = parse(COVERED);
+    struct evd_so_contract *c = evd_so_value_new(schema, NULL);
+    struct evd_so_wire *w = chat_wire(c);
+    struct evd_so_failure f;
+    json_t *out = NULL;
+    static const char bare[] = "{\"covered\":[\"R1\"]}";
+    /* Enforcing provider: the envelope is required. */
+    ck_assert_int_eq(evd_so_decode(c, w, bare, strlen(bare), &out, &f), EVD_SO_INVALID);
+    ck_assert_ptr_null(out);
+    /* A provider that may ignore the format: the bare value validates, so it is the answer. */
+    ck_assert_int_eq(evd_so_decode_unenforced(c, w, bare, strlen(bare), &out, &f), EVD_SO_VALID);
+    json_t *want = parse(bare);
+    ck_assert(json_equal(out, want));
+    json_decref(want);
+    json_decref(out);
+    /* The envelope still works, and is read as one. */
+    static const char wrapped[] = "{\"result\":{\"covered\":[\"a\",\"b\"]}}";
+    ck_assert_int_eq(evd_so_decode_unenforced(c, w, wrapped, strlen(wrapped), &out, &f),
+                     EVD_SO_VALID);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "covered")), 2);
+    json_decref(out);
+    /* A bare value that breaks the schema: the failure names the envelope. */
+    static const char wrong[] = "{\"covered\":\"R1\"}";
+    ck_assert_int_eq(evd_so_decode_unenforced(c, w, wrong, strlen(wrong), &out, &f),
+                     EVD_SO_INVALID);
+    ck_assert_ptr_null(out);
+    ck_assert_str_eq(f.code, "schema_mismatch: result must match the output schema");
+    ck_assert_uint_eq(f.nlines, 2);
+    ck_assert_str_eq(f.lines[0].path, "");
+    ck_assert_ptr_nonnull(strstr(f.lines[0].message, "{\"result\": <value>}"));
+    evd_so_wire_free(w);
+    evd_so_contract_free(c);
+    json_decref(schema);
+
+    /* A flat verdict, checked against the owner schema of the verdict it names. */
+    c = verdict_contract("{\"properties\":{\"reason\":{\"type\":\"string\"}}}", NULL);
+    w = chat_wire(c);
+    static const char flat[] = "{\"verdict\":\"GREEN\",\"reason\":\"fine\"}";
+    ck_assert_int_eq(evd_so_decode(c, w, flat, strlen(flat), &out, &f), EVD_SO_INVALID);
+    ck_assert_int_eq(evd_so_decode_unenforced(c, w, flat, strlen(flat), &out, &f), EVD_SO_VALID);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "verdict")), "GREEN");
+    ck_assert_str_eq(json_string_value(json_object_get(out, "reason")), "fine");
+    json_decref(out);
+    static const char forged[] = "{\"verdict\":\"GREEN\",\"model\":\"x\"}";
+    ck_assert_int_eq(evd_so_decode_unenforced(c, w, forged, strlen(forged), &out, &f),
+                     EVD_SO_INVALID);
+    ck_assert_str_eq(f.code, "schema_mismatch: verdict must be GREEN or RED");
+    evd_so_wire_free(w);
+    evd_so_contract_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonschema_repair");
@@ -375,6 +494,8 @@ int main(void)
     tcase_add_test(td, size_bounds);
     tcase_add_test(td, codes_never_carry_model_output);
     tcase_add_test(td, value_contract_reports_output_schema);
+    tcase_add_test(td, missing_envelope_is_named);
+    tcase_add_test(td, bare_answer_accepted_when_unenforced);
     suite_add_tcase(s, td);
     TCase *to = tcase_create("owners");
     tcase_add_loop_test(to, owner_schemas_are_checked, 0, sizeof(OWNERS) / sizeof(OWNERS[0]));
