@@ -70,6 +70,39 @@ void evd_sha256_hex(const void *data, size_t len, char out[65])
     evd_hex_encode(md, 32, out);
 }
 
+int evd_sha256_init(struct evd_sha256 *s)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    s->md = md;
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        s->md = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void evd_sha256_update(struct evd_sha256 *s, const void *data, size_t len)
+{
+    if (s->md != NULL)
+        EVP_DigestUpdate(s->md, data, len);
+}
+
+void evd_sha256_final_hex(struct evd_sha256 *s, char out[65])
+{
+    unsigned char md[32] = {0};
+    unsigned int mdlen = 0;
+    if (s->md != NULL)
+        EVP_DigestFinal_ex(s->md, md, &mdlen);
+    evd_hex_encode(md, 32, out);
+}
+
+void evd_sha256_free(struct evd_sha256 *s)
+{
+    EVP_MD_CTX_free(s->md);
+    s->md = NULL;
+}
+
 bool evd_consttime_eq(const char *a, size_t alen, const char *b, size_t blen)
 {
     if (alen != blen)

@@ -14,7 +14,8 @@ int64_t evd_now_ms(void);
 /* Monotonic clock in milliseconds, for durations and deadlines. */
 int64_t evd_mono_ms(void);
 
-/* Writes "<prefix>" + 32 lowercase hex (a UUIDv4 without hyphens) into out (>= strlen(prefix)+33). */
+/* Writes "<prefix>" + 32 lowercase hex (a UUIDv4 without hyphens) into out (>= strlen(prefix)+33).
+ */
 void evd_new_id(const char *prefix, char *out, size_t outsz);
 
 /* Writes the 2n lowercase hex digits of in[0..n) and a NUL into out (2n + 1 bytes). */
@@ -24,6 +25,17 @@ int evd_hex_value(char c);
 
 /* Lowercase hex SHA-256 of data into out[65]. */
 void evd_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* SHA-256 over data given in pieces: init, update…, final_hex, then free (NULL-safe). */
+struct evd_sha256 {
+    void *md; /* EVP_MD_CTX */
+};
+/* 0, or -1 on ENOMEM. */
+int evd_sha256_init(struct evd_sha256 *s);
+void evd_sha256_update(struct evd_sha256 *s, const void *data, size_t len);
+/* Lowercase hex of the digest into out[65]; the context is spent (free it). */
+void evd_sha256_final_hex(struct evd_sha256 *s, char out[65]);
+void evd_sha256_free(struct evd_sha256 *s);
 
 /* Constant-time comparison of two byte strings (length leaks, content does not). */
 bool evd_consttime_eq(const char *a, size_t alen, const char *b, size_t blen);

@@ -35,6 +35,8 @@ struct evd_ctx {
     int64_t started_at_ms;   /* process start, for /healthz */
     struct evd_engine *engine; /* the evaluation engine (engine/engine.h) */
     struct evd_webhooks *webhooks; /* subscriptions and deliveries (webhooks/webhooks.h) */
+    long max_dataset_cases;  /* EVALD_MAX_DATASET_CASES */
+    long max_dataset_bytes;  /* EVALD_MAX_DATASET_BYTES: the body limit of upload routes */
     struct evd_sse_hub *sse; /* feeds paused event streams (handlers/sse.h) */
 };
 
@@ -76,6 +78,24 @@ const char *evd_req_header(const struct evd_req *req, const char *name);
 typedef ssize_t (*evd_stream_fn)(void *cls, char *buf, size_t max);
 typedef void (*evd_stream_wake_fn)(void *token);
 
+/*
+ * An upload route (EVD_ROUTE_UPLOAD) takes its body piece by piece as it arrives instead
+ * of as one parsed JSON document, up to ctx->max_dataset_bytes (413 beyond). Its handler
+ * runs as soon as the headers are in and the caller is authorized (req->body is NULL):
+ * it either answers at once (a refusal in *resp) or sets resp->upload and
+ * resp->upload_state. The server then calls, one call at a time on one of its threads:
+ *   chunk  for each piece; 0 to go on, or -1 after filling *resp with a refusal (the rest
+ *          of the body is discarded);
+ *   end    when the body is complete and nothing was refused: fills *resp;
+ *   free   always, last, with upload_state.
+ */
+struct evd_resp;
+struct evd_upload_ops {
+    int (*chunk)(void *state, const char *data, size_t len, struct evd_resp *resp);
+    void (*end)(void *state, struct evd_req *req, struct evd_resp *resp);
+    void (*free)(void *state);
+};
+
 #define EVD_RESP_MAX_HEADERS 6
 
 struct evd_resp {
@@ -90,6 +110,8 @@ struct evd_resp {
     evd_stream_fn stream;    /* when set, body is ignored and the response streams */
     void *stream_cls;
     void (*stream_free)(void *cls);
+    const struct evd_upload_ops *upload; /* an upload route's body goes here (above) */
+    void *upload_state;
     /* Called once before the first read with the stream's wake function and token. */
     void (*stream_attach)(void *cls, evd_stream_wake_fn wake, void *token);
 };

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git curl jq ca-certificates
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
-  libpcre2-dev libunistring-dev check libsubunit-dev
+  libpcre2-dev libunistring-dev libcsv-dev libyaml-dev check libsubunit-dev
   postgresql
   clang ninja-build
 )
@@ -18,7 +18,7 @@ fi
 # Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
 # benchmark smoke test (python3, wrk).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk python3)
+  packages+=(nodejs npm chromium wrk python3 libxml2-utils bsdutils)
 fi
 
 missing=()

@@ -76,6 +76,11 @@ struct exchange {
     int64_t start_ms;
     char request_id[72];
     struct evd_resp resp;
+    /* An upload route (EVD_ROUTE_UPLOAD): routed when the headers arrive. */
+    const struct evd_route *upload_route;
+    struct evd_req upload_req;
+    size_t upload_bytes;
+    bool upload_answered; /* resp holds the answer already; the rest of the body is dropped */
 };
 
 static const char *query_lookup(void *conn, const char *key)
@@ -148,6 +153,36 @@ static int authorized(const struct evd_http *h, const struct evd_route *route,
     return 0;
 }
 
+/*
+ * Matches the route of the request into *req, checks the caller and the path and query
+ * parameters: the route, or NULL after filling *resp with the answer (404/405, 401, 400).
+ */
+static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connection *c,
+                                        const char *url, const char *method, struct evd_req *req,
+                                        struct evd_resp *resp)
+{
+    bool path_known = false;
+    const struct evd_route *route =
+        evd_router_match(h->opts.routes, h->opts.nroutes, method, url, req, &path_known);
+    if (route == NULL) {
+        char detail[300];
+        evd_router_unmatched(method, url, path_known, detail, sizeof(detail));
+        evd_resp_problem(resp, EVD_ENOTFOUND, detail);
+        return NULL;
+    }
+    if (!authorized(h, route, c)) {
+        evd_resp_problem(resp, EVD_EUNAUTH, "missing or invalid bearer token");
+        evd_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"evald\"");
+        return NULL;
+    }
+    struct evd_err perr = {0};
+    if (evd_router_check(req, query_each, &perr) != EVD_OK) {
+        evd_resp_error(resp, &perr);
+        return NULL;
+    }
+    return route;
+}
+
 /* Fills ex->resp for the request; never fails (errors become problems). */
 static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
                      const char *url, const char *method, const char **route_name)
@@ -162,26 +197,10 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         .header_fn = header_lookup,
         .conn = c,
     };
-    bool path_known = false;
-    const struct evd_route *route =
-        evd_router_match(h->opts.routes, h->opts.nroutes, method, url, &req, &path_known);
-    if (route == NULL) {
-        char detail[300];
-        evd_router_unmatched(method, url, path_known, detail, sizeof(detail));
-        evd_resp_problem(resp, EVD_ENOTFOUND, detail);
+    const struct evd_route *route = route_of(h, c, url, method, &req, resp);
+    if (route == NULL)
         return;
-    }
     *route_name = route->pattern;
-    if (!authorized(h, route, c)) {
-        evd_resp_problem(resp, EVD_EUNAUTH, "missing or invalid bearer token");
-        evd_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"evald\"");
-        return;
-    }
-    struct evd_err perr = {0};
-    if (evd_router_check(&req, query_each, &perr) != EVD_OK) {
-        evd_resp_error(resp, &perr);
-        return;
-    }
     if (ex->too_large) {
         evd_resp_problem(resp, EVD_ETOOLARGE, "request body exceeds the 1 MiB limit");
         return;
@@ -324,6 +343,70 @@ static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, str
     return ret;
 }
 
+static enum MHD_Result finish(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex,
+                              const char *method, const char *url, const char *route_name);
+
+/*
+ * Upload routes (EVD_ROUTE_UPLOAD) are routed as soon as the headers are in, so
+ * that their body goes to the handler piece by piece instead of into ex->body. Any other
+ * request, and an unknown route, is left to dispatch() at the end of the body.
+ */
+static void upload_open(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
+                        const char *url, const char *method)
+{
+    if (strcmp(method, "POST") != 0)
+        return; /* every upload route is a POST: the common request pays nothing */
+    struct evd_req probe = {0};
+    bool path_known = false;
+    const struct evd_route *route =
+        evd_router_match(h->opts.routes, h->opts.nroutes, method, url, &probe, &path_known);
+    if (route == NULL || !(route->flags & EVD_ROUTE_UPLOAD))
+        return;
+    ex->upload_route = route;
+    ex->upload_req = (struct evd_req){
+        .ctx = h->opts.ctx,
+        .method = method,
+        .path = url,
+        .request_id = ex->request_id,
+        .query_fn = query_lookup,
+        .header_fn = header_lookup,
+        .conn = c,
+    };
+    if (route_of(h, c, url, method, &ex->upload_req, &ex->resp) == NULL) {
+        ex->upload_answered = true;
+        return;
+    }
+    ex->resp.status = 500;
+    route->fn(&ex->upload_req, &ex->resp);
+    ex->upload_answered = ex->resp.upload == NULL;
+}
+
+static enum MHD_Result upload_step(struct evd_http *h, struct exchange *ex,
+                                   struct MHD_Connection *c, const char *method, const char *data,
+                                   size_t *size)
+{
+    const struct evd_upload_ops *ops = ex->resp.upload;
+    if (*size > 0) {
+        size_t limit = (size_t)h->opts.ctx->max_dataset_bytes;
+        ex->upload_bytes += *size;
+        if (!ex->upload_answered && ex->upload_bytes > limit) {
+            char detail[96];
+            snprintf(detail, sizeof(detail), "request body exceeds the %zu byte limit", limit);
+            evd_resp_problem(&ex->resp, EVD_ETOOLARGE, detail);
+            ex->upload_answered = true;
+        }
+        if (!ex->upload_answered && ops->chunk(ex->resp.upload_state, data, *size, &ex->resp) != 0)
+            ex->upload_answered = true;
+        *size = 0;
+        return MHD_YES;
+    }
+    if (!ex->upload_answered)
+        ops->end(ex->resp.upload_state, &ex->upload_req, &ex->resp);
+    if (ex->resp.body == NULL && ex->resp.stream == NULL)
+        evd_resp_problem(&ex->resp, EVD_EINTERNAL, "the handler produced no response");
+    return finish(h, c, ex, method, ex->upload_req.path, ex->upload_route->pattern);
+}
+
 /* Starts (await) or ends the wait for a request's headers on connection c. */
 static void watch_headers(struct evd_http *h, struct MHD_Connection *c, bool await)
 {
@@ -407,8 +490,8 @@ static void *reaper_main(void *arg)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size, void **state)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **state)
 {
     (void)version;
     struct evd_http *h = cls;
@@ -427,8 +510,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         ex->body.limit = EVD_HTTP_BODY_LIMIT;
         atomic_fetch_add(&h->exchanges, 1);
         *state = ex;
+        upload_open(h, ex, c, url, method);
         return MHD_YES;
     }
+    if (ex->upload_route != NULL)
+        return upload_step(h, ex, c, method, upload_data, upload_data_size);
     if (*upload_data_size > 0) {
         if (!ex->too_large && evd_buf_append(&ex->body, upload_data, *upload_data_size) != 0) {
             ex->too_large = 1;
@@ -439,14 +525,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     const char *route_name = "unmatched";
     dispatch(h, ex, c, url, method, &route_name);
+    return finish(h, c, ex, method, url, route_name);
+}
+
+static enum MHD_Result finish(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex,
+                              const char *method, const char *url, const char *route_name)
+{
     double secs = (double)(evd_mono_ms() - ex->start_ms) / 1000.0;
     evd_metrics_http(route_name, method, ex->resp.status, secs);
     char status[8], dur[24];
     snprintf(status, sizeof(status), "%d", ex->resp.status);
     snprintf(dur, sizeof(dur), "%lld", (long long)(evd_mono_ms() - ex->start_ms));
     evd_log(ex->resp.status >= 500 ? EVD_LOG_WARN : EVD_LOG_INFO, "request", "method", method,
-            "route", route_name, "path", url, "status", status, "dur_ms", dur, "req_id", ex->request_id, "code",
-            ex->resp.code, NULL);
+            "route", route_name, "path", url, "status", status, "dur_ms", dur, "req_id",
+            ex->request_id, "code", ex->resp.code, NULL);
     return respond(h, c, ex);
 }
 
@@ -461,6 +553,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
         return;
     atomic_fetch_sub(&h->exchanges, 1);
     evd_buf_free(&ex->body);
+    if (ex->resp.upload != NULL)
+        ex->resp.upload->free(ex->resp.upload_state);
     free(ex->resp.body);
     if (ex->resp.stream_free)
         ex->resp.stream_free(ex->resp.stream_cls);
@@ -534,12 +628,12 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h,
         /* the logger first, or MHD prints what it says about the other options itself */
-        MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd",
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        opts->max_connections_per_ip, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd", MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+        limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->daemon == NULL) {
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,

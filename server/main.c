@@ -181,6 +181,8 @@ int main(int argc, char **argv)
     struct evd_ctx ctx = {
         .db = db,
         .max_runs = cfg.max_runs,
+        .max_dataset_cases = cfg.max_dataset_cases,
+        .max_dataset_bytes = cfg.max_dataset_bytes,
         .version = EVALD_VERSION,
         .started_at_ms = evd_now_ms(),
         .engine = engine,

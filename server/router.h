@@ -17,6 +17,8 @@ typedef void (*evd_handler_fn)(struct evd_req *req, struct evd_resp *resp);
 enum {
     EVD_ROUTE_PUBLIC = 1,      /* no bearer token needed */
     EVD_ROUTE_QUERY_TOKEN = 2, /* also accepts ?access_token= (EventSource cannot send headers) */
+    EVD_ROUTE_UPLOAD = 4,      /* fn runs when the headers arrive and takes the body as an
+                                  upload (struct evd_upload_ops, handlers/api.h) */
 };
 
 struct evd_route {

@@ -1,6 +1,7 @@
 /* The routing table (immutable). Later layers add their rows here. */
 #include "server/routes.h"
 
+#include "handlers/datasets.h"
 #include "handlers/evaluations.h"
 #include "handlers/functions.h"
 #include "handlers/sessions.h"
@@ -43,6 +44,11 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/subscriptions/{id}", evd_h_sub_get, 0},
     {"DELETE", "/v1/subscriptions/{id}", evd_h_sub_delete, 0},
     {"GET", "/v1/subscriptions/{id}/deliveries", evd_h_sub_deliveries, 0},
+    {"POST", "/v1/datasets", evd_h_dataset_upload, EVD_ROUTE_UPLOAD},
+    {"GET", "/v1/datasets", evd_h_datasets_list, 0},
+    {"GET", "/v1/datasets/{id}", evd_h_dataset_get, 0},
+    {"DELETE", "/v1/datasets/{id}", evd_h_dataset_delete, 0},
+    {"GET", "/v1/datasets/{id}/cases", evd_h_dataset_cases, 0},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
     {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
     {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},

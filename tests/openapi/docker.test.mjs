@@ -28,6 +28,8 @@ const RUNTIME_LIBS = {
   'libssl-dev': 'libssl3',
   'libpcre2-dev': 'libpcre2-8-0',
   'libunistring-dev': 'libunistring2',
+  'libcsv-dev': 'libcsv3',
+  'libyaml-dev': 'libyaml-0-2',
 };
 
 // ---------------------------------------------------------------------- Dockerfile parser
@@ -131,7 +133,7 @@ test('the Dockerfile has a build and a runtime stage on debian:12-slim', () => {
 test('the build stage compiles with CMake in Release', () => {
   const run = instr(buildStage, 'RUN').join(' && ');
   assert.match(run, /cmake -S \. -B (\S+) -DCMAKE_BUILD_TYPE=Release/);
-  assert.match(run, /cmake --build \S+ .*--target evald evald-stub/);
+  assert.match(run, /cmake --build \S+ .*--target evald evald-stub evald-cli/);
   const pkgs = aptPackages(buildStage);
   for (const dev of [...Object.keys(RUNTIME_LIBS), 'cmake', 'pkg-config', 'check'])
     assert.ok(pkgs.includes(dev), `build stage does not install ${dev}`);

@@ -34,6 +34,11 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'tr
 // comparison event streams; `{}` is any parameter.
 const ROUTES = [
   'GET /v1/functions',
+  'POST /v1/datasets',
+  'GET /v1/datasets',
+  'GET /v1/datasets/{}',
+  'DELETE /v1/datasets/{}',
+  'GET /v1/datasets/{}/cases',
   'POST /v1/evaluations',
   'GET /v1/evaluations',
   'GET /v1/evaluations/{}',
@@ -85,6 +90,8 @@ const SEED_PUBLIC_FUNCTIONS = [
   'eval::start',
   'eval::status',
 ];
+// Operations whose body is a dataset upload (JSON, JSONL or CSV).
+const UPLOADS = ['POST /v1/datasets'];
 const MIRRORED = [...SEED_PUBLIC_FUNCTIONS, ...SEED_INTERNAL_FUNCTIONS, 'eval::compare-sessions'];
 
 const ERROR_RESPONSES = {
@@ -327,7 +334,11 @@ test('operations with a body document 400, 413 and 415; with an id, 404', () => 
     if (op.requestBody) {
       for (const status of ['400', '413', '415'])
         assert.ok(op.responses[status], `${key} takes a body but does not document ${status}`);
-      assert.deepEqual(Object.keys(op.requestBody.content), ['application/json'], key);
+      // Upload routes also take JSONL and CSV (their body streams; docs/experiments.md).
+      const media = UPLOADS.includes(key)
+        ? ['application/json', 'application/x-ndjson', 'text/csv']
+        : ['application/json'];
+      assert.deepEqual(Object.keys(op.requestBody.content), media, key);
     }
     const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(deref);
     // PUT creates what it does not find, so it has no 404.

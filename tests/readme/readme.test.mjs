@@ -70,6 +70,13 @@ export const EXAMPLES = {
     ],
     output: /^\{"title":"terse","turn":"completed","input_tokens":\d+,"vs_baseline":0\}\n\{"title":"chatty","turn":"completed","input_tokens":\d+,"vs_baseline":[1-9]\d*\}$/m,
   },
+  dataset: {
+    calls: [
+      ['POST', /^\/v1\/datasets\?name=qa$/, 201, ['dataset_id', 'sha256', 'case_count']],
+      ['GET', /^\/v1\/datasets\/ds_\w+\/cases\?limit=1$/, 200, ['cases.0.id', 'next_cursor']],
+    ],
+    output: /^\{"id":"q1","vars":\{"question":"What is 2 \+ 2\?"\},"expected":"4","metadata":\{\}\}$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 

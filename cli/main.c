@@ -1,0 +1,887 @@
+/*
+ * evald-cli: experiments from a file, a live terminal view, and a CI gate on the verdict;
+ * the seed's evaluations, datasets and the live session comparison, over evald's REST
+ * API. Options, commands and exit codes: docs/evald-cli.1 (and --help). This file parses
+ * the command line and runs the commands; cli/client.c speaks HTTP, cli/doc.c reads the
+ * files and cli/report.c writes the outputs.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define MAX_ARGS 16
+
+struct opts {
+    struct cli_conn conn;
+    const char *args[MAX_ARGS]; /* the words that are not options */
+    size_t nargs;
+    const char *junit, *markdown, *json_path, *format, *require, *output, *name, *baseline;
+    bool json, detach, fail_on_inconclusive, help;
+};
+
+static const char USAGE[] =
+    "usage: evald-cli [--url URL] [--token TOKEN] [--timeout SECONDS] COMMAND [ARGS] [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  experiment run FILE     start the experiment of FILE (YAML or JSON), follow it, print\n"
+    "                          the verdicts; exit 1 when a treatment is worse\n"
+    "      --junit PATH        JUnit XML: one testsuite per treatment, one testcase per case\n"
+    "      --markdown PATH     a summary table (for $GITHUB_STEP_SUMMARY)\n"
+    "      --json PATH         the whole experiment document ('-' for stdout)\n"
+    "      --format github     also print GitHub workflow annotations\n"
+    "      --require better    exit 1 unless every treatment is better\n"
+    "      --fail-on-inconclusive  exit 3 when a treatment is inconclusive\n"
+    "      --detach            print the experiment id once accepted and exit 0\n"
+    "  experiment watch ID     follow a running experiment (the options of run)\n"
+    "  experiment show ID      print an experiment's verdicts (--json: its document)\n"
+    "  experiment cancel ID    cancel an experiment\n"
+    "  experiment export ID    one record per run [--format jsonl|csv] [--output PATH]\n"
+    "  dataset import FILE     upload a CSV, JSONL or JSON dataset [--name NAME]\n"
+    "  eval start FILE         start an evaluation (the seed's A/B) and follow it [--detach]\n"
+    "  eval watch ID           follow an evaluation and print its report\n"
+    "  compare ID...           the live comparison of 2-5 sessions [--baseline ID]\n"
+    "\n"
+    "global options (before or after the command):\n"
+    "  --url URL         evald's address (default $EVALD_URL, else http://127.0.0.1:8080)\n"
+    "  --token TOKEN     bearer token (default $EVALD_API_TOKEN)\n"
+    "  --timeout SECONDS connect and request timeout of each call (default 30)\n"
+    "  --json            print the JSON answer instead of text (commands but run/watch)\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes: 0 no treatment worse; 1 a treatment worse (or --require unmet); 2 usage,\n"
+    "file or request errors (a 4xx answer); 3 inconclusive with --fail-on-inconclusive;\n"
+    "4 transport errors and 5xx answers; 130 interrupted (the experiment is cancelled)\n";
+
+static enum cli_exit usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static enum cli_exit usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "evald-cli: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(evald-cli --help shows the commands)\n");
+    va_end(ap);
+    return CLI_USAGE;
+}
+
+/* The value of option argv[*i] ("--x VALUE" or "--x=VALUE"); NULL when missing. */
+static const char *value_of(int argc, char **argv, int *i, const char *eq)
+{
+    if (eq != NULL)
+        return eq + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+static enum cli_exit parse(int argc, char **argv, struct opts *o)
+{
+    const char *env_url = getenv("EVALD_URL");
+    o->conn.url = env_url != NULL && *env_url ? env_url : "http://127.0.0.1:8080";
+    o->conn.token = getenv("EVALD_API_TOKEN");
+    o->conn.timeout_ms = 30000;
+    bool in_run = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || strcmp(a, "--") == 0) {
+            if (o->nargs == MAX_ARGS)
+                return usage_error("too many arguments at %s", a);
+            o->args[o->nargs++] = a;
+            in_run = o->nargs >= 2 && strcmp(o->args[0], "experiment") == 0 &&
+                     (strcmp(o->args[1], "run") == 0 || strcmp(o->args[1], "watch") == 0);
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t n = eq != NULL ? (size_t)(eq - a) : strlen(a);
+#define IS(name) (n == strlen(name) && strncmp(a, name, n) == 0)
+#define VALUE(dst)                                                                                 \
+    do {                                                                                           \
+        if (((dst) = value_of(argc, argv, &i, eq)) == NULL)                                        \
+            return usage_error("%s needs a value", a);                                             \
+    } while (0)
+        if (IS("--help")) {
+            o->help = true;
+        } else if (IS("--version")) {
+            printf("evald-cli %s\n", EVALD_VERSION);
+            exit(CLI_OK);
+        } else if (IS("--url")) {
+            VALUE(o->conn.url);
+        } else if (IS("--token")) {
+            VALUE(o->conn.token);
+        } else if (IS("--timeout")) {
+            const char *v;
+            VALUE(v);
+            char *end = NULL;
+            double s = strtod(v, &end);
+            if (*v == '\0' || *end != '\0' || !(s > 0 && s <= 86400))
+                return usage_error("--timeout must be a number of seconds, not %s", v);
+            o->conn.timeout_ms = (long)(s * 1000);
+        } else if (IS("--json")) {
+            /* experiment run/watch: --json PATH writes the document; elsewhere a flag */
+            if (in_run || eq != NULL)
+                VALUE(o->json_path);
+            else
+                o->json = true;
+        } else if (IS("--junit")) {
+            VALUE(o->junit);
+        } else if (IS("--markdown")) {
+            VALUE(o->markdown);
+        } else if (IS("--format")) {
+            VALUE(o->format);
+        } else if (IS("--require")) {
+            VALUE(o->require);
+            if (strcmp(o->require, "better") != 0)
+                return usage_error("--require takes one value, better (not %s)", o->require);
+        } else if (IS("--fail-on-inconclusive")) {
+            o->fail_on_inconclusive = true;
+        } else if (IS("--detach")) {
+            o->detach = true;
+        } else if (IS("--output") || IS("-o")) {
+            VALUE(o->output);
+        } else if (IS("--name")) {
+            VALUE(o->name);
+        } else if (IS("--baseline")) {
+            VALUE(o->baseline);
+        } else {
+            return usage_error("unknown option %s", a);
+        }
+#undef IS
+#undef VALUE
+    }
+    size_t len = strlen(o->conn.url);
+    while (len > 0 && o->conn.url[len - 1] == '/')
+        len--;
+    static char url[1024];
+    snprintf(url, sizeof(url), "%.*s", (int)len, o->conn.url);
+    o->conn.url = url;
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return usage_error("--url must start with http:// or https://, not %s", url);
+    return CLI_OK;
+}
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *data = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        if (*len + 65536 + 1 > cap) {
+            cap = cap ? cap * 2 : 131072;
+            char *d = realloc(data, cap);
+            if (d == NULL) {
+                free(data);
+                fclose(f);
+                return NULL;
+            }
+            data = d;
+        }
+        size_t n = fread(data + *len, 1, cap - *len - 1, f);
+        *len += n;
+        if (n == 0)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(data);
+        return NULL;
+    }
+    data[*len] = '\0';
+    return data;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+/* Opens PATH for writing ("-" is stdout); NULL with a message. */
+static FILE *open_out(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        fprintf(stderr, "evald-cli: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+static bool close_out(FILE *f, const char *path)
+{
+    if (f == stdout)
+        return fflush(f) == 0;
+    if (fclose(f) != 0) {
+        fprintf(stderr, "evald-cli: cannot write %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static void print_json(const json_t *v)
+{
+    char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text != NULL)
+        puts(text);
+    free(text);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A JSON number as short text, "n/a" otherwise. */
+static const char *num_text(char *buf, size_t n, const json_t *v)
+{
+    if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v))
+        snprintf(buf, n, "%.4g", json_number_value(v));
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+static const char *url_escape(const char *s, char *buf, size_t n)
+{
+    char *e = curl_easy_escape(NULL, s, 0);
+    snprintf(buf, n, "%s", e != NULL ? e : "");
+    curl_free(e);
+    return buf;
+}
+
+/* ---- datasets ---------------------------------------------------------------------------- */
+
+/* Uploads a dataset file; *id gets its dataset_id (malloc'd). `name` defaults to the file's
+ * base name without its extension. */
+static enum cli_exit upload_dataset(const struct opts *o, const char *path, const char *name,
+                                    char **id, json_t **row)
+{
+    const char *ct = ends_with(path, ".csv") ? "text/csv"
+                     : ends_with(path, ".jsonl") || ends_with(path, ".ndjson")
+                         ? "application/x-ndjson"
+                     : ends_with(path, ".json") ? "application/json"
+                                                : NULL;
+    if (ct == NULL) {
+        fprintf(stderr, "evald-cli: %s: a dataset file ends in .csv, .jsonl, .ndjson or .json\n",
+                path);
+        return CLI_USAGE;
+    }
+    size_t len = 0;
+    char *body = read_file(path, &len);
+    if (body == NULL) {
+        fprintf(stderr, "evald-cli: %s: %s\n", path, strerror(errno));
+        return CLI_USAGE;
+    }
+    char base[256];
+    const char *slash = strrchr(path, '/');
+    snprintf(base, sizeof(base), "%s", slash != NULL ? slash + 1 : path);
+    char *dot = strrchr(base, '.');
+    if (dot != NULL && dot != base)
+        *dot = '\0';
+    char q[600], esc[512];
+    snprintf(q, sizeof(q), "/v1/datasets?name=%s",
+             url_escape(name != NULL ? name : base, esc, sizeof(esc)));
+    struct cli_answer a;
+    enum cli_exit rc = cli_call(&o->conn, "POST", q, ct, body, len, &a);
+    free(body);
+    if (rc != CLI_OK) {
+        fprintf(stderr, "evald-cli: could not upload the dataset %s\n", path);
+        return rc;
+    }
+    if (a.status == 200 || a.status == 201) {
+        *id = strdup(json_string_value(json_object_get(a.json, "dataset_id")));
+        if (row != NULL)
+            *row = json_incref(a.json);
+    } else if (a.status >= 400 && a.status < 500) {
+        /* The server names the line or row: prefix the file. */
+        fprintf(stderr, "evald-cli: %s: %s\n", path, cli_answer_detail(&a));
+        rc = CLI_USAGE;
+    } else {
+        fprintf(stderr,
+                "evald-cli: could not upload the dataset %s: POST %s%s answered %ld: %.300s\n",
+                path, o->conn.url, q, a.status, cli_answer_detail(&a));
+        rc = CLI_TRANSPORT;
+    }
+    cli_answer_free(&a);
+    return rc;
+}
+
+static enum cli_exit cmd_dataset_import(const struct opts *o)
+{
+    if (o->nargs != 3)
+        return usage_error("%s", "usage: evald-cli dataset import FILE [--name NAME]");
+    char *id = NULL;
+    json_t *row = NULL;
+    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, &id, &row);
+    if (rc == CLI_OK) {
+        if (o->json)
+            print_json(row);
+        else
+            printf("%s %lld cases sha256 %s\n", id,
+                   (long long)json_integer_value(json_object_get(row, "case_count")),
+                   json_string_value(json_object_get(row, "sha256")));
+    }
+    free(id);
+    json_decref(row);
+    return rc;
+}
+
+/* ---- following a run ------------------------------------------------------------------ */
+
+struct follow {
+    bool tty;
+    double started, last_plain, last_draw;
+    json_int_t total, terminal, passed;
+    bool have;
+    char status[32];
+    const char *kind; /* "experiment" or "evaluation" */
+};
+
+static void draw(struct follow *f, bool final)
+{
+    if (!f->have)
+        return;
+    double el = now_s() - f->started;
+    double rate = el > 0 ? (double)f->terminal / el : 0;
+    char eta[32] = "?";
+    if (f->terminal >= f->total)
+        snprintf(eta, sizeof(eta), "0 s");
+    else if (rate > 0)
+        snprintf(eta, sizeof(eta), "%.0f s", (double)(f->total - f->terminal) / rate);
+    double pct = f->terminal > 0 ? 100.0 * (double)f->passed / (double)f->terminal : 0;
+    if (f->tty) {
+        fprintf(stdout,
+                "\r\033[K\033[1mruns %lld/%lld\033[0m  passed %lld (%.1f%%)  %.1f runs/s  ETA %s",
+                (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
+        if (final)
+            fputc('\n', stdout);
+    } else {
+        fprintf(stdout, "runs %lld/%lld, passed %lld (%.1f%%), %.1f runs/s, ETA %s\n",
+                (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
+    }
+    fflush(stdout);
+}
+
+static void take_progress(struct follow *f, const json_t *data)
+{
+    const json_t *p = json_object_get(data, "progress");
+    if (!json_is_object(p))
+        p = data;
+    if (json_is_integer(json_object_get(p, "total_runs"))) {
+        f->total = json_integer_value(json_object_get(p, "total_runs"));
+        f->terminal = json_integer_value(json_object_get(p, "terminal_runs"));
+        f->passed = json_integer_value(json_object_get(p, "passed_runs"));
+        f->have = true;
+    }
+}
+
+static bool terminal_status(const char *s)
+{
+    return strcmp(s, "completed") == 0 || strcmp(s, "cancelled") == 0 || strcmp(s, "failed") == 0;
+}
+
+static int on_event(void *ctx, const char *name, const json_t *data)
+{
+    struct follow *f = ctx;
+    take_progress(f, data);
+    const char *status = json_string_value(json_object_get(data, "status"));
+    if (strcmp(name, "status") == 0 && status != NULL)
+        snprintf(f->status, sizeof(f->status), "%s", status);
+    double t = now_s();
+    if (f->tty && t - f->last_draw >= 0.1) {
+        draw(f, false);
+        f->last_draw = t;
+    }
+    return f->status[0] != '\0' && terminal_status(f->status);
+}
+
+static int on_tick(void *ctx)
+{
+    struct follow *f = ctx;
+    double t = now_s();
+    if (!f->tty && t - f->last_plain >= 5.0) {
+        draw(f, false);
+        f->last_plain = t;
+    }
+    return 0;
+}
+
+/* Follows /v1/<kind>s/{id}/events until a terminal status; *status gets it. */
+static enum cli_exit follow(const struct opts *o, const char *kind, const char *id, char *status,
+                            size_t n)
+{
+    struct follow f = {.tty = isatty(STDOUT_FILENO) == 1, .kind = kind};
+    f.started = f.last_plain = now_s();
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/%ss/%s/events", kind, id);
+    enum cli_exit rc = CLI_OK;
+    /* A stream can end without the terminal status (a restart of evald): follow again. */
+    for (int tries = 0; tries < 100 && !cli_interrupted; tries++) {
+        rc = cli_follow(&o->conn, path, on_event, on_tick, &f);
+        if (rc != CLI_OK || (f.status[0] != '\0' && terminal_status(f.status)))
+            break;
+        sleep(1);
+    }
+    if (rc == CLI_OK && !cli_interrupted)
+        draw(&f, true);
+    else if (f.tty && f.have)
+        fputc('\n', stdout);
+    snprintf(status, n, "%s", f.status);
+    return rc;
+}
+
+/* ---- experiments ---------------------------------------------------------------------- */
+
+static enum cli_exit get_json(const struct opts *o, const char *what, const char *path,
+                              json_t **out)
+{
+    struct cli_answer a;
+    enum cli_exit rc = cli_expect(&o->conn, what, "GET", path, NULL, NULL, 0, &a);
+    *out = rc == CLI_OK ? json_incref(a.json) : NULL;
+    cli_answer_free(&a);
+    if (rc == CLI_OK && *out == NULL) {
+        fprintf(stderr, "evald-cli: could not %s: the answer is not JSON\n", what);
+        rc = CLI_TRANSPORT;
+    }
+    return rc;
+}
+
+/* Every case row of an experiment (all pages); new reference. */
+static enum cli_exit all_cases(const struct opts *o, const char *id, json_t **cases)
+{
+    *cases = json_array();
+    char cursor[300] = "";
+    for (;;) {
+        char path[600];
+        snprintf(path, sizeof(path), "/v1/experiments/%s/cases?limit=100%s%s", id,
+                 cursor[0] ? "&before=" : "", cursor);
+        json_t *page = NULL;
+        enum cli_exit rc = get_json(o, "read the experiment's cases", path, &page);
+        if (rc != CLI_OK) {
+            json_decref(*cases);
+            *cases = NULL;
+            return rc;
+        }
+        json_array_extend(*cases, json_object_get(page, "cases"));
+        const char *next = json_string_value(json_object_get(page, "next_cursor"));
+        char esc[300];
+        if (next != NULL)
+            url_escape(next, esc, sizeof(esc));
+        snprintf(cursor, sizeof(cursor), "%s", next != NULL ? esc : "");
+        json_decref(page);
+        if (cursor[0] == '\0')
+            return CLI_OK;
+    }
+}
+
+/* The outputs of a finished experiment and the exit code it earns. */
+static enum cli_exit finish_experiment(const struct opts *o, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
+    json_t *exp = NULL, *cases = NULL;
+    enum cli_exit rc = get_json(o, "read the experiment", path, &exp);
+    if (rc != CLI_OK)
+        return rc;
+    bool github = o->format != NULL && strcmp(o->format, "github") == 0;
+    if (o->junit != NULL || github)
+        rc = all_cases(o, id, &cases);
+    if (rc == CLI_OK) {
+        cli_report_table(stdout, exp);
+        if (github)
+            cli_report_github(stdout, exp, cases);
+        const struct {
+            const char *path;
+            int kind;
+        } outs[] = {{o->junit, 0}, {o->markdown, 1}, {o->json_path, 2}};
+        for (size_t i = 0; i < 3 && rc == CLI_OK; i++) {
+            if (outs[i].path == NULL)
+                continue;
+            FILE *f = open_out(outs[i].path);
+            if (f == NULL) {
+                rc = CLI_USAGE;
+                break;
+            }
+            if (outs[i].kind == 0)
+                cli_report_junit(f, exp, cases);
+            else if (outs[i].kind == 1)
+                cli_report_markdown(f, exp);
+            else
+                json_dumpf(exp, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER), fputc('\n', f);
+            if (!close_out(f, outs[i].path))
+                rc = CLI_USAGE;
+        }
+    }
+    const char *status = json_string_value(json_object_get(exp, "status"));
+    if (rc == CLI_OK) {
+        if (status != NULL && strcmp(status, "failed") == 0) {
+            fprintf(stderr, "evald-cli: experiment %s failed\n", id);
+            rc = CLI_TRANSPORT;
+        } else {
+            rc = cli_report_exit(exp, o->require != NULL, o->fail_on_inconclusive);
+        }
+    }
+    json_decref(exp);
+    json_decref(cases);
+    return rc;
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    cli_interrupted = 1;
+}
+
+static enum cli_exit cancel(const struct opts *o, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/experiments/%s/cancel", id);
+    struct cli_answer a;
+    enum cli_exit rc = cli_expect(&o->conn, "cancel the experiment", "POST", path,
+                                  "application/json", "{}", 2, &a);
+    cli_answer_free(&a);
+    return rc;
+}
+
+static enum cli_exit watch_experiment(const struct opts *o, const char *id)
+{
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    char status[32];
+    enum cli_exit rc = follow(o, "experiment", id, status, sizeof(status));
+    if (cli_interrupted) {
+        cli_interrupted = 0; /* let the cancel call through */
+        fprintf(stderr, "evald-cli: interrupted: cancelling experiment %s\n", id);
+        cancel(o, id);
+        return 130;
+    }
+    if (rc != CLI_OK)
+        return rc;
+    return finish_experiment(o, id);
+}
+
+static enum cli_exit cmd_experiment_run(const struct opts *o)
+{
+    if (o->nargs != 3)
+        return usage_error("%s", "usage: evald-cli experiment run FILE [options]");
+    const char *file = o->args[2];
+    struct cli_doc doc;
+    char err[600];
+    if (!cli_doc_load(&doc, file, err, sizeof(err))) {
+        fprintf(stderr, "evald-cli: %s\n", err);
+        return CLI_USAGE;
+    }
+    enum cli_exit rc = CLI_OK;
+    char *dataset_id = NULL, *body = NULL;
+    json_t *dataset = json_object_get(doc.root, "dataset");
+    if (dataset != NULL) {
+        int line = cli_doc_line_of(&doc, "dataset");
+        if (!json_is_string(dataset)) {
+            fprintf(stderr, "evald-cli: %s:%d: dataset must be the path of a CSV or JSONL file\n",
+                    file, line);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        if (json_object_get(doc.root, "dataset_id") != NULL ||
+            json_object_get(doc.root, "cases") != NULL) {
+            fprintf(stderr,
+                    "evald-cli: %s:%d: exactly one of dataset, dataset_id and cases must "
+                    "be given\n",
+                    file, line);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        /* Relative to the experiment file. */
+        char path[1024];
+        const char *p = json_string_value(dataset);
+        const char *slash = strrchr(file, '/');
+        if (p[0] == '/' || slash == NULL)
+            snprintf(path, sizeof(path), "%s", p);
+        else
+            snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, p);
+        if ((rc = upload_dataset(o, path, NULL, &dataset_id, NULL)) != CLI_OK)
+            goto out;
+        json_object_del(doc.root, "dataset");
+        json_object_set_new(doc.root, "dataset_id", json_string(dataset_id));
+    }
+    body = json_dumps(doc.root, JSON_COMPACT);
+    struct cli_answer a;
+    rc = cli_call(&o->conn, "POST", "/v1/experiments", "application/json", body, strlen(body), &a);
+    if (rc != CLI_OK) {
+        fprintf(stderr, "evald-cli: could not start the experiment\n");
+        goto out;
+    }
+    if (a.status != 202) {
+        const char *detail = cli_answer_detail(&a);
+        if (a.status >= 400 && a.status < 500) {
+            int line = cli_doc_line_of(&doc, detail);
+            if (line > 0)
+                fprintf(stderr, "evald-cli: %s:%d: %s\n", file, line, detail);
+            else
+                fprintf(stderr, "evald-cli: %s: %s\n", file, detail);
+            rc = CLI_USAGE;
+        } else {
+            fprintf(stderr,
+                    "evald-cli: could not start the experiment: POST %s/v1/experiments "
+                    "answered %ld: %.300s\n",
+                    o->conn.url, a.status, detail);
+            rc = CLI_TRANSPORT;
+        }
+        cli_answer_free(&a);
+        goto out;
+    }
+    char id[128];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(a.json, "experiment_id")));
+    cli_answer_free(&a);
+    if (o->detach) {
+        printf("%s\n", id);
+        goto out;
+    }
+    fprintf(stderr, "evald-cli: experiment %s started\n", id);
+    rc = watch_experiment(o, id);
+out:
+    free(body);
+    free(dataset_id);
+    cli_doc_free(&doc);
+    return rc;
+}
+
+static enum cli_exit cmd_experiment(const struct opts *o)
+{
+    if (o->nargs < 2)
+        return usage_error("%s", "usage: evald-cli experiment run|watch|show|cancel|export ...");
+    const char *verb = o->args[1];
+    if (strcmp(verb, "run") == 0)
+        return cmd_experiment_run(o);
+    if (o->nargs != 3)
+        return usage_error("usage: evald-cli experiment %s ID", verb);
+    const char *id = o->args[2];
+    char path[256];
+    if (strcmp(verb, "watch") == 0)
+        return watch_experiment(o, id);
+    if (strcmp(verb, "cancel") == 0) {
+        enum cli_exit rc = cancel(o, id);
+        if (rc == CLI_OK)
+            printf("%s cancelled\n", id);
+        return rc;
+    }
+    if (strcmp(verb, "show") == 0) {
+        json_t *exp = NULL;
+        snprintf(path, sizeof(path), "/v1/experiments/%s", id);
+        enum cli_exit rc = get_json(o, "read the experiment", path, &exp);
+        if (rc == CLI_OK) {
+            if (o->json)
+                print_json(exp);
+            else
+                cli_report_table(stdout, exp);
+        }
+        json_decref(exp);
+        return rc;
+    }
+    if (strcmp(verb, "export") == 0) {
+        const char *fmt = o->format != NULL ? o->format : "jsonl";
+        if (strcmp(fmt, "jsonl") != 0 && strcmp(fmt, "csv") != 0)
+            return usage_error("--format of export is jsonl or csv, not %s", fmt);
+        snprintf(path, sizeof(path), "/v1/experiments/%s/export?format=%s", id, fmt);
+        struct cli_answer a;
+        enum cli_exit rc =
+            cli_expect(&o->conn, "export the experiment", "GET", path, NULL, NULL, 0, &a);
+        if (rc == CLI_OK) {
+            FILE *f = open_out(o->output != NULL ? o->output : "-");
+            if (f == NULL) {
+                rc = CLI_USAGE;
+            } else {
+                fwrite(a.body, 1, a.len, f);
+                if (!close_out(f, o->output != NULL ? o->output : "-"))
+                    rc = CLI_USAGE;
+            }
+        }
+        cli_answer_free(&a);
+        return rc;
+    }
+    return usage_error("unknown command experiment %s", verb);
+}
+
+/* ---- evaluations and sessions --------------------------------------------------------- */
+
+static enum cli_exit eval_report(const struct opts *o, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/evaluations/%s", id);
+    json_t *ev = NULL;
+    enum cli_exit rc = get_json(o, "read the evaluation", path, &ev);
+    if (rc != CLI_OK)
+        return rc;
+    const json_t *report = json_object_get(ev, "report");
+    const json_t *delta = json_object_get(json_object_get(report, "delta"), "pass_rate");
+    if (o->json) {
+        print_json(ev);
+    } else {
+        char c[32], t[32], d[32];
+        printf(
+            "%s %s: pass rate %s -> %s (delta %s), eligible %s\n", id,
+            json_string_value(json_object_get(ev, "status")),
+            num_text(c, sizeof(c),
+                     json_object_get(json_object_get(report, "control_aggregate"), "pass_rate")),
+            num_text(t, sizeof(t),
+                     json_object_get(json_object_get(report, "treatment_aggregate"), "pass_rate")),
+            num_text(d, sizeof(d), delta),
+            json_is_true(json_object_get(report, "eligible")) ? "yes" : "no");
+    }
+    /* The treatment passed fewer runs than the control: worse. */
+    if (json_is_number(delta) && json_number_value(delta) < 0)
+        rc = CLI_WORSE;
+    json_decref(ev);
+    return rc;
+}
+
+static enum cli_exit watch_eval(const struct opts *o, const char *id)
+{
+    char status[32];
+    enum cli_exit rc = follow(o, "evaluation", id, status, sizeof(status));
+    if (rc != CLI_OK)
+        return rc;
+    if (cli_interrupted)
+        return 130;
+    return eval_report(o, id);
+}
+
+static enum cli_exit cmd_eval(const struct opts *o)
+{
+    if (o->nargs != 3)
+        return usage_error("%s", "usage: evald-cli eval start FILE | eval watch ID");
+    if (strcmp(o->args[1], "watch") == 0)
+        return watch_eval(o, o->args[2]);
+    if (strcmp(o->args[1], "start") != 0)
+        return usage_error("unknown command eval %s", o->args[1]);
+    struct cli_doc doc;
+    char err[600];
+    if (!cli_doc_load(&doc, o->args[2], err, sizeof(err))) {
+        fprintf(stderr, "evald-cli: %s\n", err);
+        return CLI_USAGE;
+    }
+    char *body = json_dumps(doc.root, JSON_COMPACT);
+    struct cli_answer a;
+    enum cli_exit rc =
+        cli_call(&o->conn, "POST", "/v1/evaluations", "application/json", body, strlen(body), &a);
+    free(body);
+    if (rc == CLI_OK && a.status != 202) {
+        const char *detail = cli_answer_detail(&a);
+        int line = cli_doc_line_of(&doc, detail);
+        if (a.status >= 400 && a.status < 500) {
+            if (line > 0)
+                fprintf(stderr, "evald-cli: %s:%d: %s\n", o->args[2], line, detail);
+            else
+                fprintf(stderr, "evald-cli: %s: %s\n", o->args[2], detail);
+            rc = CLI_USAGE;
+        } else {
+            fprintf(stderr,
+                    "evald-cli: could not start the evaluation: POST %s/v1/evaluations "
+                    "answered %ld: %.300s\n",
+                    o->conn.url, a.status, detail);
+            rc = CLI_TRANSPORT;
+        }
+    } else if (rc != CLI_OK) {
+        fprintf(stderr, "evald-cli: could not start the evaluation\n");
+    }
+    char id[128] = "";
+    if (rc == CLI_OK)
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(a.json, "evaluation_id")));
+    cli_answer_free(&a);
+    cli_doc_free(&doc);
+    if (rc != CLI_OK)
+        return rc;
+    if (o->detach) {
+        printf("%s\n", id);
+        return CLI_OK;
+    }
+    fprintf(stderr, "evald-cli: evaluation %s started\n", id);
+    return watch_eval(o, id);
+}
+
+static enum cli_exit cmd_compare(const struct opts *o)
+{
+    if (o->nargs < 3 || o->nargs > 6)
+        return usage_error("%s", "usage: evald-cli compare ID ID [ID...] [--baseline ID]");
+    char path[1024], esc[256];
+    int n = snprintf(path, sizeof(path), "/v1/sessions/compare?ids=");
+    for (size_t i = 1; i < o->nargs; i++)
+        n += snprintf(path + n, sizeof(path) - (size_t)n, "%s%s", i > 1 ? "," : "",
+                      url_escape(o->args[i], esc, sizeof(esc)));
+    if (o->baseline != NULL)
+        snprintf(path + n, sizeof(path) - (size_t)n, "&baseline=%s",
+                 url_escape(o->baseline, esc, sizeof(esc)));
+    json_t *cmp = NULL;
+    enum cli_exit rc = get_json(o, "compare the sessions", path, &cmp);
+    if (rc != CLI_OK)
+        return rc;
+    if (o->json) {
+        print_json(cmp);
+    } else {
+        printf("%-40s %-10s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
+               "wall ms", "calls");
+        size_t i;
+        const json_t *s;
+        json_array_foreach(json_object_get(cmp, "sessions"), i, s)
+        {
+            const json_t *m = json_object_get(s, "metrics");
+            char tk[32], wt[32], fc[32];
+            printf("%-40s %-10.10s %-10s %12s %12s %10s\n",
+                   json_string_value(json_object_get(s, "session_id")),
+                   json_is_string(json_object_get(s, "title"))
+                       ? json_string_value(json_object_get(s, "title"))
+                       : "",
+                   json_string_value(json_object_get(s, "status")),
+                   num_text(tk, sizeof(tk), json_object_get(m, "total_tokens")),
+                   num_text(wt, sizeof(wt), json_object_get(m, "wall_time_ms")),
+                   num_text(fc, sizeof(fc), json_object_get(m, "function_calls")));
+        }
+    }
+    json_decref(cmp);
+    return CLI_OK;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    enum cli_exit rc = parse(argc, argv, &o);
+    if (rc != CLI_OK)
+        return rc;
+    if (o.help || o.nargs == 0) {
+        fputs(USAGE, o.help ? stdout : stderr);
+        return o.help ? CLI_OK : CLI_USAGE;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    json_object_seed(0);
+    const char *cmd = o.args[0];
+    if (strcmp(cmd, "experiment") == 0)
+        rc = cmd_experiment(&o);
+    else if (strcmp(cmd, "dataset") == 0 && o.nargs >= 2 && strcmp(o.args[1], "import") == 0)
+        rc = cmd_dataset_import(&o);
+    else if (strcmp(cmd, "eval") == 0)
+        rc = cmd_eval(&o);
+    else if (strcmp(cmd, "compare") == 0)
+        rc = cmd_compare(&o);
+    else
+        rc = usage_error("unknown command %s", cmd);
+    curl_global_cleanup();
+    return rc;
+}

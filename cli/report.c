@@ -1,0 +1,383 @@
+/*
+ * What evald-cli prints of a finished experiment: the verdict table, a Markdown summary,
+ * JUnit XML and GitHub workflow commands. Pure over the experiment document of
+ * GET /v1/experiments/{id} and its case rows (GET /v1/experiments/{id}/cases), both
+ * borrowed. See cli.h.
+ *
+ * A case "passes" for an arm when every evaluated run of the arm on it passed; a case
+ * regressed for a treatment when the control passes it and the treatment does not.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* The cost metrics the table and the summary show, with their headings. */
+static const struct {
+    const char *name, *heading;
+} COSTS[] = {
+    {"total_tokens", "Δ tokens"},
+    {"cost_usd", "Δ cost $"},
+    {"wall_time_ms", "Δ wall ms"},
+    {"function_calls", "Δ calls"},
+};
+#define NCOSTS (sizeof(COSTS) / sizeof(COSTS[0]))
+
+/* The verdict of a comparison, "" when it has none. */
+static const char *verdict_of(const json_t *comparison)
+{
+    const char *v = json_string_value(json_object_get(comparison, "verdict"));
+    return v != NULL ? v : "";
+}
+
+static const json_t *arm_of(const json_t *experiment, json_int_t index)
+{
+    size_t i;
+    const json_t *a;
+    json_array_foreach(json_object_get(experiment, "arms"), i, a)
+    {
+        if (json_integer_value(json_object_get(a, "index")) == index)
+            return a;
+    }
+    return NULL;
+}
+
+static const char *label_of(const json_t *experiment, json_int_t index)
+{
+    const char *l = json_string_value(json_object_get(arm_of(experiment, index), "label"));
+    return l != NULL ? l : "?";
+}
+
+/* A number as text: "n/a" for null, else with `digits` decimals and a sign when `sign`. */
+static const char *num(char *buf, size_t n, const json_t *v, int digits, bool sign)
+{
+    if (!json_is_number(v)) {
+        snprintf(buf, n, "n/a");
+        return buf;
+    }
+    snprintf(buf, n, sign ? "%+.*f" : "%.*f", digits, json_number_value(v));
+    return buf;
+}
+
+static const char *interval(char *buf, size_t n, const json_t *pr)
+{
+    char lo[32], hi[32];
+    const json_t *l = json_object_get(pr, "ci_low"), *h = json_object_get(pr, "ci_high");
+    if (!json_is_number(l) || !json_is_number(h))
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "[%s, %s]", num(lo, sizeof(lo), l, 3, true),
+                 num(hi, sizeof(hi), h, 3, true));
+    return buf;
+}
+
+/* "-12.5%" from metrics.<name>.relative, else the absolute delta, else n/a. */
+static const char *cost(char *buf, size_t n, const json_t *comparison, const char *name)
+{
+    const json_t *m = json_object_get(json_object_get(comparison, "metrics"), name);
+    const json_t *rel = json_object_get(m, "relative");
+    if (json_is_number(rel))
+        snprintf(buf, n, "%+.1f%%", 100.0 * json_number_value(rel));
+    else if (json_is_number(json_object_get(m, "delta")))
+        snprintf(buf, n, "%+.4g", json_number_value(json_object_get(m, "delta")));
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+static double confidence(const json_t *experiment)
+{
+    const json_t *a = json_object_get(json_object_get(experiment, "analysis"), "alpha");
+    return 100.0 * (1.0 - (json_is_number(a) ? json_number_value(a) : 0.05));
+}
+
+void cli_report_table(FILE *out, const json_t *experiment)
+{
+    const json_t *comparisons = json_object_get(experiment, "comparisons");
+    const char *control = label_of(experiment, 0);
+    bool partial =
+        json_is_true(json_object_get(json_object_get(experiment, "analysis"), "partial"));
+    fprintf(out, "%-20s %-9s %-18s %-8s %-7s %-13s", "treatment", "Δ pass", "CI (adjusted)",
+            "p (adj)", "MDE", "verdict");
+    for (size_t k = 0; k < NCOSTS; k++)
+        fprintf(out, " %-10s", COSTS[k].heading);
+    fputc('\n', out);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(comparisons, i, c)
+    {
+        char name[64], d[32], ci[80], p[32], mde[32];
+        snprintf(name, sizeof(name), "%.9s vs %.9s", json_string_value(json_object_get(c, "label")),
+                 control);
+        const json_t *pr = json_object_get(c, "pass_rate");
+        fprintf(out, "%-20s %-9s %-18s %-8s %-7s %-13s", name,
+                num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                interval(ci, sizeof(ci), pr),
+                num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false),
+                num(mde, sizeof(mde), json_object_get(pr, "mde"), 3, false), verdict_of(c));
+        for (size_t k = 0; k < NCOSTS; k++) {
+            char v[32];
+            fprintf(out, " %-10s", cost(v, sizeof(v), c, COSTS[k].name));
+        }
+        fputc('\n', out);
+        const json_t *needed = json_object_get(pr, "cases_needed");
+        if (strcmp(verdict_of(c), "inconclusive") == 0 && json_is_integer(needed))
+            fprintf(out, "%20s needs about %lld cases in all to detect the minimum effect\n", "",
+                    (long long)json_integer_value(needed));
+    }
+    fprintf(out, "%.0f%% intervals, Bonferroni-adjusted over %zu treatment%s%s\n",
+            confidence(experiment), json_array_size(comparisons),
+            json_array_size(comparisons) == 1 ? "" : "s",
+            partial ? " (partial: still running)" : "");
+}
+
+void cli_report_markdown(FILE *out, const json_t *experiment)
+{
+    const json_t *comparisons = json_object_get(experiment, "comparisons");
+    const char *name = json_string_value(json_object_get(experiment, "name"));
+    const json_t *ds = json_object_get(experiment, "dataset");
+    fprintf(out, "### evald experiment %s%s%s\n\n",
+            json_string_value(json_object_get(experiment, "experiment_id")), name ? ": " : "",
+            name ? name : "");
+    fprintf(out,
+            "Status **%s**, %lld cases, control **%s**; %.0f%% intervals, "
+            "Bonferroni-adjusted.\n\n",
+            json_string_value(json_object_get(experiment, "status")),
+            (long long)json_integer_value(json_object_get(ds, "case_count")),
+            label_of(experiment, 0), confidence(experiment));
+    fprintf(out, "| treatment | verdict | Δ pass rate | interval | p (adjusted) | MDE |");
+    for (size_t k = 0; k < NCOSTS; k++)
+        fprintf(out, " %s |", COSTS[k].heading);
+    fprintf(out, "\n|---|---|---:|---|---:|---:|");
+    for (size_t k = 0; k < NCOSTS; k++)
+        fprintf(out, "---:|");
+    fputc('\n', out);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(comparisons, i, c)
+    {
+        char d[32], ci[80], p[32], mde[32];
+        const json_t *pr = json_object_get(c, "pass_rate");
+        const char *verdict = verdict_of(c);
+        fprintf(out, "| %s | %s%s | %s | %s | %s | %s |",
+                json_string_value(json_object_get(c, "label")),
+                strcmp(verdict, "worse") == 0    ? "❌ "
+                : strcmp(verdict, "better") == 0 ? "✅ "
+                                                 : "",
+                verdict, num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                interval(ci, sizeof(ci), pr),
+                num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false),
+                num(mde, sizeof(mde), json_object_get(pr, "mde"), 3, false));
+        for (size_t k = 0; k < NCOSTS; k++) {
+            char v[32];
+            fprintf(out, " %s |", cost(v, sizeof(v), c, COSTS[k].name));
+        }
+        fputc('\n', out);
+    }
+}
+
+/* passed/evaluated of arm `index` in a case row. */
+static void tally(const json_t *row, json_int_t index, json_int_t *passed, json_int_t *evaluated)
+{
+    size_t i;
+    const json_t *a;
+    *passed = *evaluated = 0;
+    json_array_foreach(json_object_get(row, "arms"), i, a)
+    {
+        if (json_integer_value(json_object_get(a, "index")) == index) {
+            *passed = json_integer_value(json_object_get(a, "passed"));
+            *evaluated = json_integer_value(json_object_get(a, "evaluated"));
+        }
+    }
+}
+
+static bool passes(const json_t *row, json_int_t index)
+{
+    json_int_t p, e;
+    tally(row, index, &p, &e);
+    return e > 0 && p == e;
+}
+
+static bool regressed(const json_t *row, json_int_t treatment)
+{
+    return passes(row, 0) && !passes(row, treatment);
+}
+
+void cli_xml_text(FILE *out, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        switch (ch) {
+        case '<':
+            fputs("&lt;", out);
+            break;
+        case '>':
+            fputs("&gt;", out);
+            break;
+        case '&':
+            fputs("&amp;", out);
+            break;
+        case '"':
+            fputs("&quot;", out);
+            break;
+        case '\'':
+            fputs("&apos;", out);
+            break;
+        default:
+            /* XML 1.0 allows no other control character than tab, newline and return. */
+            if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+                fputc('?', out);
+            else
+                fputc(ch, out);
+        }
+    }
+}
+
+void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases)
+{
+    const json_t *comparisons = json_object_get(experiment, "comparisons");
+    const char *id = json_string_value(json_object_get(experiment, "experiment_id"));
+    const char *control = label_of(experiment, 0);
+    size_t ncases = json_array_size(cases);
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"");
+    cli_xml_text(out, id);
+    fprintf(out, "\">\n");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(comparisons, i, c)
+    {
+        json_int_t t = json_integer_value(json_object_get(c, "treatment"));
+        const char *label = json_string_value(json_object_get(c, "label"));
+        size_t failures = 0;
+        for (size_t k = 0; k < ncases; k++)
+            failures += regressed(json_array_get(cases, k), t);
+        fprintf(out, "  <testsuite name=\"");
+        cli_xml_text(out, label);
+        fprintf(out, " vs ");
+        cli_xml_text(out, control);
+        fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\">\n", ncases,
+                failures);
+        for (size_t k = 0; k < ncases; k++) {
+            const json_t *row = json_array_get(cases, k);
+            fprintf(out, "    <testcase classname=\"");
+            cli_xml_text(out, id);
+            fprintf(out, ".");
+            cli_xml_text(out, label);
+            fprintf(out, "\" name=\"");
+            cli_xml_text(out, json_string_value(json_object_get(row, "case_id")));
+            if (!regressed(row, t)) {
+                fprintf(out, "\"/>\n");
+                continue;
+            }
+            json_int_t cp, ce, tp, te;
+            tally(row, 0, &cp, &ce);
+            tally(row, t, &tp, &te);
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%s passed %lld/%lld runs, %s passed %lld/%lld", control,
+                     (long long)cp, (long long)ce, label, (long long)tp, (long long)te);
+            fprintf(out, "\">\n      <failure message=\"");
+            cli_xml_text(out, msg);
+            fprintf(out, "\" type=\"regression\">");
+            cli_xml_text(out, msg);
+            fprintf(out, "</failure>\n    </testcase>\n");
+        }
+        fprintf(out, "  </testsuite>\n");
+    }
+    fprintf(out, "</testsuites>\n");
+}
+
+/* Workflow-command data: %, CR and LF are escaped (GitHub's rule). */
+static void gh_data(FILE *out, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        if (*s == '%')
+            fputs("%25", out);
+        else if (*s == '\r')
+            fputs("%0D", out);
+        else if (*s == '\n')
+            fputs("%0A", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+/* Property values escape ':' and ',' too. */
+static void gh_prop(FILE *out, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        if (*s == ':')
+            fputs("%3A", out);
+        else if (*s == ',')
+            fputs("%2C", out);
+        else {
+            char one[2] = {*s, '\0'};
+            gh_data(out, one);
+        }
+    }
+}
+
+void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases)
+{
+    const char *control = label_of(experiment, 0);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(experiment, "comparisons"), i, c)
+    {
+        json_int_t t = json_integer_value(json_object_get(c, "treatment"));
+        const char *label = json_string_value(json_object_get(c, "label"));
+        const json_t *pr = json_object_get(c, "pass_rate");
+        if (strcmp(verdict_of(c), "worse") == 0) {
+            char title[160], msg[256], d[32], ci[80], p[32];
+            snprintf(title, sizeof(title), "evald: %s is worse than %s", label, control);
+            snprintf(msg, sizeof(msg), "pass rate %s %s, p (adjusted) %s",
+                     num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                     interval(ci, sizeof(ci), pr),
+                     num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false));
+            fputs("::error title=", out);
+            gh_prop(out, title);
+            fputs("::", out);
+            gh_data(out, msg);
+            fputc('\n', out);
+        }
+        size_t k;
+        const json_t *row;
+        json_array_foreach(cases, k, row)
+        {
+            if (!regressed(row, t))
+                continue;
+            json_int_t cp, ce, tp, te;
+            tally(row, 0, &cp, &ce);
+            tally(row, t, &tp, &te);
+            char title[320], msg[256];
+            snprintf(title, sizeof(title), "evald: case %.200s regressed in %s",
+                     json_string_value(json_object_get(row, "case_id")), label);
+            snprintf(msg, sizeof(msg), "%s passed %lld/%lld runs, %s passed %lld/%lld", control,
+                     (long long)cp, (long long)ce, label, (long long)tp, (long long)te);
+            fputs("::warning title=", out);
+            gh_prop(out, title);
+            fputs("::", out);
+            gh_data(out, msg);
+            fputc('\n', out);
+        }
+    }
+}
+
+enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
+                              bool fail_on_inconclusive)
+{
+    bool worse = false, unmet = false, inconclusive = false;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(experiment, "comparisons"), i, c)
+    {
+        const char *v = verdict_of(c);
+        worse |= strcmp(v, "worse") == 0;
+        unmet |= require_better && strcmp(v, "better") != 0;
+        inconclusive |= strcmp(v, "inconclusive") == 0;
+    }
+    if (worse || unmet)
+        return CLI_WORSE;
+    if (fail_on_inconclusive && inconclusive)
+        return CLI_INCONCLUSIVE;
+    return CLI_OK;
+}

@@ -1,0 +1,88 @@
+/*
+ * The start request of an experiment (../shared/spec/experiments.md, "Starting an
+ * experiment"): decoding, validation with the contract's messages, the normalized request
+ * an experiment keeps for its life, the check of every case against its templates, and
+ * the request of one cell (a case and an arm) for the runner.
+ *
+ * Validation, first failure wins:
+ *   1. the body is an object with no unknown member;
+ *      "exactly one of dataset_id and cases must be given";
+ *      "treatments must contain between 1 and 4 variants" (an array of objects);
+ *      "repeats must be between 1 and <max>", "concurrency must be between 1 and <max>";
+ *      "analysis.alpha must be greater than 0 and less than 0.5",
+ *      "analysis.min_effect must be between 0 and 1", analysis.cluster_by a non-empty
+ *      string; name, when given, a non-empty string of at most 200 bytes;
+ *   2. labels: the control's and each treatment's default to A, B, C, … in arm order;
+ *      "variant labels cannot be empty when supplied"; "variant labels must be unique";
+ *   3. every treatment against the control with the seed's own rules (domain/request.h:
+ *      model, evaluator, limits, functions, output, and the dimension rules applied to
+ *      the templates), its messages naming `treatments[i]` where the seed says
+ *      `treatment`; then the treatments pairwise ("prompt comparison requires different
+ *      prompts", and the system-prompt twin).
+ * Per case (evd_experiment_check_case): "case <id>: template variable <name> is not
+ * defined", "case <id>: cluster_by variable <name> is not defined". Size
+ * (evd_experiment_check_size): "an experiment may plan at most <max> runs (cases × arms ×
+ * repeats = <n>)".
+ *
+ * The normalized request: {name (or null), dimension, model, control, treatments[],
+ * dataset_id (absent for inline cases until the dataset exists), evaluator {function_id,
+ * arguments}, repeats, concurrency, limits, functions, output, metadata?, analysis {alpha,
+ * min_effect, cluster_by (or null)}}; variants are {label, prompt, system_prompt}.
+ *
+ * Pure; thread-safe. Returned pointers into a body are borrowed from it.
+ */
+#ifndef EVD_DOMAIN_EXPERIMENT_H
+#define EVD_DOMAIN_EXPERIMENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define EVD_EXPERIMENT_MAX_TREATMENTS 4u
+#define EVD_EXPERIMENT_DEFAULT_REPEATS 3u
+#define EVD_EXPERIMENT_DEFAULT_CONCURRENCY 4u
+#define EVD_EXPERIMENT_DEFAULT_ALPHA 0.05
+
+struct evd_experiment_limits {
+    uint32_t max_repeats;     /* EVALD_MAX_RUNS */
+    uint32_t max_concurrency; /* EVALD_MAX_CONCURRENCY */
+};
+
+/*
+ * Validates body (borrowed) and builds the normalized request (new reference in
+ * *normalized). *cases is the body's inline `cases` (borrowed from body), or NULL when
+ * the body names a dataset_id.
+ */
+enum evd_code evd_experiment_request(const json_t *body, const struct evd_experiment_limits *lim,
+                                     json_t **normalized, const json_t **cases,
+                                     struct evd_err *err);
+
+/* Number of arms (1 + treatments) of a normalized request. */
+size_t evd_experiment_arms(const json_t *normalized);
+
+/* Checks one normalized case (domain/dataset.h) against the templates and cluster_by. */
+enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *c,
+                                        struct evd_err *err);
+
+/* Checks cases × arms × repeats against max_runs (EVALD_MAX_EXPERIMENT_RUNS). */
+enum evd_code evd_experiment_check_size(const json_t *normalized, size_t cases, uint64_t max_runs,
+                                        struct evd_err *err);
+
+/*
+ * The variant and evaluator of arm `arm` (0 = control) on case c, templates rendered: on
+ * EVD_OK *variant is {label, prompt, system_prompt} and *evaluator {function_id,
+ * arguments} (new references).
+ */
+enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, size_t arm,
+                                  json_t **variant, json_t **evaluator, struct evd_err *err);
+
+/*
+ * The cluster key of case c under analysis.cluster_by (the var's string, or the compact
+ * JSON of another value) as a malloc'd string, or NULL when the experiment has no
+ * cluster_by or on ENOMEM (*err says which).
+ */
+char *evd_experiment_cluster_key(const json_t *normalized, const json_t *c, struct evd_err *err);
+
+#endif

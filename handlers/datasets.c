@@ -1,0 +1,190 @@
+/*
+ * Dataset resources over the engine; see datasets.h. POST /v1/datasets is an upload
+ * route: the server hands its body over piece by piece as it arrives (struct
+ * evd_upload_ops, handlers/api.h), so a 32 MiB upload is never buffered whole.
+ */
+#include "handlers/datasets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/datasets.h"
+
+#define LIST_DEFAULT 20
+#define LIST_MAX 100
+
+struct upload {
+    struct evd_dataset_upload *u;
+    bool refused; /* a refusal is in *resp already; the rest of the body is discarded */
+};
+
+/* The media type of ct without parameters matches `type` (case-insensitive). */
+static bool media_is(const char *ct, const char *type)
+{
+    if (ct == NULL)
+        return false;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    return n == strlen(type) && strncasecmp(ct, type, n) == 0;
+}
+
+static bool format_of(const char *ct, enum evd_dataset_format *f)
+{
+    if (media_is(ct, "application/json")) {
+        *f = EVD_DATASET_JSON;
+    } else if (media_is(ct, "application/x-ndjson") || media_is(ct, "application/jsonl") ||
+               media_is(ct, "application/x-jsonlines")) {
+        *f = EVD_DATASET_JSONL;
+    } else if (media_is(ct, "text/csv")) {
+        *f = EVD_DATASET_CSV;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static const struct evd_upload_ops upload_ops;
+
+void evd_h_dataset_upload(struct evd_req *req, struct evd_resp *resp)
+{
+    enum evd_dataset_format f;
+    if (!format_of(evd_req_header(req, "Content-Type"), &f)) {
+        evd_resp_problem(resp, EVD_EMEDIA,
+                         "request body must be application/json, application/x-ndjson or "
+                         "text/csv");
+        return;
+    }
+    struct upload *up = calloc(1, sizeof(*up));
+    if (up == NULL) {
+        evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+        return;
+    }
+    struct evd_err err = {0};
+    if (evd_dataset_upload_begin(req->ctx->engine, f,
+                                 f == EVD_DATASET_JSON ? NULL : evd_req_query(req, "name"),
+                                 (size_t)req->ctx->max_dataset_cases, &up->u, &err) != EVD_OK) {
+        free(up);
+        evd_resp_error(resp, &err);
+        return;
+    }
+    resp->upload = &upload_ops;
+    resp->upload_state = up;
+}
+
+static int upload_chunk(void *state, const char *data, size_t len, struct evd_resp *resp)
+{
+    struct upload *up = state;
+    if (up->refused)
+        return -1;
+    struct evd_err err = {0};
+    if (evd_dataset_upload_feed(up->u, data, len, &err) != EVD_OK) {
+        up->refused = true;
+        evd_resp_error(resp, &err);
+        return -1;
+    }
+    return 0;
+}
+
+static void upload_end(void *state, struct evd_req *req, struct evd_resp *resp)
+{
+    (void)req;
+    struct upload *up = state;
+    if (up->refused)
+        return;
+    struct evd_err err = {0};
+    json_t *row = NULL;
+    bool created = false;
+    if (evd_dataset_upload_finish(up->u, &row, &created, &err) != EVD_OK) {
+        evd_resp_error(resp, &err);
+        return;
+    }
+    char loc[128];
+    snprintf(loc, sizeof(loc), "/v1/datasets/%s",
+             json_string_value(json_object_get(row, "dataset_id")));
+    evd_resp_header(resp, "Location", loc);
+    evd_resp_json(resp, created ? 201 : 200, row);
+}
+
+static void upload_free(void *state)
+{
+    struct upload *up = state;
+    if (up == NULL)
+        return;
+    evd_dataset_upload_free(up->u);
+    free(up);
+}
+
+static const struct evd_upload_ops upload_ops = {
+    .chunk = upload_chunk,
+    .end = upload_end,
+    .free = upload_free,
+};
+
+/* ?limit= of a list route: 1..100, default 20. False after answering 400. */
+static bool list_limit(const struct evd_req *req, struct evd_resp *resp, unsigned *limit)
+{
+    const char *s = evd_req_query(req, "limit");
+    *limit = LIST_DEFAULT;
+    if (s == NULL)
+        return true;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 1 || v > LIST_MAX) {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "limit must be between 1 and %d", LIST_MAX);
+        evd_resp_problem(resp, EVD_EINVAL, detail);
+        return false;
+    }
+    *limit = (unsigned)v;
+    return true;
+}
+
+static void answer(struct evd_resp *resp, enum evd_code rc, json_t *out, const struct evd_err *err)
+{
+    if (rc != EVD_OK)
+        evd_resp_error(resp, err);
+    else
+        evd_resp_json(resp, 200, out);
+}
+
+void evd_h_datasets_list(struct evd_req *req, struct evd_resp *resp)
+{
+    unsigned limit;
+    if (!list_limit(req, resp, &limit))
+        return;
+    struct evd_err err = {0};
+    json_t *out = NULL;
+    enum evd_code rc =
+        evd_dataset_list(req->ctx->engine, limit, evd_req_query(req, "before"), &out, &err);
+    answer(resp, rc, out, &err);
+}
+
+void evd_h_dataset_get(struct evd_req *req, struct evd_resp *resp)
+{
+    struct evd_err err = {0};
+    json_t *out = NULL;
+    enum evd_code rc = evd_dataset_get(req->ctx->engine, evd_req_param(req, "id"), &out, &err);
+    answer(resp, rc, out, &err);
+}
+
+void evd_h_dataset_cases(struct evd_req *req, struct evd_resp *resp)
+{
+    unsigned limit;
+    if (!list_limit(req, resp, &limit))
+        return;
+    struct evd_err err = {0};
+    json_t *out = NULL;
+    enum evd_code rc = evd_dataset_cases(req->ctx->engine, evd_req_param(req, "id"), limit,
+                                         evd_req_query(req, "before"), &out, &err);
+    answer(resp, rc, out, &err);
+}
+
+void evd_h_dataset_delete(struct evd_req *req, struct evd_resp *resp)
+{
+    struct evd_err err = {0};
+    enum evd_code rc = evd_dataset_delete(req->ctx->engine, evd_req_param(req, "id"), &err);
+    answer(resp, rc, rc == EVD_OK ? json_pack("{s:b}", "deleted", 1) : NULL, &err);
+}

@@ -1,0 +1,93 @@
+/*
+ * Provider rate limits, per provider and model: the arithmetic of when a call may be sent.
+ *
+ * Three things hold a call back, and a call waits (it does not fail) until all allow it:
+ *   - two token buckets, requests and tokens per minute, that refill continuously at 97 %
+ *     of the limit; the request bucket holds two requests, so requests are evenly spaced,
+ *     and the token bucket a tenth of a second of its rate (providers enforce their
+ *     per-minute limits over shorter periods, so a minute's worth at once is refused). The limits
+ * come from the providers file (`rpm`, `tpm`), else from the provider's headers (OpenAI
+ *     `x-ratelimit-limit-*`, Anthropic `anthropic-ratelimit-*-limit`), else there is none.
+ *     A call reserves its estimated tokens; its answer gives the difference back;
+ *   - a hold: no call before a time the provider named (`retry-after-ms`, `Retry-After`,
+ *     or a remaining count of 0 until its reset), stretched by a random 0-50 % so that the
+ *     calls that waited do not all return in the same millisecond;
+ *   - an adaptive concurrency window (AIMD): it opens at 8 calls in flight and grows by one
+ *     a success (doubling each round trip) until the first 429; a 429 cuts it to 70 % (at
+ *     most once per second, so one burst of 429s cuts once), and from then on each success
+ *     adds 1/window (about one more call per round trip), up to the configured maximum.
+ * With N processes on one provider account each learns the same remaining counts from
+ * the headers and each cuts its own window on the 429s it sees; the cut-once-per-second
+ * rule keeps N processes from cutting N times for one burst, and the additive growth is
+ * slow enough (one call per round trip each) that they settle near the shared limit
+ * instead of oscillating (docs/harness.md).
+ *
+ * The core is pure: every function takes the time as an argument, and randomness comes
+ * from the state's own generator (seeded by the caller), so tests replay it exactly. A
+ * struct evd_rl belongs to one thread at a time; the harness wraps each in a mutex.
+ */
+#ifndef EVD_HARNESS_RATELIMIT_H
+#define EVD_HARNESS_RATELIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct evd_rl {
+    double cfg_rpm, cfg_tpm; /* configured limits; 0 = none configured */
+    double rpm, tpm;         /* limits in force; 0 = no limit known */
+    double req_bucket, tok_bucket;
+    int64_t refilled_ms;
+    int64_t hold_until_ms; /* no call before this */
+    double window, window_max, ssthresh;
+    int inflight;
+    int64_t last_cut_ms;
+    uint64_t rng;
+    /* counters, for /metrics and /v1/models */
+    uint64_t calls, throttled;
+    int waiting;
+};
+
+/* What one answer's headers said; a negative value means "not said". */
+struct evd_rl_observed {
+    double limit_requests, limit_tokens;
+    double remaining_requests, remaining_tokens;
+    int64_t reset_requests_ms, reset_tokens_ms; /* from now */
+    int64_t retry_after_ms;
+};
+
+/* A limiter with the configured rpm and tpm (0 = none) and at most max_inflight calls. */
+void evd_rl_init(struct evd_rl *rl, double rpm, double tpm, int max_inflight, uint64_t seed,
+                 int64_t now_ms);
+
+/*
+ * May a call estimated at est_tokens be sent at now_ms? 0: yes, and it is counted in
+ * flight with its reservation made; else the milliseconds to wait before asking again.
+ */
+int64_t evd_rl_acquire(struct evd_rl *rl, int64_t now_ms, double est_tokens);
+
+/*
+ * A call that was acquired has ended: its HTTP status (0 when none came), its estimate and
+ * the tokens it used (negative: unknown, the estimate stands), and what its headers said
+ * (NULL: nothing).
+ */
+void evd_rl_done(struct evd_rl *rl, int64_t now_ms, long status, double est_tokens,
+                 double used_tokens, const struct evd_rl_observed *obs);
+
+/* Calls allowed in flight now (the window, at least 1). */
+int evd_rl_window(const struct evd_rl *rl);
+
+/*
+ * Reads the rate-limit headers of an answer through lookup(ctx, name) (a header's value or
+ * NULL; names are given in lower case) into *obs. now_wall_ms is the wall clock, for the
+ * absolute reset times of Anthropic. Retry-after-ms wins over Retry-After.
+ */
+void evd_rl_parse_headers(const char *(*lookup)(void *ctx, const char *name), void *ctx,
+                          int64_t now_wall_ms, struct evd_rl_observed *obs);
+
+/*
+ * An OpenAI reset duration ("1s", "6m0s", "59.2ms", "1h2m3.5s", or plain seconds) in
+ * milliseconds, or -1 when it is not one.
+ */
+int64_t evd_rl_parse_duration(const char *s);
+
+#endif

@@ -1,0 +1,286 @@
+/*
+ * Unit tests of evald-cli's pure parts (cli/report.c, cli/doc.c): the verdict table, the
+ * Markdown and GitHub outputs line by line, the JUnit XML against the schema the tests
+ * ship (tests/cli/junit.xsd, with xmllint when it is installed), the exit codes, and the
+ * YAML loader with the line of every value and its refusals.
+ */
+#define _GNU_SOURCE /* asprintf, open_memstream */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "tests/support/testutil.h"
+
+/* An experiment document in the contract's shape: v2 worse, v3 inconclusive. */
+static const char EXPERIMENT[] =
+    "{\"experiment_id\":\"exp_0123456789abcdef0123456789abcdef\",\"name\":\"qa & <brevity>\","
+    "\"status\":\"completed\",\"dataset\":{\"dataset_id\":\"ds_1\",\"sha256\":\"ab\",\"case_"
+    "count\":3},"
+    "\"arms\":[{\"index\":0,\"label\":\"v1\",\"role\":\"control\"},{\"index\":1,\"label\":\"v2\","
+    "\"role\":\"treatment\"},{\"index\":2,\"label\":\"v3\",\"role\":\"treatment\"}],"
+    "\"comparisons\":["
+    "{\"treatment\":1,\"label\":\"v2\",\"pass_rate\":{\"control\":0.9,\"treatment\":0.6,"
+    "\"delta\":-0.3,\"se\":0.05,\"df\":2,\"ci_low\":-0.45,\"ci_high\":-0.15,\"t_p_value\":0.01,"
+    "\"p_value_adjusted\":0.02,\"mde\":0.2,\"cases_needed\":null},\"metrics\":{\"total_tokens\":"
+    "{\"delta\":-10,\"relative\":-0.125},\"cost_usd\":{\"delta\":-0.0001,\"relative\":null},"
+    "\"wall_time_ms\":{\"delta\":null},\"function_calls\":{\"delta\":0,\"relative\":0}},"
+    "\"verdict\":\"worse\",\"eligible\":false},"
+    "{\"treatment\":2,\"label\":\"v3\",\"pass_rate\":{\"control\":0.9,\"treatment\":0.9,"
+    "\"delta\":0.0,\"se\":0.1,\"df\":2,\"ci_low\":-0.5,\"ci_high\":0.5,\"t_p_value\":1,"
+    "\"p_value_adjusted\":1,\"mde\":0.6,\"cases_needed\":120},\"metrics\":{},"
+    "\"verdict\":\"inconclusive\",\"eligible\":false}],"
+    "\"analysis\":{\"alpha\":0.05,\"alpha_adjusted\":0.025,\"min_effect\":0.1,\"partial\":false}}";
+
+static const char CASES[] =
+    "[{\"case_id\":\"q1\",\"arms\":[{\"index\":0,\"passed\":3,\"evaluated\":3},{\"index\":1,"
+    "\"passed\":1,\"evaluated\":3},{\"index\":2,\"passed\":3,\"evaluated\":3}]},"
+    "{\"case_id\":\"q<2>\",\"arms\":[{\"index\":0,\"passed\":2,\"evaluated\":2},{\"index\":1,"
+    "\"passed\":0,\"evaluated\":2},{\"index\":2,\"passed\":1,\"evaluated\":2}]},"
+    "{\"case_id\":\"q3\",\"arms\":[{\"index\":0,\"passed\":1,\"evaluated\":3},{\"index\":1,"
+    "\"passed\":0,\"evaluated\":3},{\"index\":2,\"passed\":0,\"evaluated\":3}]}]";
+
+static json_t *parse(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, 0, &e);
+    ck_assert_msg(v != NULL, "%s", e.text);
+    return v;
+}
+
+/* What writer(out, exp, cases) printed, as a malloc'd string. */
+static char *capture(void (*writer)(FILE *, const json_t *, const json_t *), const json_t *exp,
+                     const json_t *cases)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    writer(f, exp, cases);
+    fclose(f);
+    return buf;
+}
+
+static void markdown(FILE *f, const json_t *exp, const json_t *cases)
+{
+    (void)cases;
+    cli_report_markdown(f, exp);
+}
+
+static void table(FILE *f, const json_t *exp, const json_t *cases)
+{
+    (void)cases;
+    cli_report_table(f, exp);
+}
+
+START_TEST(markdown_is_a_table_per_treatment)
+{
+    json_t *exp = parse(EXPERIMENT);
+    char *md = capture(markdown, exp, NULL);
+    const char *want =
+        "### evald experiment exp_0123456789abcdef0123456789abcdef: qa & <brevity>\n"
+        "\n"
+        "Status **completed**, 3 cases, control **v1**; 95% intervals, Bonferroni-adjusted.\n"
+        "\n"
+        "| treatment | verdict | Δ pass rate | interval | p (adjusted) | MDE | Δ tokens | Δ cost $ "
+        "|"
+        " Δ wall ms | Δ calls |\n"
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
+        "| v2 | ❌ worse | -0.300 | [-0.450, -0.150] | 0.020 | 0.200 | -12.5% | -0.0001 | n/a |"
+        " +0.0% |\n"
+        "| v3 | inconclusive | +0.000 | [-0.500, +0.500] | 1.000 | 0.600 | n/a | n/a | n/a | n/a "
+        "|\n";
+    ck_assert_str_eq(md, want);
+    free(md);
+    json_decref(exp);
+}
+END_TEST
+
+START_TEST(the_table_says_each_verdict_and_what_inconclusive_needs)
+{
+    json_t *exp = parse(EXPERIMENT);
+    char *t = capture(table, exp, NULL);
+    /* Header, v2, v3, the cases needed under v3, the footer. */
+    char *lines[8] = {0};
+    size_t n = 0;
+    for (char *save = NULL, *l = strtok_r(t, "\n", &save); l != NULL && n < 8;
+         l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    ck_assert_uint_eq(n, 5);
+    ck_assert(strncmp(lines[0], "treatment", 9) == 0);
+    ck_assert_msg(strstr(lines[1], "v2 vs v1") == lines[1] && strstr(lines[1], "-0.300") &&
+                      strstr(lines[1], "[-0.450, -0.150]") && strstr(lines[1], "worse") &&
+                      strstr(lines[1], "-12.5%"),
+                  "%s", lines[1]);
+    ck_assert_msg(strstr(lines[2], "v3 vs v1") == lines[2] && strstr(lines[2], "inconclusive"),
+                  "%s", lines[2]);
+    ck_assert_msg(strstr(lines[3], "needs about 120 cases"), "%s", lines[3]);
+    ck_assert_str_eq(lines[4], "95% intervals, Bonferroni-adjusted over 2 treatments");
+    free(t);
+    json_decref(exp);
+}
+END_TEST
+
+START_TEST(github_annotations_name_worse_treatments_and_regressed_cases)
+{
+    json_t *exp = parse(EXPERIMENT), *cases = parse(CASES);
+    char *gh = capture(cli_report_github, exp, cases);
+    const char *want =
+        "::error title=evald%3A v2 is worse than v1::pass rate -0.300 [-0.450, -0.150], p "
+        "(adjusted) 0.020\n"
+        "::warning title=evald%3A case q1 regressed in v2::v1 passed 3/3 runs, v2 passed 1/3\n"
+        "::warning title=evald%3A case q<2> regressed in v2::v1 passed 2/2 runs, v2 passed 0/2\n"
+        "::warning title=evald%3A case q<2> regressed in v3::v1 passed 2/2 runs, v3 passed 1/2\n";
+    ck_assert_str_eq(gh, want);
+    free(gh);
+    json_decref(exp);
+    json_decref(cases);
+}
+END_TEST
+
+START_TEST(junit_has_a_suite_per_treatment_and_validates)
+{
+    json_t *exp = parse(EXPERIMENT), *cases = parse(CASES);
+    char *xml = capture(cli_report_junit, exp, cases);
+    ck_assert_ptr_nonnull(strstr(xml, "<testsuite name=\"v2 vs v1\" tests=\"3\" failures=\"2\""));
+    ck_assert_ptr_nonnull(strstr(xml, "<testsuite name=\"v3 vs v1\" tests=\"3\" failures=\"1\""));
+    ck_assert_ptr_nonnull(strstr(xml, "name=\"q&lt;2&gt;\">"));
+    ck_assert_ptr_nonnull(strstr(xml, "<failure message=\"v1 passed 3/3 runs, v2 passed 1/3\""));
+    /* q3: the control does not pass it, so no treatment regressed there. */
+    ck_assert_ptr_nonnull(strstr(
+        xml, "<testcase classname=\"exp_0123456789abcdef0123456789abcdef.v3\" name=\"q3\"/>"));
+
+    char path[] = "/tmp/evald-junit-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, xml, strlen(xml)), (ssize_t)strlen(xml));
+    close(fd);
+    if (system("command -v xmllint >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIPPED: JUnit schema check (xmllint is not installed: apt-get install "
+                        "libxml2-utils)\n");
+    } else {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "xmllint --noout --schema %s/tests/cli/junit.xsd %s",
+                 getenv("EVALD_SOURCE_DIR") ? getenv("EVALD_SOURCE_DIR") : EVALD_SOURCE_DIR, path);
+        ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+        /* The schema is not a rubber stamp: a suite without its counts fails it. */
+        FILE *f = fopen(path, "w");
+        fputs("<?xml version=\"1.0\"?><testsuites><testsuite name=\"x\"><testcase name=\"a\" "
+              "classname=\"b\"/></testsuite></testsuites>\n",
+              f);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "xmllint --noout --schema %s/tests/cli/junit.xsd %s 2>/dev/null",
+                 getenv("EVALD_SOURCE_DIR") ? getenv("EVALD_SOURCE_DIR") : EVALD_SOURCE_DIR, path);
+        ck_assert_int_ne(system(cmd), 0);
+    }
+    unlink(path);
+    free(xml);
+    json_decref(exp);
+    json_decref(cases);
+}
+END_TEST
+
+START_TEST(exit_codes_follow_the_verdicts)
+{
+    json_t *exp = parse(EXPERIMENT);
+    ck_assert_int_eq(cli_report_exit(exp, false, false), CLI_WORSE);
+    json_t *c0 = json_array_get(json_object_get(exp, "comparisons"), 0);
+    json_object_set_new(c0, "verdict", json_string("better"));
+    ck_assert_int_eq(cli_report_exit(exp, false, false), CLI_OK);
+    ck_assert_int_eq(cli_report_exit(exp, false, true), CLI_INCONCLUSIVE);
+    ck_assert_int_eq(cli_report_exit(exp, true, false), CLI_WORSE); /* v3 is not better */
+    json_t *c1 = json_array_get(json_object_get(exp, "comparisons"), 1);
+    json_object_set_new(c1, "verdict", json_string("better"));
+    ck_assert_int_eq(cli_report_exit(exp, true, true), CLI_OK);
+    json_object_set_new(c1, "verdict", json_string("equivalent"));
+    ck_assert_int_eq(cli_report_exit(exp, false, true), CLI_OK);
+    json_decref(exp);
+}
+END_TEST
+
+static char *write_temp(const char *suffix, const char *text)
+{
+    char *path = NULL;
+    ck_assert_int_gt(asprintf(&path, "/tmp/evald-cli-test-%d-%s", (int)getpid(), suffix), 0);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+START_TEST(yaml_files_keep_the_line_of_every_value)
+{
+    char *path = write_temp("a.yaml", "# an experiment\n"
+                                      "name: qa\n"
+                                      "repeats: 3\n"
+                                      "alpha: 0.05\n"
+                                      "flag: true\n"
+                                      "word: yes\n"
+                                      "none: ~\n"
+                                      "quoted: \"3\"\n"
+                                      "control: &c\n"
+                                      "  prompt: |\n"
+                                      "    Question: {{question}}\n"
+                                      "treatments:\n"
+                                      "  - label: v2\n"
+                                      "    prompt: \"\"\n"
+                                      "  - *c\n");
+    struct cli_doc d;
+    char err[256];
+    ck_assert_msg(cli_doc_load(&d, path, err, sizeof(err)), "%s", err);
+    json_t *want = parse("{\"name\":\"qa\",\"repeats\":3,\"alpha\":0.05,\"flag\":true,\"word\":"
+                         "\"yes\",\"none\":null,\"quoted\":\"3\",\"control\":{\"prompt\":"
+                         "\"Question: {{question}}\\n\"},\"treatments\":[{\"label\":\"v2\","
+                         "\"prompt\":\"\"},{\"prompt\":\"Question: {{question}}\\n\"}]}");
+    ck_assert(json_equal(d.root, want));
+    ck_assert_int_eq(cli_doc_line_of(&d, "treatments[0].prompt cannot be empty"), 14);
+    ck_assert_int_eq(cli_doc_line_of(&d, "treatments[0].colour is not a known field"), 13);
+    ck_assert_int_eq(cli_doc_line_of(&d, "repeats must be between 1 and 100"), 3);
+    ck_assert_int_eq(cli_doc_line_of(&d, "exactly one of dataset_id and cases must be given"), 0);
+    cli_doc_free(&d);
+    json_decref(want);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(bad_files_are_refused_with_their_line)
+{
+    static const struct {
+        const char *suffix, *text, *msg;
+    } bad[] = {
+        {"b.yaml", "a: 1\nb: [1, 2\nc: 3\n", ":3:2: did not find expected ',' or ']'"},
+        {"c.yaml", "a: 1\na: 2\n", ":2:1: duplicate key a"},
+        {"d.yaml", "- 1\n- 2\n", ":1:1: the file must hold an object (a mapping)"},
+        {"e.yaml", "", ":1:1: the file is empty"},
+        {"f.json", "{\"a\": 1,\n \"a\": 2}", ":2:"},
+        {"g.yaml", "a: *nope\n", ":1:4: unknown alias"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *path = write_temp(bad[i].suffix, bad[i].text);
+        struct cli_doc d;
+        char err[256];
+        ck_assert_msg(!cli_doc_load(&d, path, err, sizeof(err)), "%s loaded", bad[i].suffix);
+        ck_assert_msg(strncmp(err, path, strlen(path)) == 0 && strstr(err, bad[i].msg) != NULL,
+                      "%s: %s", bad[i].suffix, err);
+        unlink(path);
+        free(path);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_add_test(tc, markdown_is_a_table_per_treatment);
+    tcase_add_test(tc, the_table_says_each_verdict_and_what_inconclusive_needs);
+    tcase_add_test(tc, github_annotations_name_worse_treatments_and_regressed_cases);
+    tcase_add_test(tc, junit_has_a_suite_per_treatment_and_validates);
+    tcase_add_test(tc, exit_codes_follow_the_verdicts);
+    tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
+    tcase_add_test(tc, bad_files_are_refused_with_their_line);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}

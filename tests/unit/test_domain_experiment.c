@@ -1,0 +1,290 @@
+/*
+ * Unit tests for domain/template.h and domain/experiment.h: placeholder rendering (spaces,
+ * dots, non-string values, the whole-argument rule, text that is not a placeholder), the
+ * normalized experiment request with its defaults, every validation message of the
+ * contract (table-driven), the per-case checks and the plan size.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domain/experiment.h"
+#include "domain/template.h"
+#include "tests/support/testutil.h"
+
+static json_t *parse(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
+    ck_assert_msg(v != NULL, "%s: %s", text, e.text);
+    return v;
+}
+
+static const char CASE[] =
+    "{\"id\":\"k1\",\"vars\":{\"q\":\"2+2?\",\"n\":3,\"user\":{\"name\":\"Ada\","
+    "\"tags\":[1,2]},\"none\":null},\"expected\":{\"answer\":4},"
+    "\"metadata\":{}}";
+
+struct render {
+    const char *tmpl;
+    const char *want; /* NULL: refused with msg */
+    const char *msg;
+};
+
+static const struct render RENDERS[] = {
+    {"Question: {{q}}", "Question: 2+2?", NULL},
+    {"{{ q }} and {{q}}", "2+2? and 2+2?", NULL},
+    {"n={{n}} none={{none}}", "n=3 none=null", NULL},
+    {"{{user.name}} {{user.tags}}", "Ada [1,2]", NULL},
+    {"{{expected}} / {{expected.answer}}", "{\"answer\":4} / 4", NULL},
+    {"{{}} {{ 1x }} {{q} {q}} {{a..b}} {", "{{}} {{ 1x }} {{q} {q}} {{a..b}} {", NULL},
+    {"{{{q}}}", "{2+2?}", NULL},
+    {"no placeholder", "no placeholder", NULL},
+    {"{{missing}}", NULL, "case k1: template variable missing is not defined"},
+    {"{{user.age}}", NULL, "case k1: template variable user.age is not defined"},
+    {"{{q.x}}", NULL, "case k1: template variable q.x is not defined"},
+};
+
+START_TEST(placeholders_render)
+{
+    const struct render *t = &RENDERS[_i];
+    json_t *c = parse(CASE);
+    struct evd_buf out = {0};
+    struct evd_err err = {0};
+    enum evd_code rc = evd_template_render(t->tmpl, strlen(t->tmpl), c, &out, &err);
+    if (t->want != NULL) {
+        ck_assert_msg(rc == EVD_OK, "%s: %s", t->tmpl, err.msg);
+        ck_assert_str_eq(out.data, t->want);
+    } else {
+        ck_assert_int_eq(rc, EVD_EINVAL);
+        ck_assert_str_eq(err.msg, t->msg);
+    }
+    evd_buf_free(&out);
+    json_decref(c);
+}
+END_TEST
+
+START_TEST(a_whole_argument_placeholder_keeps_its_value)
+{
+    json_t *c = parse(CASE);
+    json_t *args = parse("{\"expected\":\"{{expected}}\",\"n\":\"{{ n }}\",\"text\":\"got {{n}}\","
+                         "\"list\":[\"{{user.tags}}\",7],\"{{q}}\":\"key stays\"}");
+    json_t *out = NULL;
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_template_render_json(args, c, &out, &err), EVD_OK);
+    json_t *want = parse("{\"expected\":{\"answer\":4},\"n\":3,\"text\":\"got 3\","
+                         "\"list\":[[1,2],7],\"{{q}}\":\"key stays\"}");
+    ck_assert(json_equal(out, want));
+    ck_assert(evd_template_has_placeholder(args));
+    ck_assert(!evd_template_has_placeholder(want));
+    json_decref(want);
+    json_decref(out);
+    json_decref(args);
+    json_decref(c);
+}
+END_TEST
+
+static const char BASE[] =
+    "{\"name\":\"qa\",\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+    "\"openai\"},\"control\":{\"label\":\"v1\",\"prompt\":\"Q: {{q}}\"},\"treatments\":[{\"label\":"
+    "\"v2\",\"prompt\":\"Answer briefly. Q: {{q}}\"}],\"dataset_id\":\"ds_1\",\"evaluator\":{"
+    "\"function_id\":\"eval::assert::normalized_text\",\"arguments\":{\"expected\":\"{{expected}}"
+    "\"}}}";
+
+static const struct evd_experiment_limits LIMITS = {100, 256};
+
+/* BASE with member `key` set to the JSON `value` ("-" removes it). */
+static json_t *with(const char *key, const char *value)
+{
+    json_t *b = parse(BASE);
+    if (key == NULL)
+        return b;
+    if (strcmp(value, "-") == 0)
+        json_object_del(b, key);
+    else
+        json_object_set_new(b, key, parse(value));
+    return b;
+}
+
+START_TEST(normalized_request_has_its_defaults)
+{
+    json_t *b = with("treatments", "[{\"prompt\":\"A: {{q}}\"},{\"prompt\":\"B: {{q}}\"}]");
+    json_t *n = NULL;
+    const json_t *cases = (const json_t *)1;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_ptr_null(cases);
+    ck_assert_int_eq(json_integer_value(json_object_get(n, "repeats")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(n, "concurrency")), 4);
+    json_t *an = json_object_get(n, "analysis");
+    ck_assert(json_real_value(json_object_get(an, "alpha")) == 0.05);
+    ck_assert(json_real_value(json_object_get(an, "min_effect")) == 0);
+    ck_assert(json_is_null(json_object_get(an, "cluster_by")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(n, "control"), "label")),
+                     "v1");
+    json_t *tr = json_object_get(n, "treatments");
+    ck_assert_uint_eq(json_array_size(tr), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tr, 0), "label")), "B");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tr, 1), "label")), "C");
+    ck_assert(json_is_null(json_object_get(json_array_get(tr, 1), "system_prompt")));
+    ck_assert_str_eq(json_string_value(json_object_get(n, "dataset_id")), "ds_1");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(n, "model"), "system_prompt_strategy")),
+        "enrich");
+    ck_assert_uint_eq(evd_experiment_arms(n), 3);
+
+    /* The cell of arm 2 on a case: templates rendered, the evaluator's expected an object. */
+    json_t *c = parse(CASE);
+    json_t *v = NULL, *e = NULL;
+    ck_assert_int_eq(evd_experiment_cell(n, c, 2, &v, &e, &err), EVD_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "prompt")), "B: 2+2?");
+    ck_assert_str_eq(json_string_value(json_object_get(v, "label")), "C");
+    json_t *want = parse("{\"answer\":4}");
+    ck_assert(json_equal(json_object_get(json_object_get(e, "arguments"), "expected"), want));
+    json_decref(want);
+    json_decref(v);
+    json_decref(e);
+    json_decref(c);
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
+struct refusal {
+    const char *key, *value, *msg;
+};
+
+static const struct refusal REFUSALS[] = {
+    {"colour", "1", "colour is not a known field"},
+    {"cases", "[{}]", "exactly one of dataset_id and cases must be given"},
+    {"dataset_id", "-", "exactly one of dataset_id and cases must be given"},
+    {"dataset_id", "\"\"", "dataset_id must be a non-empty string"},
+    {"name", "\"\"", "name must be a non-empty string of at most 200 bytes"},
+    {"treatments", "[]", "treatments must contain between 1 and 4 variants"},
+    {"treatments",
+     "[{\"prompt\":\"1\"},{\"prompt\":\"2\"},{\"prompt\":\"3\"},{\"prompt\":\"4\"},{\"prompt\":"
+     "\"5\"}]",
+     "treatments must contain between 1 and 4 variants"},
+    {"treatments", "[3]", "treatments[0] must be an object"},
+    {"treatments", "-", "treatments is required"},
+    {"repeats", "0", "repeats must be between 1 and 100"},
+    {"repeats", "101", "repeats must be between 1 and 100"},
+    {"repeats", "\"3\"", "repeats must be an integer"},
+    {"concurrency", "257", "concurrency must be between 1 and 256"},
+    {"analysis", "{\"alpha\":0.5}", "analysis.alpha must be greater than 0 and less than 0.5"},
+    {"analysis", "{\"alpha\":0}", "analysis.alpha must be greater than 0 and less than 0.5"},
+    {"analysis", "{\"min_effect\":1.5}", "analysis.min_effect must be between 0 and 1"},
+    {"analysis", "{\"power\":0.8}", "analysis.power is not a known field"},
+    {"analysis", "{\"cluster_by\":\"a b\"}",
+     "analysis.cluster_by must be a variable name (letters, digits and _, dots for nested "
+     "objects)"},
+    {"evaluator", "-", "evaluator is required"},
+    {"treatments", "[{\"label\":\"v2\",\"prompt\":\"Q: {{q}}\"}]",
+     "prompt comparison requires different prompts"},
+    {"treatments", "[{\"prompt\":\"x\",\"system_prompt\":\"be brief\"}]",
+     "prompt comparison requires identical system prompts"},
+    {"treatments", "[{\"prompt\":\"x\"},{\"prompt\":\"\"}]",
+     "treatments[1].prompt cannot be empty"},
+    {"treatments", "[{\"prompt\":\"x\"},{\"prompt\":\"x\"}]",
+     "prompt comparison requires different prompts"},
+    {"treatments", "[{\"label\":\"v1\",\"prompt\":\"x\"}]", "variant labels must be unique"},
+    {"treatments", "[{\"label\":\"\",\"prompt\":\"x\"}]",
+     "variant labels cannot be empty when supplied"},
+    {"treatments", "[{\"prompt\":\"x\",\"colour\":1}]",
+     "treatments[0].colour is not a known field"},
+    {"model", "{\"model\":\"\"}", "model.model cannot be empty"},
+};
+
+START_TEST(refusals_have_the_contract_messages)
+{
+    const struct refusal *t = &REFUSALS[_i];
+    json_t *b = with(t->key, t->value);
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_EINVAL,
+                  "case %d accepted", _i);
+    ck_assert_ptr_null(n);
+    ck_assert_str_eq(err.msg, t->msg);
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(system_prompt_experiments_compare_system_prompts)
+{
+    json_t *b = parse(BASE);
+    json_object_set_new(b, "dimension", json_string("system_prompt"));
+    json_object_set_new(b, "control", parse("{\"prompt\":\"{{q}}\",\"system_prompt\":\"terse\"}"));
+    json_object_set_new(b, "treatments",
+                        parse("[{\"prompt\":\"{{q}}\",\"system_prompt\":\"chatty\"},"
+                              "{\"prompt\":\"{{q}}\",\"system_prompt\":\"chatty\"}]"));
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "system_prompt comparison requires different system prompts");
+    json_array_set_new(json_object_get(b, "treatments"), 1,
+                       parse("{\"prompt\":\"{{q}}\",\"system_prompt\":null}"));
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(n, "control"), "label")),
+                     "A");
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(cases_are_checked_against_templates_and_cluster_by)
+{
+    json_t *b = with("analysis", "{\"cluster_by\":\"user.name\"}");
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_OK);
+    json_t *good = parse(CASE);
+    ck_assert_int_eq(evd_experiment_check_case(n, good, &err), EVD_OK);
+    char *key = evd_experiment_cluster_key(n, good, &err);
+    ck_assert_str_eq(key, "Ada");
+    free(key);
+    json_t *no_q = parse("{\"id\":\"k2\",\"vars\":{\"user\":{\"name\":\"B\"}},\"expected\":null,"
+                         "\"metadata\":{}}");
+    ck_assert_int_eq(evd_experiment_check_case(n, no_q, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case k2: template variable q is not defined");
+    json_t *no_user = parse("{\"id\":\"k3\",\"vars\":{\"q\":\"x\"},\"expected\":null,"
+                            "\"metadata\":{}}");
+    ck_assert_int_eq(evd_experiment_check_case(n, no_user, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case k3: cluster_by variable user.name is not defined");
+    /* {{expected}} of a case without one is null, which is defined. */
+    json_t *k4 = parse("{\"id\":\"k4\",\"vars\":{\"q\":\"x\",\"user\":{\"name\":1}},"
+                       "\"expected\":null,\"metadata\":{}}");
+    ck_assert_int_eq(evd_experiment_check_case(n, k4, &err), EVD_OK);
+    key = evd_experiment_cluster_key(n, k4, &err);
+    ck_assert_str_eq(key, "1");
+    free(key);
+    json_decref(k4);
+
+    ck_assert_int_eq(evd_experiment_check_size(n, 16666, 100000, &err), EVD_OK);
+    ck_assert_int_eq(evd_experiment_check_size(n, 16667, 100000, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "an experiment may plan at most 100000 runs "
+                              "(cases \u00d7 arms \u00d7 repeats = 100002)");
+    json_decref(good);
+    json_decref(no_q);
+    json_decref(no_user);
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("domain_experiment");
+    TCase *tc = tcase_create("experiment");
+    tcase_add_loop_test(tc, placeholders_render, 0, sizeof(RENDERS) / sizeof(RENDERS[0]));
+    tcase_add_test(tc, a_whole_argument_placeholder_keeps_its_value);
+    tcase_add_test(tc, normalized_request_has_its_defaults);
+    tcase_add_loop_test(tc, refusals_have_the_contract_messages, 0,
+                        sizeof(REFUSALS) / sizeof(REFUSALS[0]));
+    tcase_add_test(tc, system_prompt_experiments_compare_system_prompts);
+    tcase_add_test(tc, cases_are_checked_against_templates_and_cluster_by);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
