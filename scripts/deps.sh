@@ -10,9 +10,9 @@ packages=(
   postgresql
 )
 # Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
-# benchmark smoke test (python3, wrk).
+# benchmark smoke test (python3, wrk), and SciPy for the statistics check (tests/stats).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk python3)
+  packages+=(nodejs npm chromium wrk python3 python3-scipy)
 fi
 
 missing=()
