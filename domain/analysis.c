@@ -9,7 +9,7 @@
 #include <string.h>
 
 const char *const evd_analysis_metric_names[EVD_ANALYSIS_METRICS] = {
-    "total_tokens", "input_tokens", "output_tokens",  "reasoning_tokens",    "cost_usd",
+    "total_tokens", "input_tokens", "output_tokens",  "reasoning_tokens",     "cost_usd",
     "wall_time_ms", "turns",        "function_calls", "function_call_errors",
 };
 
@@ -50,7 +50,7 @@ struct evd_analysis_pair {
     struct evd_stats_sum se, se2;             /* Σ e_i, Σ e_i² */
     struct evd_stats_sum control, treatment;  /* Σ control, Σ treatment values */
     size_t nclusters;
-    uint64_t clusters_used; /* clusters with n_c >= 1 */
+    uint64_t clusters_used;    /* clusters with n_c >= 1 */
     struct evd_stats_sum q, p; /* Q = Σ S_c², P = Σ n_c S_c */
     uint64_t n2;               /* N2 = Σ n_c² */
     struct pair_cluster *cl;
@@ -171,8 +171,7 @@ void evd_analysis_pair_add(struct evd_analysis_pair *pair, uint32_t cluster, dou
     }
 }
 
-void evd_analysis_pair_moments(const struct evd_analysis_pair *pair,
-                               struct evd_stats_moments *out)
+void evd_analysis_pair_moments(const struct evd_analysis_pair *pair, struct evd_stats_moments *out)
 {
     *out = (struct evd_stats_moments){0};
     out->n = pair->n;
@@ -415,11 +414,10 @@ static int summary_members(json_t *obj, const struct evd_stats_paired *s)
     int rc = 0;
     rc |= json_object_set_new(obj, "delta", s->has_mean ? real_or_null(s->mean) : json_null());
     rc |= json_object_set_new(obj, "se", s->has_var ? real_or_null(s->se) : json_null());
-    rc |= json_object_set_new(obj, "df", s->has_var ? json_integer((json_int_t)s->df)
-                                                     : json_null());
+    rc |=
+        json_object_set_new(obj, "df", s->has_var ? json_integer((json_int_t)s->df) : json_null());
     rc |= json_object_set_new(obj, "ci_low", s->has_var ? real_or_null(s->ci_low) : json_null());
-    rc |= json_object_set_new(obj, "ci_high",
-                              s->has_var ? real_or_null(s->ci_high) : json_null());
+    rc |= json_object_set_new(obj, "ci_high", s->has_var ? real_or_null(s->ci_high) : json_null());
     return rc;
 }
 
@@ -438,8 +436,8 @@ static json_t *pass_rate_json(const struct evd_analysis *a, unsigned t)
     rc |= json_object_set_new(out, "control", real_or_null(mc));
     rc |= json_object_set_new(out, "treatment", real_or_null(mt));
     rc |= summary_members(out, &s);
-    rc |= json_object_set_new(out, "t_p_value",
-                              s.has_var ? real_or_null(s.t_p_value) : json_null());
+    rc |=
+        json_object_set_new(out, "t_p_value", s.has_var ? real_or_null(s.t_p_value) : json_null());
     rc |= json_object_set_new(out, "p_value_adjusted",
                               s.has_var ? real_or_null(s.p_value_adjusted) : json_null());
     rc |= json_object_set_new(sign, "wins", uint_json(wins));
@@ -483,8 +481,7 @@ static json_t *metric_json(const struct evd_analysis *a, const struct evd_analys
     return out;
 }
 
-json_t *evd_analysis_comparison_json(const struct evd_analysis *a, unsigned t,
-                                     const char *label)
+json_t *evd_analysis_comparison_json(const struct evd_analysis *a, unsigned t, const char *label)
 {
     const struct comparison_acc *cmp = &a->cmp[t];
     struct evd_stats_paired s;
@@ -515,8 +512,7 @@ json_t *evd_analysis_comparison_json(const struct evd_analysis *a, unsigned t,
     return out;
 }
 
-json_t *evd_analysis_info_json(const struct evd_analysis *a, const char *cluster_by,
-                               bool partial)
+json_t *evd_analysis_info_json(const struct evd_analysis *a, const char *cluster_by, bool partial)
 {
     json_t *out = json_object();
     int rc = out == NULL ? -1 : 0;

@@ -61,12 +61,12 @@ extern const char *const evd_analysis_metric_names[EVD_ANALYSIS_METRICS];
 
 /* Arm a on case i. */
 struct evd_analysis_cell {
-    uint32_t runs;         /* terminal runs */
-    uint32_t evaluated;    /* k_ia: runs with a verdict (passed not null) */
-    uint32_t passed;       /* x_ia */
-    uint32_t first_runs;   /* evaluated runs that ran first in their repeat ... */
-    uint32_t first_passed; /* ... and of those the passed ones */
-    uint32_t metric_mask;  /* bit j set: median[j] is known */
+    uint32_t runs;                       /* terminal runs */
+    uint32_t evaluated;                  /* k_ia: runs with a verdict (passed not null) */
+    uint32_t passed;                     /* x_ia */
+    uint32_t first_runs;                 /* evaluated runs that ran first in their repeat ... */
+    uint32_t first_passed;               /* ... and of those the passed ones */
+    uint32_t metric_mask;                /* bit j set: median[j] is known */
     double median[EVD_ANALYSIS_METRICS]; /* per-case median over the runs that reported j */
 };
 
@@ -74,7 +74,7 @@ struct evd_analysis_cell {
 struct evd_analysis_run {
     bool evaluated; /* the evaluator gave a verdict */
     bool passed;
-    bool first;          /* position 1 of its repeat: the arm ran first */
+    bool first;           /* position 1 of its repeat: the arm ran first */
     uint32_t metric_mask; /* bit j: metric[j] was reported */
     double metric[EVD_ANALYSIS_METRICS];
 };
@@ -104,8 +104,7 @@ void evd_analysis_pair_add(struct evd_analysis_pair *pair, uint32_t cluster, dou
                            double treatment, int sign);
 
 /* The moments (stats.h) of the pairs held. */
-void evd_analysis_pair_moments(const struct evd_analysis_pair *pair,
-                               struct evd_stats_moments *out);
+void evd_analysis_pair_moments(const struct evd_analysis_pair *pair, struct evd_stats_moments *out);
 
 /* Paired cases, and the signs of their differences. */
 void evd_analysis_pair_counts(const struct evd_analysis_pair *pair, uint64_t *n, uint64_t *wins,
@@ -118,9 +117,9 @@ void evd_analysis_pair_means(const struct evd_analysis_pair *pair, double *contr
 /* ---- the experiment ---- */
 
 struct evd_analysis_config {
-    unsigned arms;   /* 2..5: control and 1..4 treatments */
-    size_t cases;    /* dataset cases */
-    size_t clusters; /* distinct cluster_by values (cases carry 0..clusters−1); 0: none */
+    unsigned arms;     /* 2..5: control and 1..4 treatments */
+    size_t cases;      /* dataset cases */
+    size_t clusters;   /* distinct cluster_by values (cases carry 0..clusters−1); 0: none */
     double alpha;      /* 0 < alpha < 0.5 */
     double min_effect; /* 0 <= min_effect <= 1 */
 };
@@ -166,14 +165,12 @@ json_t *evd_analysis_arm_json(const struct evd_analysis *a, unsigned arm, const 
  * case pass rates over the paired cases (so delta = treatment − control); null where
  * stats.h leaves a value undefined. New reference, or NULL on ENOMEM.
  */
-json_t *evd_analysis_comparison_json(const struct evd_analysis *a, unsigned t,
-                                     const char *label);
+json_t *evd_analysis_comparison_json(const struct evd_analysis *a, unsigned t, const char *label);
 
 /*
  * The `analysis` member: {alpha, alpha_adjusted, min_effect, cluster_by, clusters,
  * partial}; cluster_by NULL gives null there and in clusters. New reference, or NULL.
  */
-json_t *evd_analysis_info_json(const struct evd_analysis *a, const char *cluster_by,
-                               bool partial);
+json_t *evd_analysis_info_json(const struct evd_analysis *a, const char *cluster_by, bool partial);
 
 #endif

@@ -128,8 +128,8 @@ void evd_plan_cell_at(unsigned k, uint32_t position, uint32_t *repeat, unsigned 
     *arm = order[(position - 1) % k];
 }
 
-int evd_plan_experiment_session_id(const char *experiment_id, uint32_t case_index,
-                                   unsigned arm, uint32_t repeat, char *buf, size_t size)
+int evd_plan_experiment_session_id(const char *experiment_id, uint32_t case_index, unsigned arm,
+                                   uint32_t repeat, char *buf, size_t size)
 {
     return snprintf(buf, size, "%s_%" PRIu32 "_%u_%" PRIu32, experiment_id, case_index, arm,
                     repeat);

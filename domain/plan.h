@@ -81,7 +81,7 @@ void evd_plan_cell_at(unsigned k, uint32_t position, uint32_t *repeat, unsigned 
  * Writes an experiment run's session id "<experiment_id>_<case_index>_<arm>_<repeat>"
  * into buf; returns snprintf's result.
  */
-int evd_plan_experiment_session_id(const char *experiment_id, uint32_t case_index,
-                                   unsigned arm, uint32_t repeat, char *buf, size_t size);
+int evd_plan_experiment_session_id(const char *experiment_id, uint32_t case_index, unsigned arm,
+                                   uint32_t repeat, char *buf, size_t size);
 
 #endif

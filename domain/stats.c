@@ -23,11 +23,11 @@
 static double stirling_corr(double x)
 {
     double r = 1.0 / x, r2 = r * r;
-    return r * (1.0 / 12 +
-                r2 * (-1.0 / 360 +
-                      r2 * (1.0 / 1260 +
-                            r2 * (-1.0 / 1680 +
-                                  r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 + r2 / 156))))));
+    return r *
+           (1.0 / 12 +
+            r2 * (-1.0 / 360 +
+                  r2 * (1.0 / 1260 + r2 * (-1.0 / 1680 + r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 +
+                                                                                  r2 / 156))))));
 }
 
 double evd_stats_lgamma(double x)
@@ -63,8 +63,7 @@ static double lgamma_ratio(double a, double b)
 {
     if (a >= 10) {
         double ab = a + b;
-        return (a - 0.5) * log1p(-b / ab) - b * log(ab) + b + stirling_corr(a) -
-               stirling_corr(ab);
+        return (a - 0.5) * log1p(-b / ab) - b * log(ab) + b + stirling_corr(a) - stirling_corr(ab);
     }
     return evd_stats_lgamma(a) - evd_stats_lgamma(a + b);
 }
@@ -256,8 +255,7 @@ static void qdist_g(const struct qdist *qd, double w, double ltarget, double *g,
  * derivative cannot give, are replaced by bisection (or, while the bracket is still open
  * on that side, by a unit step in w, a factor e in u).
  */
-static double qdist_solve(const struct qdist *qd, double target, const double *guess,
-                          size_t nguess)
+static double qdist_solve(const struct qdist *qd, double target, const double *guess, size_t nguess)
 {
     double ltarget = log(target);
     double lo = -INFINITY, hi = INFINITY; /* bracket in w: root in (lo, hi) */
@@ -471,8 +469,7 @@ const char *evd_stats_verdict_name(enum evd_stats_verdict v)
 }
 
 void evd_stats_paired_summary(const struct evd_stats_moments *mom,
-                              const struct evd_stats_params *params,
-                              struct evd_stats_paired *out)
+                              const struct evd_stats_params *params, struct evd_stats_paired *out)
 {
     *out = (struct evd_stats_paired){0};
     out->verdict = EVD_VERDICT_INCONCLUSIVE;
@@ -528,8 +525,8 @@ void evd_stats_paired_summary(const struct evd_stats_moments *mom,
         out->verdict = EVD_VERDICT_EQUIVALENT;
 }
 
-void evd_stats_paired_direct(const double *d, size_t n, const uint32_t *cluster,
-                             size_t nclusters, double *scratch, struct evd_stats_moments *out)
+void evd_stats_paired_direct(const double *d, size_t n, const uint32_t *cluster, size_t nclusters,
+                             double *scratch, struct evd_stats_moments *out)
 {
     *out = (struct evd_stats_moments){0};
     out->n = n;

@@ -157,8 +157,7 @@ struct evd_stats_paired {
  *   min_effect > 0 and −min_effect < ci_low and ci_high < min_effect; else inconclusive.
  */
 void evd_stats_paired_summary(const struct evd_stats_moments *mom,
-                              const struct evd_stats_params *params,
-                              struct evd_stats_paired *out);
+                              const struct evd_stats_params *params, struct evd_stats_paired *out);
 
 /*
  * The moments of d[0..n) by two direct passes (mean, then squared deviations). With
@@ -167,7 +166,7 @@ void evd_stats_paired_summary(const struct evd_stats_moments *mom,
  * nclusters doubles then (it may be NULL otherwise). The reference the accumulator is
  * tested against, and a fallback for a caller that has the values at hand.
  */
-void evd_stats_paired_direct(const double *d, size_t n, const uint32_t *cluster,
-                             size_t nclusters, double *scratch, struct evd_stats_moments *out);
+void evd_stats_paired_direct(const double *d, size_t n, const uint32_t *cluster, size_t nclusters,
+                             double *scratch, struct evd_stats_moments *out);
 
 #endif

@@ -16,8 +16,8 @@ START_TEST(two_arms_are_the_seed_pairs)
         unsigned order[2];
         evd_plan_arm_order(2, r, order);
         for (unsigned place = 0; place < 2; place++) {
-            struct evd_plan_entry e = evd_plan_entry_at(EVD_ORDER_CONTROL_FIRST,
-                                                        (size_t)(r - 1) * 2 + place);
+            struct evd_plan_entry e =
+                evd_plan_entry_at(EVD_ORDER_CONTROL_FIRST, (size_t)(r - 1) * 2 + place);
             ck_assert_uint_eq(e.iteration, r);
             ck_assert_uint_eq(order[place], e.role == EVD_ROLE_CONTROL ? 0 : 1);
         }
@@ -89,7 +89,7 @@ START_TEST(williams_rows_are_balanced)
         for (unsigned a = 0; a < k; a++) {
             for (unsigned b = 0; b < k; b++) {
                 ck_assert_uint_eq(place_count[a][b], rows / k);
-                ck_assert_uint_eq(pair_count[a][b], a == b ? 0 : rows / k);
+                ck_assert_uint_eq(pair_count[a][b], (a == b ? 0 : rows / k));
             }
         }
     }

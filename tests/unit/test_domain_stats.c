@@ -14,19 +14,19 @@
 #include "tests/support/testutil.h"
 
 /* |a − b| <= tol · max(|b|, 1e-300) */
-#define ck_assert_rel(a, b, tol)                                                               \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b);                                                             \
-        ck_assert_msg(fabs(a_ - b_) <= (tol) * fmax(fabs(b_), 1e-300),                         \
-                      "%s = %.17g, expected %.17g", #a, a_, b_);                               \
+#define ck_assert_rel(a, b, tol)                                                                   \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        ck_assert_msg(fabs(a_ - b_) <= (tol)*fmax(fabs(b_), 1e-300), "%s = %.17g, expected %.17g", \
+                      #a, a_, b_);                                                                 \
     } while (0)
 
 /* |a − b| <= rel · |b| + abs: for closed forms that themselves cancel in the tails */
-#define ck_assert_close(a, b, rel, abs_)                                                       \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b);                                                             \
-        ck_assert_msg(fabs(a_ - b_) <= (rel) * fabs(b_) + (abs_), "%s = %.17g, expected %.17g", \
-                      #a, a_, b_);                                                             \
+#define ck_assert_close(a, b, rel, abs_)                                                           \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        ck_assert_msg(fabs(a_ - b_) <= (rel)*fabs(b_) + (abs_), "%s = %.17g, expected %.17g", #a,  \
+                      a_, b_);                                                                     \
     } while (0)
 
 /* A small deterministic generator (xorshift64*), so failures are reproducible. */
