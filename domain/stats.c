@@ -79,28 +79,56 @@ static double lbeta(double a, double b)
  * The continued fraction K = 1 + d1/(1 + d2/(1 + …)) of I_x(a, b) = x^a y^b / (a B(a, b) K),
  *   d_{2j+1} = −(a + j)(a + b + j) x / ((a + 2j)(a + 2j + 1)),
  *   d_{2j}   = j (b − j) x / ((a + 2j − 1)(a + 2j)),
- * evaluated forward by the modified Lentz method (C and D the ratios of successive
- * numerators and denominators, clamped away from 0).
+ * evaluated forward by the modified Lentz method: C_i = 1 + d_i / C_{i−1} and
+ * D_i = 1 / (1 + d_i D_{i−1}) are the ratios of successive numerators and denominators,
+ * and K is the product of C_i D_i.
+ *
+ * Near x = 1 with large a (the t distribution at large df) d_{2j+1} is close to −1, and
+ * on the odd steps both 1 + d_i / C and 1 + d_i D cancel to a few significant digits. There
+ * (when b <= 1) the step is taken as C_i = (Cm + g) / C_{i−1} and D_i = 1 / (g + d_i Dm),
+ * with Cm = C_{i−1} − 1 = d_{i−1} / C_{i−2} and Dm = D_{i−1} − 1 = −d_{i−1} D_{i−2} D_{i−1}
+ * from the previous step (both without cancellation), and g = 1 + d_i from the identity
+ *   (a + 2j)(a + 2j + 1) g = a (2j + 1 − b) + 3j² + j (2 − b) + (a + j)(a + b + j) y,
+ * whose terms are all non-negative (y = 1 − x, given exactly by the caller). The even steps
+ * keep the plain form. Cm and Dm are recomputed at every step from C and D, never carried
+ * on their own (which would let their rounding grow).
  */
-static double beta_cf(double a, double b, double x)
+static double beta_cf(double a, double b, double x, double y)
 {
-    double f = 1.0, c = 1.0, d = 0.0;
+    double f = 1.0, c = 1.0, cm = 0.0, d = 0.0, dm = -1.0;
+    int settled = 0; /* consecutive steps that changed nothing */
     for (int i = 1; i <= CF_MAX_TERMS; i++) {
-        double j = (double)(i / 2), num;
-        if (i % 2 == 1)
-            num = -(a + j) * (a + b + j) * x / ((a + 2 * j) * (a + 2 * j + 1));
-        else
+        double j = (double)(i / 2), num, c_new, d_new;
+        if (i % 2 == 1) {
+            double den = (a + 2 * j) * (a + 2 * j + 1);
+            num = -(a + j) * (a + b + j) * x / den;
+        } else {
             num = j * (b - j) * x / ((a + 2 * j - 1) * (a + 2 * j));
-        d = 1.0 + num * d;
-        if (fabs(d) < CF_TINY)
-            d = CF_TINY;
-        d = 1.0 / d;
-        c = 1.0 + num / c;
-        if (fabs(c) < CF_TINY)
-            c = CF_TINY;
+        }
+        if (i % 2 == 1 && b <= 1) {
+            double g = (a * (2 * j + 1 - b) + 3 * j * j + j * (2 - b) + (a + j) * (a + b + j) * y) /
+                       ((a + 2 * j) * (a + 2 * j + 1));
+            c_new = (cm + g) / c;
+            d_new = g + num * dm;
+        } else {
+            c_new = 1.0 + num / c;
+            d_new = 1.0 + num * d;
+        }
+        if (fabs(d_new) < CF_TINY)
+            d_new = CF_TINY;
+        d_new = 1.0 / d_new;
+        if (fabs(c_new) < CF_TINY)
+            c_new = CF_TINY;
+        cm = num / c;          /* C_i − 1, for the next step */
+        dm = -num * d * d_new; /* D_i − 1 */
+        c = c_new;
+        d = d_new;
         double delta = c * d;
         f *= delta;
-        if (fabs(delta - 1.0) < CF_EPS)
+        /* the odd and even steps can differ by orders of magnitude near x = 1: stop only
+         * when an odd and an even step in a row both leave f unchanged */
+        settled = fabs(delta - 1.0) < CF_EPS ? settled + 1 : 0;
+        if (settled >= 2)
             break;
     }
     return f;
@@ -135,7 +163,7 @@ static void ibeta(double a, double b, struct txy r, double *p, double *q)
         b = t;
         r = (struct txy){.x = r.y, .y = r.x, .lx = r.ly, .ly = r.lx};
     }
-    double v = exp(a * r.lx + b * r.ly - lbeta(a, b) - log(a)) / beta_cf(a, b, r.x);
+    double v = exp(a * r.lx + b * r.ly - lbeta(a, b) - log(a)) / beta_cf(a, b, r.x, r.y);
     if (v > 1)
         v = 1;
     if (swap) {
