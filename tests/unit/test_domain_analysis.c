@@ -441,6 +441,66 @@ START_TEST(cells_from_runs)
 }
 END_TEST
 
+/* jansson's allocator failing the n-th allocation only (jansson's test_chaos idea): the
+ * later ones succeed, so an ignored failure would show as an incomplete result */
+static bool chaos_on;
+static size_t chaos_count, chaos_fail_at;
+
+static void *chaos_malloc(size_t n)
+{
+    if (chaos_on && chaos_count++ == chaos_fail_at)
+        return NULL;
+    return malloc(n);
+}
+
+static void chaos_free(void *p)
+{
+    free(p);
+}
+
+START_TEST(builders_under_allocation_failure)
+{
+    /* failing any one allocation, every builder returns NULL or exactly what it returns
+     * with memory to spare */
+    struct evd_analysis_config cfg = {
+        .arms = 3, .cases = 8, .clusters = 2, .alpha = 0.05, .min_effect = 0.1};
+    struct evd_analysis *a = evd_analysis_new(&cfg);
+    struct evd_analysis_cell rows[8][5];
+    memset(rows, 0, sizeof(rows));
+    rng_state = 7;
+    for (int step = 0; step < 200; step++) {
+        size_t i = rng_below(8);
+        struct evd_analysis_cell next = random_cell(3);
+        evd_analysis_set_cell(a, (uint32_t)(i % 2), rows[i], rng_below(3), &next);
+    }
+    json_set_alloc_funcs(chaos_malloc, chaos_free);
+    for (int which = 0; which < 3; which++) {
+        json_t *want = which == 0   ? evd_analysis_arm_json(a, 1, "B")
+                       : which == 1 ? evd_analysis_comparison_json(a, 2, "C")
+                                    : evd_analysis_info_json(a, "topic", true);
+        ck_assert(want != NULL);
+        bool completed = false;
+        for (size_t n = 0; !completed && n < 100000; n++) {
+            chaos_on = true;
+            chaos_count = 0;
+            chaos_fail_at = n;
+            json_t *got = which == 0   ? evd_analysis_arm_json(a, 1, "B")
+                          : which == 1 ? evd_analysis_comparison_json(a, 2, "C")
+                                       : evd_analysis_info_json(a, "topic", true);
+            chaos_on = false;
+            if (got != NULL)
+                ck_assert_msg(json_equal(got, want), "allocation %zu failed unnoticed", n);
+            completed = chaos_count <= n; /* no allocation left to fail */
+            json_decref(got);
+        }
+        ck_assert(completed);
+        json_decref(want);
+    }
+    json_set_alloc_funcs(malloc, free);
+    evd_analysis_free(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("domain_analysis");
@@ -451,6 +511,7 @@ int main(void)
     tcase_add_test(tc, empty_and_single_case_shapes);
     tcase_add_test(tc, eligibility);
     tcase_add_test(tc, cells_from_runs);
+    tcase_add_test(tc, builders_under_allocation_failure);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
