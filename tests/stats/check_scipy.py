@@ -31,8 +31,8 @@ def log_uniform(rng, lo, hi, size):
 
 
 def draw_df(rng, n):
-    """Half integer, half real degrees of freedom, log-uniform over [1, 1e6]."""
-    df = log_uniform(rng, 1.0, 1e6, n)
+    """Half integer, half real degrees of freedom, log-uniform over [1, 1e9]."""
+    df = log_uniform(rng, 1.0, 1e9, n)
     df[: n // 2] = np.round(df[: n // 2])
     rng.shuffle(df)
     return df
