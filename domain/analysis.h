@@ -28,6 +28,9 @@
  * (evd_stats_sum), and the counts of d_i = 0 and d_i = K are exact, so all-equal
  * differences (the se = 0 rules) are recognised exactly however long the history.
  *
+ * After a restart the engine rebuilds the accumulator from its stored cells (each set once
+ * on an empty row: a pass over cells, not runs); a finished experiment's JSON is stored.
+ *
  * Memory: O(arms) without clustering; with C clusters (1 + 9 metrics) · m · C · 24 bytes.
  * Not thread-safe: one accumulator belongs to one writer (the engine serialises the
  * updates of an experiment); the JSON builders only read it.
@@ -74,7 +77,7 @@ struct evd_analysis_cell {
 struct evd_analysis_run {
     bool evaluated; /* the evaluator gave a verdict */
     bool passed;
-    bool first;           /* position 1 of its repeat: the arm ran first */
+    bool first;           /* ran first in its repeat: position (repeat − 1)·arms + 1 (plan.h) */
     uint32_t metric_mask; /* bit j: metric[j] was reported */
     double metric[EVD_ANALYSIS_METRICS];
 };
