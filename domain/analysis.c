@@ -4,6 +4,7 @@
  */
 #include "domain/analysis.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +145,8 @@ void evd_analysis_pair_add(struct evd_analysis_pair *pair, uint32_t cluster, dou
     sum_add_product(&pair->se2, sg * e, e);
     evd_stats_sum_add(&pair->control, sg * control);
     evd_stats_sum_add(&pair->treatment, sg * treatment);
-    if (pair->nclusters > 0 && cluster < pair->nclusters) {
+    assert(pair->nclusters == 0 || cluster < pair->nclusters);
+    if (pair->nclusters > 0) {
         struct pair_cluster *c = &pair->cl[cluster];
         double s_old = evd_stats_sum_value(&c->s);
         uint64_t n_old = c->n;
@@ -321,6 +323,7 @@ void evd_analysis_set_cell(struct evd_analysis *a, uint32_t cluster,
                            struct evd_analysis_cell *cells, unsigned arm,
                            const struct evd_analysis_cell *after)
 {
+    assert(arm < a->cfg.arms);
     struct evd_analysis_cell before = cells[arm];
     arm_apply(&a->arm[arm], &before, -1);
     arm_apply(&a->arm[arm], after, +1);
