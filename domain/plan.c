@@ -3,6 +3,7 @@
  */
 #include "domain/plan.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -71,4 +72,65 @@ json_t *evd_plan_effective_order(const json_t *runs)
         return NULL;
     }
     return out;
+}
+
+/* ---- experiments: the order of the cells within a case ---- */
+
+unsigned evd_plan_design_rows(unsigned k)
+{
+    assert(k >= 2 && k <= EVD_PLAN_MAX_ARMS);
+    return k % 2 == 0 ? k : 2 * k;
+}
+
+/* s(i) = 0, 1, k−1, 2, k−2, …: s(2h−1) = h, s(2h) = k − h. */
+static unsigned williams_s(unsigned k, unsigned i)
+{
+    if (i == 0)
+        return 0;
+    return i % 2 == 1 ? (i + 1) / 2 : k - i / 2;
+}
+
+void evd_plan_arm_order(unsigned k, uint32_t repeat, unsigned *order)
+{
+    assert(k >= 2 && k <= EVD_PLAN_MAX_ARMS && repeat >= 1);
+    if (k == 2) { /* the seed's pairs: control first in odd repeats */
+        bool odd = repeat % 2 == 1;
+        order[0] = odd ? 0 : 1;
+        order[1] = odd ? 1 : 0;
+        return;
+    }
+    unsigned row = (unsigned)((repeat - 1) % evd_plan_design_rows(k));
+    unsigned j = row % k;
+    bool mirrored = row >= k; /* odd k: rows k..2k−1 are rows 0..k−1 reversed */
+    for (unsigned i = 0; i < k; i++) {
+        unsigned arm = (williams_s(k, i) + j) % k;
+        order[mirrored ? k - 1 - i : i] = arm;
+    }
+}
+
+uint32_t evd_plan_cell_position(unsigned k, uint32_t repeat, unsigned arm)
+{
+    unsigned order[EVD_PLAN_MAX_ARMS];
+    evd_plan_arm_order(k, repeat, order);
+    unsigned place = 0;
+    while (place < k && order[place] != arm)
+        place++;
+    assert(place < k);
+    return (repeat - 1) * k + place + 1;
+}
+
+void evd_plan_cell_at(unsigned k, uint32_t position, uint32_t *repeat, unsigned *arm)
+{
+    assert(position >= 1);
+    unsigned order[EVD_PLAN_MAX_ARMS];
+    *repeat = (position - 1) / k + 1;
+    evd_plan_arm_order(k, *repeat, order);
+    *arm = order[(position - 1) % k];
+}
+
+int evd_plan_experiment_session_id(const char *experiment_id, uint32_t case_index, unsigned arm,
+                                   uint32_t repeat, char *buf, size_t size)
+{
+    return snprintf(buf, size, "%s_%" PRIu32 "_%u_%" PRIu32, experiment_id, case_index, arm,
+                    repeat);
 }

@@ -16,9 +16,10 @@ if [ "${EVALD_DEPS_CONTAINER:-0}" = 1 ]; then
   packages+=(podman buildah runc debootstrap docker-compose golang-github-containernetworking-plugin-dnsname uidmap slirp4netns fuse-overlayfs)
 fi
 # Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
-# benchmark smoke test (python3, wrk).
+# benchmark smoke test (python3, wrk), SciPy for the statistics check (tests/stats), and
+# xmllint and script(1) for evald-cli's JUnit and terminal checks.
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk python3 libxml2-utils bsdutils)
+  packages+=(nodejs npm chromium wrk python3 python3-scipy libxml2-utils bsdutils)
 fi
 
 missing=()

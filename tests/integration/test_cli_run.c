@@ -216,7 +216,7 @@ START_TEST(detach_prints_the_id_and_watch_follows_it)
     ck_assert_msg(strncmp(r.out, "eval_", 5) == 0 && strlen(r.out) == 38, "%s", r.out);
     r.out[37] = '\0';
     char id[64];
-    snprintf(id, sizeof(id), "%s", r.out);
+    snprintf(id, sizeof(id), "%.37s", r.out);
     char *argv2[] = {(char *)cli_bin(), "--url", evald.base, "eval", "watch", id, "--json", NULL};
     run(argv2, &r);
     ck_assert_int_eq(r.code, 1);
