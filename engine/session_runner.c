@@ -228,8 +228,9 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     int64_t wall = evd_now_ms() - started;
     transcript = transcript_of(&out);
 
-    if (reason == REASON_SHUTDOWN) {
-        evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, &err);
+    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
+        if (evd_db_ensure(c))
+            evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, e->owner, &err);
         goto out;
     }
     if (reason == REASON_CANCELLED) {
