@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan bench-smoke format clean
+.PHONY: all deps build run test test-asan bench-smoke chaos chaos-smoke format clean
 
 all: build
 
@@ -32,6 +32,15 @@ test-asan: deps
 bench-smoke: build
 	@url=$${EVALD_TEST_DATABASE_URL:-$$(EVALD_PG_FSYNC=off scripts/pg.sh start var/pg-test $${EVALD_TEST_PG_PORT:-54330})} && \
 	  EVALD_TEST_DATABASE_URL=$$url ctest --test-dir $(BUILD) -R bench/smoke --output-on-failure
+
+# The chaos suite (tests/chaos/chaos.sh): kill -9, kill -STOP past the lease and immediate
+# PostgreSQL restarts under several processes, then every run, result, provider call and
+# webhook event is checked. chaos-smoke is the bounded one CI runs (about 2 minutes).
+chaos: build
+	@CHAOS_PROFILE=full tests/chaos/chaos.sh $(BUILD)
+
+chaos-smoke: build
+	@CHAOS_PROFILE=smoke tests/chaos/chaos.sh $(BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
