@@ -18,16 +18,19 @@ build=${1:-build}
 evald=${EVALD_BIN:-$build/evald}
 stub_bin=${EVALD_STUB_BIN:-$build/evald-stub}
 case "${CHAOS_PROFILE:-smoke}" in
-smoke) seconds=60 procs=3 per_round=2 runs=4 pg_restarts=2 ;;
-full) seconds=360 procs=4 per_round=3 runs=5 pg_restarts=6 ;;
+smoke) seconds=90 procs=3 per_round=2 runs=3 pg_restarts=3 ;;
+full) seconds=420 procs=4 per_round=3 runs=4 pg_restarts=12 ;;
 *) echo "chaos: CHAOS_PROFILE must be smoke or full" >&2; exit 2 ;;
 esac
 seconds=${CHAOS_SECONDS:-$seconds}
 procs=${CHAOS_PROCS:-$procs}
-lease=${CHAOS_LEASE_MS:-6000}
-# Below a quarter of the lease: a call in flight when its process is frozen has ended at
-# the provider before the lease runs out (README, "Scaling out").
-latency=${CHAOS_LATENCY_MS:-700}
+lease=${CHAOS_LEASE_MS:-12000}
+# Half the evaluations are slow: their calls outlast a restart of PostgreSQL, so a claim
+# that such a restart undid would let a second worker start a run still in flight. Both
+# stay below a quarter of the lease: a call in flight when its process is frozen has ended
+# at the provider before the lease runs out (README, "Scaling out").
+latency=${CHAOS_LATENCY_MS:-400}
+slow=${CHAOS_SLOW_MS:-2500}
 workers=4
 for b in "$evald" "$stub_bin"; do
   [ -x "$b" ] || { echo "chaos: $b not found (make build)" >&2; exit 2; }
@@ -76,7 +79,16 @@ listen_of() {
 port=$(free_port)
 url=$(EVALD_PG_FSYNC=off scripts/pg.sh start "$pgdir" "$port")
 
-echo "{\"default\":{\"latency_ms\":$latency}}" >"$work/script.json"
+# Each run is two generations around one tool call, so that a process that comes back from
+# a stop would have more to send for a run it no longer holds.
+call='{"tool_calls":[{"name":"agent_trigger","arguments":{"function_id":"chaos.add","payload":{"a":2,"b":3}}}]}'
+cat >"$work/script.json" <<EOF
+{"rules":[
+  {"when":{"has_tool_result":false,"prompt_contains":"slow"},"latency_ms":$slow,"reply":$call},
+  {"when":{"has_tool_result":false},"latency_ms":$latency,"reply":$call},
+  {"when":{"has_tool_result":true,"prompt_contains":"slow"},"latency_ms":$slow,"reply":{"text":"OK"}}],
+ "default":{"latency_ms":$latency,"reply":{"text":"OK"}}}
+EOF
 "$stub_bin" --listen 127.0.0.1:0 --script "$work/script.json" --log-level warn \
   >"$work/stub.out" 2>"$work/stub.log" &
 stub_pid=$!
@@ -111,10 +123,13 @@ any_base() {
 }
 
 request() {
+  local pace=fast
+  [ $(($1 % 2)) = 1 ] && pace=slow
   cat <<EOF
 {"dimension":"prompt","model":{"model":"stub-model","provider":"openai"},
- "control":{"prompt":"chaos $1 control: Reply with exactly OK."},
- "treatment":{"prompt":"chaos $1 treatment: Return exactly the text OK."},
+ "control":{"prompt":"chaos $1 $pace control: add 2 and 3, then reply OK."},
+ "treatment":{"prompt":"chaos $1 $pace treatment: add 2 and 3, then answer OK."},
+ "functions":{"allow":["chaos.*"],"deny":[],"expose":"agent_trigger"},
  "evaluator":{"function_id":"eval::assert::normalized_text","arguments":{"expected":"OK"}},
  "runs":$runs,"concurrency":2}
 EOF
@@ -141,7 +156,11 @@ start_eval() {
   exit 1
 }
 
-# One subscription for every evaluation that finishes from now on.
+# The runs' tool, and one subscription for every evaluation that finishes from now on.
+code=$(curl -s -o "$work/tool.json" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+  -d "{\"description\":\"Adds a and b.\",\"request_schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}}},\"url\":\"$receiver/tool\",\"timeout_ms\":5000}" \
+  "$(any_base)/v1/tools/chaos.add" || true)
+[ "$code" = 201 ] || [ "$code" = 200 ] || { log "could not register the tool: $code $(cat "$work/tool.json")"; exit 1; }
 for _ in $(seq 1 50); do
   code=$(curl -s -o "$work/sub.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
     -d "{\"url\":\"$receiver/hook\",\"secret\":\"chaos-secret-of-at-least-32-characters\"}" \
@@ -157,10 +176,13 @@ for _ in $(seq 1 $((per_round * 2))); do start_eval; done
 pick() { echo $((RANDOM % procs)); }
 deadline=$((SECONDS + seconds))
 round=0
-log "chaos for ${seconds}s: $procs processes, lease ${lease} ms, stub latency ${latency} ms"
+log "chaos for ${seconds}s: $procs processes, lease ${lease} ms, stub latency ${latency}/${slow} ms"
 while [ $SECONDS -lt $deadline ]; do
   round=$((round + 1))
   i=$(pick)
+  # New evaluations first: their claims are what an immediate restart may catch.
+  for _ in $(seq 1 "$per_round"); do start_eval; done
+  sleep 0.3
   case $((round % 4)) in
   1 | 3)
     kill -KILL "${pid[$i]}" 2>/dev/null || true
@@ -179,13 +201,11 @@ while [ $SECONDS -lt $deadline ]; do
   0)
     if [ $restarts_done -lt $pg_restarts ]; then
       scripts/pg.sh kill "$pgdir"
-      sleep 1
       scripts/pg.sh start "$pgdir" "$port" >/dev/null
       restarts_done=$((restarts_done + 1))
     fi
     ;;
   esac
-  for _ in $(seq 1 "$per_round"); do start_eval; done
   sleep 1
 done
 
@@ -241,7 +261,7 @@ failures=$(sql "SELECT coalesce(string_agg(DISTINCT f->>'message', '; '), '') FR
   jsonb_array_elements(coalesce(r.failures, '[]'::jsonb)) f WHERE r.status <> 'completed'")
 
 cat <<EOF
-chaos figures ($(date -u +%FT%TZ), profile ${CHAOS_PROFILE:-smoke}, ${seconds}s, $procs processes x $workers workers, lease $lease ms, latency $latency ms)
+chaos figures ($(date -u +%FT%TZ), profile ${CHAOS_PROFILE:-smoke}, ${seconds}s, $procs processes x $workers workers, lease $lease ms, latency $latency ms, slow $slow ms)
   kills survived:            kill -9 $kills, kill -STOP past the lease $stops, PostgreSQL immediate restarts $restarts_done
   evaluations:               $evals in the database ($started started, $start_retries start retries), not completed $unfinished, started but not completed $missing_ids
   runs:                      $total_runs of $planned planned; lost $lost; miscounted evaluations $miscounted; restarted after an interruption $restarted

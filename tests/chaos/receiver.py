@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Webhook receiver of the chaos suite: answers 204 to every POST and appends one JSON line
-per request (event id, delivery id, attempt, body) to the file given. Prints
+"""Webhook receiver and HTTP tool of the chaos suite. POST /tool answers {"sum": a + b}
+(the runs' tool); any other POST is a webhook delivery: answered 204, with one JSON line
+(event id, delivery id, attempt, body) appended to the file given. Prints
 {"listen":"127.0.0.1:PORT"} once it is ready. Usage: receiver.py OUT_FILE"""
 import json
 import sys
@@ -19,6 +20,15 @@ class Handler(BaseHTTPRequestHandler):
             doc = json.loads(body)
         except ValueError:
             doc = None
+        if self.path == "/tool":
+            args = doc if isinstance(doc, dict) else {}
+            answer = json.dumps({"sum": (args.get("a") or 0) + (args.get("b") or 0)}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
         line = json.dumps({
             "event_id": self.headers.get("X-Evald-Event-Id"),
             "delivery_id": self.headers.get("X-Evald-Delivery-Id"),
