@@ -3,7 +3,9 @@
  *   workers  claim due jobs (FOR UPDATE SKIP LOCKED + lease) on their own
  *            connection; an idle worker sleeps on work_cv until the keeper announces
  *            new jobs (or a second passes: jobs may become due without a NOTIFY);
- *   keeper   renews the leases of this process's in-flight runs, LISTENs on
+ *   keeper   renews, every third of the lease, the leases of this process's runs in
+ *            flight or with the writer (each renewal moves the run's cancel token
+ *            deadline: calls stop at three quarters of a lease not renewed), LISTENs on
  *            evald_cancel (cancel tokens), evald_events (SSE subscriptions) and
  *            evald_jobs (wakes as many idle workers as jobs were enqueued), and
  *            triggers runs past their scenario deadline;
