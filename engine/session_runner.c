@@ -190,8 +190,8 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     limits = evd_session_harness_limits(s.config);
     cancel = evd_cancel_new();
     if (tools == NULL || limits == NULL || cancel == NULL) {
-        /* The attempt counts: the lease runs out and the turn is tried again, at most three
-         * times in all, like a run. */
+        /* The attempt counts: the lease runs out and the turn is tried again, at most
+         * EVD_MAX_ATTEMPTS times in all, like a run. */
         evd_log(EVD_LOG_WARN, "could not prepare session turn", "session_id", s.id, "error",
                 err.msg, NULL);
         goto out;
