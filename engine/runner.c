@@ -439,6 +439,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 
     enum inflight_reason reason = REASON_NONE;
+    bool interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
     int64_t now = evd_now_ms();
     if (out.status == EVD_HARNESS_COMPLETED && out.output != NULL &&
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) ==
@@ -456,6 +457,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
         struct evd_err everr = {0};
         if (evaluate(e, c, ev.id, &view, run, tools, cancel, &evaluation, &review, &everr) !=
             EVD_OK) {
+            interrupted = evd_cancel_is_set(cancel); /* a failure the token may have caused */
             evd_run_fail(run, EVD_PHASE_EVALUATE, view.evaluator_function_id, everr.msg,
                          evd_now_ms());
         } else {
@@ -491,6 +493,8 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     /* The slot stays registered, so that the keeper renews the lease until the writer
      * has written the outcome. */
     reason = evd_engine_inflight_hold(e, slot);
+    if (reason == REASON_LEASE && !interrupted)
+        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
 
     if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
         if (reason == REASON_LEASE)

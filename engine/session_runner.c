@@ -225,6 +225,8 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
+    if (reason == REASON_LEASE && out.status != EVD_HARNESS_CANCELLED)
+        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
     int64_t wall = evd_now_ms() - started;
     transcript = transcript_of(&out);
 
