@@ -27,7 +27,9 @@
  * third of the lease, so one may be missed, and an aborted call has ended at the
  * provider before a second process can claim the run. */
 #define EVD_LEASE_MARGIN_MS(lease_ms) ((lease_ms) / 4)
-#define EVD_MAX_INFLIGHT 256
+/* In-flight slots: a worker (at most 256) holds one for its run, and one more while the
+ * writer has its previous outcome. */
+#define EVD_MAX_INFLIGHT 512
 /* Evaluations whose request a process keeps (least recently used goes first). */
 #define EVD_REQUEST_CACHE 64
 

@@ -33,6 +33,10 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
                             struct evd_cancel *cancel, int64_t deadline_mono)
 {
     int slot = -1;
+    /* No call may outlast the lease the claim took (renewals move this later; a run
+     * without a slot is not renewed, so its calls end with that first lease). */
+    evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
+                                        EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
     pthread_mutex_lock(&e->inflight_mu);
     for (int i = 0; i < EVD_MAX_INFLIGHT && slot < 0; i++)
         if (!e->inflight[i].used)
@@ -47,9 +51,6 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
         f->attempt = attempt;
         f->cancel = cancel;
         f->deadline_mono = deadline_mono;
-        /* No call may outlast the lease the claim took (renewals move this later). */
-        evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
-                                            EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
         if (atomic_load(&e->stopping)) {
             f->reason = REASON_SHUTDOWN;
             evd_cancel_trigger(cancel);
