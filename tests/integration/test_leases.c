@@ -3,7 +3,8 @@
  * the keeper's renewal and a finish wait for no job row another transaction holds (so
  * they cannot deadlock), a claim survives a crash of PostgreSQL that follows it at once,
  * a worker whose lease is not renewed ends its provider call before the lease runs out,
- * and kills alone do not use up a run's attempts.
+ * kills alone do not use up a run's attempts, and a finished run whose write failed is
+ * written again, not executed again.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
@@ -377,6 +378,60 @@ START_TEST(kills_alone_do_not_fail_a_run)
 }
 END_TEST
 
+START_TEST(a_failed_write_is_written_again_not_run_again)
+{
+    /* Each answer takes 1 s; the lease is 1.5 s. While run 1's call is in flight, the
+     * function that writes finished runs disappears: the write fails for longer than a
+     * lease, and comes back. */
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"default\":{\"latency_ms\":1000}}"), 200);
+    struct evd_t_proc p;
+    start_evald(&p);
+    char *id = start_eval(p.base, 1);
+    ck_assert_msg(wait_in_flight(1, 15000) >= 0, "the run never reached the provider");
+    char *r = evd_t_sql(db_url, "ALTER FUNCTION evald_finish_runs(jsonb, bigint, text)"
+                                " RENAME TO evald_finish_runs_away");
+    ck_assert_ptr_nonnull(r);
+    free(r);
+    ck_assert_msg(wait_in_flight(0, 5000) >= 0, "the call did not end");
+    sleep(4); /* more than two leases: a dropped write would have run the run again */
+    r = evd_t_sql(db_url, "ALTER FUNCTION evald_finish_runs_away(jsonb, bigint, text)"
+                          " RENAME TO evald_finish_runs");
+    ck_assert_ptr_nonnull(r);
+    free(r);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 60000), "completed");
+    ck_assert_int_eq(q_int(db_url, "SELECT count(*) FROM runs WHERE evaluation_id = '%s'"
+                                   " AND status = 'completed'",
+                           id),
+                     2);
+    /* One provider call per run: the finished one was written, not executed again. */
+    json_t *log = evd_t_stub_requests(&stub, 0);
+    json_t *reqs = json_object_get(log, "requests");
+    json_t *seen = json_object();
+    size_t i;
+    json_t *q;
+    json_array_foreach(reqs, i, q)
+    {
+        const char *session =
+            json_string_value(json_object_get(json_object_get(q, "headers"), "x-evald-session"));
+        ck_assert_ptr_nonnull(session);
+        json_int_t n = json_integer_value(json_object_get(seen, session));
+        json_object_set_new(seen, session, json_integer(n + 1));
+    }
+    ck_assert_int_eq(json_object_size(seen), 2);
+    const char *key;
+    json_t *v;
+    json_object_foreach(seen, key, v)
+    {
+        ck_assert_msg(json_integer_value(v) == 1, "run %s was called %lld times", key,
+                      (long long)json_integer_value(v));
+    }
+    json_decref(seen);
+    json_decref(log);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    free(id);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("leases");
@@ -395,6 +450,7 @@ int main(void)
     tcase_set_timeout(procs, 180);
     tcase_add_test(procs, call_stops_before_the_lease_runs_out);
     tcase_add_test(procs, kills_alone_do_not_fail_a_run);
+    tcase_add_test(procs, a_failed_write_is_written_again_not_run_again);
     suite_add_tcase(s, procs);
     return evd_test_run_suite(s);
 }
