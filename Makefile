@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test format clean
+.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test chaos chaos-smoke format clean
 
 all: build
 
@@ -49,6 +49,15 @@ build-matrix: deps
 container-test:
 	@EVALD_DEPS_CONTAINER=1 scripts/deps.sh
 	@scripts/ci/container.sh
+
+# The chaos suite (tests/chaos/chaos.sh): kill -9, kill -STOP past the lease and immediate
+# PostgreSQL restarts under several processes, then every run, result, provider call and
+# webhook event is checked. chaos-smoke is the bounded one CI runs (about 2 minutes).
+chaos: build
+	@CHAOS_PROFILE=full tests/chaos/chaos.sh $(BUILD)
+
+chaos-smoke: build
+	@CHAOS_PROFILE=smoke tests/chaos/chaos.sh $(BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

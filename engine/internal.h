@@ -15,8 +15,21 @@
 #include "harness/harness.h"
 #include "store/evals.h"
 
-#define EVD_MAX_ATTEMPTS 3
-#define EVD_MAX_INFLIGHT 256
+/* Attempts a run (or session turn) may lose to interruptions — a crash or kill of its
+ * process, a process stopped or cut off from the database past its lease — before it
+ * fails with phase setup. A failed provider call or evaluator is no attempt to repeat: it
+ * fails the run at once. An attempt given back (a stop, or a worker that could not renew
+ * its lease in time) does not count. The bound only ends a crash loop (a run whose every
+ * attempt kills its process), so it is well above what kills alone reach. */
+#define EVD_MAX_ATTEMPTS 8
+/* A worker stops calling out for a run once its last renewed lease is this close to
+ * running out (by its own clock, which starts before the database's): renewals come every
+ * third of the lease, so one may be missed, and an aborted call has ended at the
+ * provider before a second process can claim the run. */
+#define EVD_LEASE_MARGIN_MS(lease_ms) ((lease_ms) / 4)
+/* In-flight slots: a worker (at most 256) holds one for its run, and one more while the
+ * writer has its previous outcome. */
+#define EVD_MAX_INFLIGHT 512
 /* Evaluations whose request a process keeps (least recently used goes first). */
 #define EVD_REQUEST_CACHE 64
 
@@ -25,6 +38,7 @@ enum inflight_reason {
     REASON_CANCELLED, /* the evaluation was cancelled or the job taken away */
     REASON_DEADLINE,  /* scenario_timeout_seconds passed */
     REASON_SHUTDOWN,  /* this process is stopping: hand the run back */
+    REASON_LEASE,     /* the lease was not renewed in time: calls stopped, hand it back */
 };
 
 struct inflight {
@@ -36,6 +50,8 @@ struct inflight {
     struct evd_cancel *cancel;
     int64_t deadline_mono; /* evd_mono_ms() at which the run times out */
     enum inflight_reason reason;
+    bool writing; /* finished, its outcome with the writer: the lease is still renewed */
+    bool lost;    /* a renewal found the lease gone: there is nothing left to write */
 };
 
 /* A change subscription: sees a new version when any of its ids (evaluation or session
@@ -123,6 +139,7 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
  * the worker that ran it, cleared once the batch holding it is written (or failed). */
 struct pending_write {
     char *text;
+    int slot; /* its in-flight slot, kept (and its lease renewed) until written; -1: none */
     char evaluation_id[64];
     char status[16];
     bool *outstanding;
@@ -131,7 +148,7 @@ struct pending_write {
 /* Queues a finished run for the writer (which frees `text`); waits first for the
  * worker's previous one, so a worker has at most one write outstanding. */
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, bool *outstanding);
+                            const char *status, int slot, bool *outstanding);
 /* Waits until the worker's outstanding write, if any, is done; true when there was one.
  * The flag is the writer's to clear (under writes_mu): a worker reads it only here. */
 bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
@@ -185,7 +202,14 @@ void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
 /* in-flight registry (engine/threads.c) */
 int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
                             struct evd_cancel *cancel, int64_t deadline_mono);
+/* Ends a slot; the reason it was triggered, REASON_LEASE when its token's lease deadline
+ * passed, REASON_NONE when neither. */
 enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
+/* As _remove, but the slot stays registered without its token (freed by the caller): the
+ * keeper renews its lease while the writer writes its outcome, then removes it. */
+enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
+/* True when a renewal found the lease of a held slot gone. */
+bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
 /* Triggers the in-flight runs of an evaluation (position 0 = all of them). */
 void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
                                 enum inflight_reason reason);

@@ -114,6 +114,7 @@ static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const char *evalu
             rc = evd_evaluator_run(view->evaluator_function_id, &in, &answer, err);
     } else {
         struct evd_tool tool;
+        evd_db_ensure(c); /* a restart of PostgreSQL during the run broke it */
         rc = evd_store_tool_get(c, view->evaluator_function_id, &tool, err);
         const struct evd_engine_remote *remote = e->opts.remote;
         if (rc == EVD_ENOTFOUND && remote != NULL) {
@@ -189,14 +190,15 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         goto commit;
     }
     if (st.attempt >= EVD_MAX_ATTEMPTS) {
-        /* Every attempt was lost (crash or lease expiry): fail the run, phase setup. */
+        /* Every attempt was lost to an interruption (a crash loop, most likely: attempts
+         * given back do not count): fail the run, phase setup. */
         json_t *runs = evd_store_runs(c, job->evaluation_id, false, err);
         json_t *run = json_array_get(runs, (size_t)job->run_position - 1);
         bool written = false, finalize = false;
         char msg[160];
         snprintf(msg, sizeof(msg),
-                 "run was interrupted %d times (lost lease or stopped process); attempts "
-                 "exhausted",
+                 "run was interrupted %d times (its process crashed, or was stopped or cut off "
+                 "from the database past its lease); attempts exhausted",
                  st.attempt);
         if (run == NULL ||
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
@@ -223,22 +225,38 @@ rollback:
     return 0;
 }
 
-/* Gives the run back at shutdown: pending again, this attempt not counted. */
-static void hand_back(PGconn *c, const struct evd_store_job *job, int attempt)
+/*
+ * Gives the run back (at shutdown, or when its lease could not be renewed in time):
+ * pending again, this attempt not counted, the job free for anyone at once. Only while
+ * this process still holds the lease and the run this attempt: a run taken over is left
+ * to its new owner.
+ */
+static void hand_back(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                      int attempt)
 {
     char pos[16], att[16], id[32];
     snprintf(pos, sizeof(pos), "%d", job->run_position);
     snprintf(att, sizeof(att), "%d", attempt);
     snprintf(id, sizeof(id), "%lld", (long long)job->id);
-    const char *p[] = {job->evaluation_id, pos, att, id};
+    const char *p[] = {job->evaluation_id, pos, att, id, e->owner};
+    struct evd_err err = {0};
+    if (!evd_db_ensure(c)) {
+        evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
+                job->evaluation_id, NULL);
+        return;
+    }
     PGresult *r = evd_db_query(
         c,
-        "WITH r AS (UPDATE runs SET status = 'pending', attempt = attempt - 1, started_at = 0"
+        "WITH j AS (SELECT id FROM jobs WHERE id = $4::bigint AND lease_owner = $5 FOR UPDATE),"
+        " r AS (UPDATE runs SET status = 'pending', attempt = attempt - 1, started_at = 0"
         " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
-        " AND attempt = $3::int RETURNING 1)"
+        " AND attempt = $3::int AND EXISTS (SELECT 1 FROM j) RETURNING 1)"
         " UPDATE jobs SET lease_owner = NULL, lease_until = NULL, due_at = now()"
-        " WHERE id = $4::bigint",
-        4, p, NULL);
+        " WHERE id = (SELECT id FROM j) AND EXISTS (SELECT 1 FROM r)",
+        5, p, &err);
+    if (r == NULL)
+        evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
+                job->evaluation_id, "error", err.msg, NULL);
     PQclear(r);
 }
 
@@ -338,7 +356,7 @@ void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct ev
     if ((ev.request = request_of(e, c, job->evaluation_id, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
-        hand_back(c, job, attempt);
+        hand_back(e, c, job, attempt);
         return;
     }
     execute(e, c, job, attempt, &ev, outstanding);
@@ -421,6 +439,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 
     enum inflight_reason reason = REASON_NONE;
+    bool interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
     int64_t now = evd_now_ms();
     if (out.status == EVD_HARNESS_COMPLETED && out.output != NULL &&
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) ==
@@ -438,6 +457,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
         struct evd_err everr = {0};
         if (evaluate(e, c, ev.id, &view, run, tools, cancel, &evaluation, &review, &everr) !=
             EVD_OK) {
+            interrupted = evd_cancel_is_set(cancel); /* a failure the token may have caused */
             evd_run_fail(run, EVD_PHASE_EVALUATE, view.evaluator_function_id, everr.msg,
                          evd_now_ms());
         } else {
@@ -470,11 +490,17 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
         evd_run_fail(run, phase, NULL, out.result_error ? out.result_error : "run failed", now);
     }
-    reason = evd_engine_inflight_remove(e, slot);
-    slot = -1;
+    /* The slot stays registered, so that the keeper renews the lease until the writer
+     * has written the outcome. */
+    reason = evd_engine_inflight_hold(e, slot);
+    if (reason == REASON_LEASE && !interrupted)
+        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
 
-    if (reason == REASON_SHUTDOWN) {
-        hand_back(c, job, attempt);
+    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
+        if (reason == REASON_LEASE)
+            evd_log(EVD_LOG_WARN, "lease not renewed in time; run handed back", "evaluation_id",
+                    ev.id, NULL);
+        hand_back(e, c, job, attempt);
         goto out;
     }
     if (reason == REASON_CANCELLED)
@@ -496,10 +522,11 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     /* The writer thread writes it, with other workers' runs, in one transaction; this
      * worker claims its next run meanwhile. */
     char *record = evd_store_finish_record(ev.id, job->run_position, attempt, run, transcript);
-    if (record != NULL)
-        evd_engine_write_later(e, record, ev.id,
-                               json_string_value(json_object_get(run, "status")), outstanding);
-    else
+    if (record != NULL) {
+        evd_engine_write_later(e, record, ev.id, json_string_value(json_object_get(run, "status")),
+                               slot, outstanding);
+        slot = -1; /* the writer's now */
+    } else
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",
                 "out of memory", NULL);
 out:

@@ -190,8 +190,8 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     limits = evd_session_harness_limits(s.config);
     cancel = evd_cancel_new();
     if (tools == NULL || limits == NULL || cancel == NULL) {
-        /* The attempt counts: the lease runs out and the turn is tried again, at most three
-         * times in all, like a run. */
+        /* The attempt counts: the lease runs out and the turn is tried again, at most
+         * EVD_MAX_ATTEMPTS times in all, like a run. */
         evd_log(EVD_LOG_WARN, "could not prepare session turn", "session_id", s.id, "error",
                 err.msg, NULL);
         goto out;
@@ -225,11 +225,14 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
+    if (reason == REASON_LEASE && out.status != EVD_HARNESS_CANCELLED)
+        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
     int64_t wall = evd_now_ms() - started;
     transcript = transcript_of(&out);
 
-    if (reason == REASON_SHUTDOWN) {
-        evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, &err);
+    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
+        if (evd_db_ensure(c))
+            evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, e->owner, &err);
         goto out;
     }
     if (reason == REASON_CANCELLED) {

@@ -3,7 +3,9 @@
  *   workers  claim due jobs (FOR UPDATE SKIP LOCKED + lease) on their own
  *            connection; an idle worker sleeps on work_cv until the keeper announces
  *            new jobs (or a second passes: jobs may become due without a NOTIFY);
- *   keeper   renews the leases of this process's in-flight runs, LISTENs on
+ *   keeper   renews, every third of the lease, the leases of this process's runs in
+ *            flight or with the writer (each renewal moves the run's cancel token
+ *            deadline: calls stop at three quarters of a lease not renewed), LISTENs on
  *            evald_cancel (cancel tokens), evald_events (SSE subscriptions) and
  *            evald_jobs (wakes as many idle workers as jobs were enqueued), and
  *            triggers runs past their scenario deadline;
@@ -31,6 +33,10 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
                             struct evd_cancel *cancel, int64_t deadline_mono)
 {
     int slot = -1;
+    /* No call may outlast the lease the claim took (renewals move this later; a run
+     * without a slot is not renewed, so its calls end with that first lease). */
+    evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
+                                        EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
     pthread_mutex_lock(&e->inflight_mu);
     for (int i = 0; i < EVD_MAX_INFLIGHT && slot < 0; i++)
         if (!e->inflight[i].used)
@@ -54,16 +60,40 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
     return slot;
 }
 
-enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot)
+static enum inflight_reason end_slot(struct evd_engine *e, int slot, bool hold)
 {
     if (slot < 0)
         return REASON_NONE;
     pthread_mutex_lock(&e->inflight_mu);
-    enum inflight_reason r = e->inflight[slot].reason;
-    e->inflight[slot].used = false;
-    e->inflight[slot].cancel = NULL;
+    struct inflight *f = &e->inflight[slot];
+    enum inflight_reason r = f->reason;
+    if (r == REASON_NONE && evd_cancel_is_set(f->cancel))
+        r = REASON_LEASE; /* nobody triggered it: its lease deadline passed */
+    f->used = hold;
+    f->writing = hold;
+    f->cancel = NULL;
     pthread_mutex_unlock(&e->inflight_mu);
     return r;
+}
+
+enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot)
+{
+    return end_slot(e, slot, false);
+}
+
+enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot)
+{
+    return end_slot(e, slot, true);
+}
+
+bool evd_engine_inflight_lost(struct evd_engine *e, int slot)
+{
+    if (slot < 0)
+        return false;
+    pthread_mutex_lock(&e->inflight_mu);
+    bool lost = e->inflight[slot].lost;
+    pthread_mutex_unlock(&e->inflight_mu);
+    return lost;
 }
 
 static void trigger(struct inflight *f, enum inflight_reason reason)
@@ -322,10 +352,16 @@ static void *worker_main(void *arg)
 
 /* ---- keeper ----------------------------------------------------------------------- */
 
+/*
+ * Renews the leases of this process's runs: those in flight and those whose outcome the
+ * writer has yet to write. A renewed run's calls may go on until the lease, as counted
+ * from the moment this renewal was sent, is EVD_LEASE_MARGIN_MS from its end; a run
+ * whose lease is gone is triggered (in flight) or marked lost (with the writer).
+ */
 static void renew(struct evd_engine *e, PGconn *c)
 {
     int64_t ids[EVD_MAX_INFLIGHT];
-    bool alive[EVD_MAX_INFLIGHT];
+    enum evd_lease_state state[EVD_MAX_INFLIGHT];
     size_t n = 0;
     int64_t now = evd_mono_ms();
     pthread_mutex_lock(&e->inflight_mu);
@@ -333,7 +369,7 @@ static void renew(struct evd_engine *e, PGconn *c)
         struct inflight *f = &e->inflight[i];
         if (!f->used)
             continue;
-        if (now >= f->deadline_mono)
+        if (!f->writing && now >= f->deadline_mono)
             trigger(f, REASON_DEADLINE);
         ids[n++] = f->job_id;
     }
@@ -341,15 +377,25 @@ static void renew(struct evd_engine *e, PGconn *c)
     if (n == 0)
         return;
     struct evd_err err = {0};
-    if (evd_store_jobs_renew(c, e->owner, ids, n, e->opts.lease_ms, alive, &err) != EVD_OK)
+    int64_t sent = evd_mono_ms();
+    if (evd_store_jobs_renew(c, e->owner, ids, n, e->opts.lease_ms, state, &err) != EVD_OK) {
+        evd_log(EVD_LOG_WARN, "could not renew leases", "error", err.msg, NULL);
         return;
+    }
+    int64_t until = sent + e->opts.lease_ms - EVD_LEASE_MARGIN_MS(e->opts.lease_ms);
     pthread_mutex_lock(&e->inflight_mu);
     for (size_t k = 0; k < n; k++) {
-        if (alive[k])
-            continue;
-        for (int i = 0; i < EVD_MAX_INFLIGHT; i++)
-            if (e->inflight[i].used && e->inflight[i].job_id == ids[k])
-                trigger(&e->inflight[i], REASON_CANCELLED);
+        for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+            struct inflight *f = &e->inflight[i];
+            if (!f->used || f->job_id != ids[k])
+                continue;
+            if (state[k] == EVD_LEASE_RENEWED)
+                evd_cancel_set_deadline(f->cancel, until); /* NULL-safe: a held slot has none */
+            else if (state[k] == EVD_LEASE_GONE && f->writing)
+                f->lost = true;
+            else if (state[k] == EVD_LEASE_GONE)
+                trigger(f, REASON_CANCELLED);
+        }
     }
     pthread_mutex_unlock(&e->inflight_mu);
 }

@@ -3,12 +3,18 @@
  * (evald_finish_runs), so that a worker hands its outcome over and claims its next run at
  * once instead of waiting for its own write and commit. A worker has at most one write
  * outstanding, and waits for it only when it finds nothing to claim (its own write may be
- * what enqueues its evaluation's next run). A failed batch writes nothing: its runs keep
- * their leases until they expire and run again, as after a crash.
+ * what enqueues its evaluation's next run). A batch that fails (a lost connection, a
+ * deadlock, a restart of PostgreSQL) writes nothing and is written again, with a growing
+ * pause, outcomes kept in memory: a finished call is never paid for twice because its
+ * write failed. Meanwhile the keeper renews the leases of its runs (their in-flight slots
+ * stay registered until written); a run whose lease a renewal finds gone (cancelled, or
+ * taken over after all) leaves the batch, and at a stop the writer gives up once the
+ * leases it can no longer renew run out.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -30,17 +36,19 @@ bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding)
 }
 
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, bool *outstanding)
+                            const char *status, int slot, bool *outstanding)
 {
     struct pending_write *w = calloc(1, sizeof(*w));
     evd_engine_wait_written(e, outstanding);
     if (w == NULL) {
+        evd_engine_inflight_remove(e, slot);
         free(text);
         evd_log(EVD_LOG_WARN, "could not queue a finished run; it runs again", "evaluation_id",
                 evaluation_id, NULL);
         return;
     }
     w->text = text;
+    w->slot = slot;
     snprintf(w->evaluation_id, sizeof(w->evaluation_id), "%s", evaluation_id);
     snprintf(w->status, sizeof(w->status), "%s", status ? status : "");
     w->outstanding = outstanding;
@@ -55,8 +63,8 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     pthread_mutex_unlock(&e->writes_mu);
 }
 
-/* Writes one batch; when it cannot, nothing of it is written (and it is logged). */
-static void write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
+/* Writes one batch; false when it could not, and then nothing of it is written. */
+static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
 {
     struct evd_buf array = {0};
     int results[BATCH_MAX];
@@ -70,10 +78,10 @@ static void write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
     struct evd_err err = {0};
     if (rc != 0 || evd_store_runs_finish_batch(c, array.data, evd_now_ms(), e->owner, n, results,
                                                left, &err) != EVD_OK) {
-        evd_log(EVD_LOG_WARN, "could not record runs; they run again", "error",
+        evd_log(EVD_LOG_WARN, "could not record runs; trying again", "error",
                 rc != 0 ? "out of memory" : err.msg, NULL);
         evd_buf_free(&array);
-        return;
+        return false;
     }
     evd_buf_free(&array);
     long enqueued = 0;
@@ -97,6 +105,65 @@ static void write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
                         &derr);
         }
     }
+    return true;
+}
+
+/* Drops from the batch the runs whose lease is gone; returns how many are left. */
+static size_t drop_lost(struct evd_engine *e, struct pending_write **batch, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (evd_engine_inflight_lost(e, batch[i]->slot))
+            evd_log(EVD_LOG_WARN, "run's lease lost before its outcome was written",
+                    "evaluation_id", batch[i]->evaluation_id, NULL);
+        else
+            batch[k++] = batch[i];
+    }
+    return k;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* Writes the batch until it is written, its leases are gone, or (stopping) they ran out. */
+static void write_until_done(struct evd_engine *e, PGconn **c, struct pending_write *const *all,
+                             size_t total)
+{
+    struct pending_write *batch[BATCH_MAX];
+    size_t n = total;
+    memcpy(batch, all, n * sizeof(*batch));
+    long pause = 100;
+    int64_t stop_seen = 0;
+    while (n > 0) {
+        struct evd_err err = {0};
+        if (*c != NULL && !evd_db_ensure(*c)) {
+            PQfinish(*c);
+            *c = NULL;
+        }
+        if (*c == NULL && (*c = evd_db_connect(e->opts.conninfo, &err)) == NULL)
+            evd_log(EVD_LOG_WARN, "could not record runs; trying again", "error", err.msg, NULL);
+        if (*c != NULL && write_batch(e, *c, batch, n))
+            break;
+        if (atomic_load(&e->stopping)) {
+            /* Nobody renews the leases any more: once they run out, others run again. */
+            if (stop_seen == 0)
+                stop_seen = evd_mono_ms();
+            else if (evd_mono_ms() - stop_seen > e->opts.lease_ms) {
+                evd_log(EVD_LOG_WARN, "could not record runs before the stop; they run again",
+                        NULL);
+                break;
+            }
+        }
+        pause_ms(pause);
+        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+        n = drop_lost(e, batch, n);
+    }
+    for (size_t i = 0; i < total; i++)
+        evd_engine_inflight_remove(e, all[i]->slot);
 }
 
 void *evd_engine_writer_main(void *arg)
@@ -118,16 +185,7 @@ void *evd_engine_writer_main(void *arg)
         pthread_mutex_unlock(&e->writes_mu);
         if (n == 0)
             break; /* stopping, the workers gone and every write done */
-        struct evd_err err = {0};
-        if (c != NULL && !evd_db_ensure(c)) {
-            PQfinish(c);
-            c = NULL;
-        }
-        if (c == NULL && (c = evd_db_connect(e->opts.conninfo, &err)) == NULL)
-            evd_log(EVD_LOG_WARN, "could not record runs; they run again", "error", err.msg,
-                    NULL);
-        if (c != NULL)
-            write_batch(e, c, batch, n);
+        write_until_done(e, &c, batch, n);
         pthread_mutex_lock(&e->writes_mu);
         for (size_t i = 0; i < n; i++) {
             *batch[i]->outstanding = false;

@@ -3,13 +3,15 @@
 #   pg.sh start DIR PORT   initdb on first use, start on 127.0.0.1:PORT, create
 #                          database "evald", print its URL on stdout
 #   pg.sh stop DIR         fast shutdown
+#   pg.sh kill DIR         immediate shutdown: to PostgreSQL, a crash (tests restart it
+#                          with start and it recovers from its WAL)
 #   pg.sh url DIR PORT     print the URL
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # 'postgres' system user (created by the Debian package). Trust authentication is
 # used, and the server listens on loopback only.
 set -euo pipefail
 
-cmd=${1:?usage: pg.sh start|stop|url DIR [PORT]}
+cmd=${1:?usage: pg.sh start|stop|kill|url DIR [PORT]}
 dir=$(realpath -m "${2:?DIR}")
 port=${3:-54329}
 
@@ -46,6 +48,11 @@ stop)
     as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
   fi
   ;;
+kill)
+  if [ -f "$dir/data/PG_VERSION" ]; then
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  ;;
 url) url ;;
-*) echo "usage: pg.sh start|stop|url DIR [PORT]" >&2; exit 2 ;;
+*) echo "usage: pg.sh start|stop|kill|url DIR [PORT]" >&2; exit 2 ;;
 esac

@@ -4,11 +4,15 @@
  */
 #include "store/db.h"
 
+#include <ctype.h>
+#include <libpq-events.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -95,12 +99,47 @@ PGconn *evd_db_connect(const char *conninfo, struct evd_err *err)
     return c;
 }
 
+/*
+ * Stale connections. A server that restarted closed every connection it had, but libpq
+ * learns it only at the next statement, which then fails. An idle connection has nothing
+ * to read, so a socket that is readable holds a notification, a notice, or the server's
+ * goodbye and end of file: reading it tells which, without sending anything.
+ */
+static bool alive(PGconn *conn)
+{
+    if (PQstatus(conn) != CONNECTION_OK)
+        return false;
+    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+    if (pfd.fd < 0)
+        return false;
+    if (poll(&pfd, 1, 0) <= 0)
+        return true; /* nothing to read (or poll failed: the statement will tell) */
+    return PQconsumeInput(conn) && PQstatus(conn) == CONNECTION_OK;
+}
+
 bool evd_db_ensure(PGconn *conn)
 {
-    if (PQstatus(conn) == CONNECTION_OK)
+    if (alive(conn))
         return true;
     PQreset(conn);
     return PQstatus(conn) == CONNECTION_OK;
+}
+
+/*
+ * Pool connections carry a libpq event procedure, whose only role is to mark them: a
+ * statement on one that finds it dead may reconnect it and run again (evd_db_query). A
+ * dedicated connection (a worker's, a LISTENing one) is never reconnected behind its
+ * owner's back: its owner re-arms what a new session lacks.
+ */
+static int pool_mark(PGEventId id, void *info, void *pass)
+{
+    (void)id, (void)info, (void)pass;
+    return 1;
+}
+
+static bool pooled(const PGconn *conn)
+{
+    return PQinstanceData(conn, pool_mark) != NULL;
 }
 
 PGconn *evd_db_acquire(struct evd_db *db, struct evd_err *err)
@@ -134,8 +173,13 @@ PGconn *evd_db_acquire(struct evd_db *db, struct evd_err *err)
         PQfinish(c);
         c = NULL;
     }
-    if (c == NULL)
-        c = evd_db_connect(db->conninfo, err);
+    if (c == NULL && (c = evd_db_connect(db->conninfo, err)) != NULL &&
+        (!PQregisterEventProc(c, pool_mark, "evald pool", NULL) ||
+         !PQsetInstanceData(c, pool_mark, db))) {
+        PQfinish(c);
+        c = NULL;
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
     pthread_mutex_lock(&db->mu);
     db->slots[idx].conn = c;
     if (c == NULL) {
@@ -276,11 +320,58 @@ static PGresult *run(PGconn *conn, const char *sql, int nparams, const char *con
     return PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
 }
 
+/* True for a word of `sql` (ASCII, any case) that starts at a word boundary. */
+static bool has_word(const char *sql, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = sql; *p; p++)
+        if (strncasecmp(p, word, n) == 0 && (p == sql || !(isalnum((unsigned char)p[-1]) ||
+                                                         p[-1] == '_')))
+            return true;
+    return false;
+}
+
+/*
+ * True when running `sql` twice does what running it once does: BEGIN, and a SELECT or
+ * WITH that neither writes nor calls one of evald's functions (which write) nor notifies.
+ * A statement that cannot be told safe is not run again.
+ */
+static bool repeatable(const char *sql)
+{
+    while (isspace((unsigned char)*sql))
+        sql++;
+    if (strcasecmp(sql, "BEGIN") == 0)
+        return true;
+    if (strncasecmp(sql, "SELECT", 6) != 0 && strncasecmp(sql, "WITH", 4) != 0)
+        return false;
+    static const char *const writes[] = {"INSERT", "UPDATE", "DELETE", "MERGE", "evald_",
+                                         "pg_notify", "nextval", "setval", "LISTEN", NULL};
+    for (size_t i = 0; writes[i]; i++)
+        if (has_word(sql, writes[i]))
+            return false;
+    return true;
+}
+
 PGresult *evd_db_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
                        struct evd_err *err)
 {
+    /* Outside a transaction, a pool connection found dead is replaced before anything is
+     * sent, and a statement that failed because the connection died (the server went
+     * away between the look and the send) runs once more when running it again is safe.
+     * Inside a transaction nothing is repeated: the transaction is lost with the
+     * connection and its owner must begin again. */
+    bool fresh = pooled(conn) && PQtransactionStatus(conn) == PQTRANS_IDLE;
+    if (fresh && !alive(conn))
+        PQreset(conn);
     PGresult *r = run(conn, sql, nparams, params);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && fresh &&
+        PQstatus(conn) != CONNECTION_OK && repeatable(sql)) {
+        PQclear(r);
+        PQreset(conn);
+        r = run(conn, sql, nparams, params);
+        st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    }
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         return r;
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;

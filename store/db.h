@@ -4,9 +4,12 @@
  * one place where a SQLSTATE becomes an evd_code.
  *
  * Thread-safety: the pool is safe to share; a PGconn is used by one thread at a
- * time (the one that acquired or opened it). Connections whose server went away
- * are reset on the next acquire, so the service recovers from a database restart
- * without restarting itself. The connection string may hold a password: it is
+ * time (the one that acquired or opened it). A pool connection whose server went
+ * away (a restart, even an immediate one) is found dead before a statement is sent on
+ * it and reconnected; a statement that fails because its connection died runs once
+ * more on a new one when that is safe (BEGIN or a read, outside a transaction). So
+ * the service recovers from a database restart without restarting itself and without
+ * failing requests once the database answers again. The connection string may hold a password: it is
  * never logged.
  */
 #ifndef EVD_STORE_DB_H
@@ -38,14 +41,18 @@ void evd_db_stats(struct evd_db *db, int *size, int *in_use, int *open);
 
 /* Opens a dedicated connection (worker threads); NULL + err on failure. */
 PGconn *evd_db_connect(const char *conninfo, struct evd_err *err);
-/* Resets `*conn` when its server went away; returns true when it is usable. */
+/* Resets `*conn` when its server went away (also when the connection has not yet noticed:
+ * an idle connection with its end of file waiting); returns true when it is usable. */
 bool evd_db_ensure(PGconn *conn);
 
 /*
  * Runs a parameterized statement (text parameters; NULL = SQL NULL). Returns the
  * result when it succeeded (the caller PQclear()s it), or NULL + err with the
  * SQLSTATE mapped: 23505 → EVD_ECONFLICT, connection failures → EVD_EDB,
- * others → EVD_EDB with "database error: <message>". A statement with parameters is
+ * others → EVD_EDB with "database error: <message>". On a pool connection outside a
+ * transaction, a dead connection is reconnected first, and a read (a SELECT or WITH that
+ * calls no evald_ function, writes nothing and notifies no one) or BEGIN that failed
+ * because the connection died runs once more. A statement with parameters is
  * prepared on the connection at its first use and executed by name afterwards (it
  * must then be a single statement); one without may hold several.
  */

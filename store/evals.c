@@ -525,6 +525,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
     I64(ts, now);
     I64(max, max_attempts);
     const char *p[] = {owner, lease, ts, max};
+    out->claimed_mono = evd_mono_ms();
     PGresult *r =
         evd_db_query(c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int)", 4, p, err);
     if (r == NULL)
@@ -592,7 +593,8 @@ enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_e
 }
 
 enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *ids, size_t n,
-                                   long lease_ms, bool *alive, struct evd_err *err)
+                                   long lease_ms, enum evd_lease_state *state,
+                                   struct evd_err *err)
 {
     struct evd_buf arr = {0};
     evd_buf_append(&arr, "{", 1);
@@ -605,21 +607,20 @@ enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *
     char lease[32];
     I64(lease, lease_ms);
     const char *p[] = {owner, arr.data, lease};
-    PGresult *r = evd_db_query(
-        c,
-        "UPDATE jobs SET lease_until = now() + make_interval(secs => $3::double precision / 1000)"
-        " WHERE lease_owner = $1 AND id = ANY($2::bigint[]) RETURNING id",
-        3, p, err);
+    PGresult *r = evd_db_query(c, "SELECT o_id, o_renewed FROM evald_renew($1, $2::bigint[],"
+                                  " $3::bigint)",
+                               3, p, err);
     evd_buf_free(&arr);
     if (r == NULL)
         return evd_db_code(err);
     for (size_t i = 0; i < n; i++)
-        alive[i] = false;
+        state[i] = EVD_LEASE_GONE;
     for (int k = 0; k < PQntuples(r); k++) {
         int64_t id = evd_db_col_i64(r, k, 0);
+        bool renewed = strcmp(PQgetvalue(r, k, 1), "t") == 0;
         for (size_t i = 0; i < n; i++)
             if (ids[i] == id)
-                alive[i] = true;
+                state[i] = renewed ? EVD_LEASE_RENEWED : EVD_LEASE_HELD;
     }
     PQclear(r);
     return EVD_OK;

@@ -154,6 +154,8 @@ struct evd_store_job {
     int run_position;
     int attempts;
     char ref[64]; /* kind 'session': the session id ("" otherwise) */
+    int64_t claimed_mono; /* evd_mono_ms() when the claim was sent: the lease runs from
+                             no earlier than this */
 };
 /* What evd_store_job_claim_start did (migrations/0006, evald_claim). */
 enum evd_claim_outcome {
@@ -167,7 +169,9 @@ enum evd_claim_outcome {
  * Claims a due job with a lease (an expired lease, a session turn, a run whose
  * evaluation nobody holds, any run: each the oldest) and, for a run job in the ordinary
  * case, starts its next attempt in the same statement (run running with *attempt,
- * evaluation running, EVD_CHANNEL_EVENTS notified). Autocommits, asynchronously. On
+ * evaluation running, EVD_CHANNEL_EVENTS notified). Autocommits, durably (a claim lost
+ * in a crash of PostgreSQL would let a second worker start a run the first still
+ * executes). On
  * EVD_CLAIM_CLAIMED the caller starts a run in a transaction of its own.
  */
 enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease_ms,
@@ -181,12 +185,19 @@ enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
 /* Deletes every job of an evaluation. */
 enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);
+/* What a renewal found for one lease. */
+enum evd_lease_state {
+    EVD_LEASE_GONE = -1, /* no longer this owner's: finished, cancelled or taken over */
+    EVD_LEASE_HELD = 0,  /* another transaction held the job's row: not renewed this time */
+    EVD_LEASE_RENEWED = 1,
+};
 /*
- * Extends the leases of `ids` held by `owner`; `alive[i]` tells which still exist
- * under this owner (a missing one was cancelled or taken over).
+ * Extends the leases of `ids` held by `owner` (evald_renew, migrations/0009: it waits for
+ * no lock); state[i] tells what became of ids[i].
  */
 enum evd_code evd_store_jobs_renew(PGconn *c, const char *owner, const int64_t *ids, size_t n,
-                                   long lease_ms, bool *alive, struct evd_err *err);
+                                   long lease_ms, enum evd_lease_state *state,
+                                   struct evd_err *err);
 
 /* Sweeper queries: ids of live evaluations with no job (new reference, array of
  * strings), and runs past their scenario timeout ([{evaluation_id, position,

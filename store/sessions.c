@@ -343,21 +343,23 @@ enum evd_code evd_store_turn_cancel(PGconn *c, const char *session_id, const jso
 }
 
 enum evd_code evd_store_turn_hand_back(PGconn *c, const char *session_id, int seq, int attempt,
-                                       int64_t job_id, struct evd_err *err)
+                                       int64_t job_id, const char *owner, struct evd_err *err)
 {
     char sq[16], att[16], id[32];
     I64(sq, seq);
     I64(att, attempt);
     I64(id, job_id);
-    const char *p[] = {session_id, sq, att, id};
+    const char *p[] = {session_id, sq, att, id, owner};
     return evd_db_exec(
         c,
-        "WITH t AS (UPDATE session_turns SET status = 'queued', attempt = attempt - 1,"
+        "WITH j AS (SELECT id FROM jobs WHERE id = $4::bigint AND lease_owner = $5 FOR UPDATE),"
+        " t AS (UPDATE session_turns SET status = 'queued', attempt = attempt - 1,"
         " started_at = NULL, progress = NULL WHERE session_id = $1 AND seq = $2::int"
-        " AND status = 'running' AND attempt = $3::int RETURNING 1)"
+        " AND status = 'running' AND attempt = $3::int AND EXISTS (SELECT 1 FROM j)"
+        " RETURNING 1)"
         " UPDATE jobs SET lease_owner = NULL, lease_until = NULL, due_at = now()"
-        " WHERE id = $4::bigint",
-        4, p, err);
+        " WHERE id = (SELECT id FROM j) AND EXISTS (SELECT 1 FROM t)",
+        5, p, err);
 }
 
 enum evd_code evd_store_session_after_turn(PGconn *c, const char *id, const char *status,

@@ -92,9 +92,10 @@ enum evd_code evd_store_turn_late_transcript(PGconn *c, const char *session_id, 
 enum evd_code evd_store_turn_cancel(PGconn *c, const char *session_id, const json_t *failure,
                                     int64_t now, bool *found, json_t **progress,
                                     int64_t *started_at, struct evd_err *err);
-/* A queued/running turn goes back to queued (attempt not counted) and its job is released. */
+/* A running turn goes back to queued (attempt not counted) and its job is released, only
+ * while `owner` holds the job's lease and the turn is at `attempt`. */
 enum evd_code evd_store_turn_hand_back(PGconn *c, const char *session_id, int seq, int attempt,
-                                       int64_t job_id, struct evd_err *err);
+                                       int64_t job_id, const char *owner, struct evd_err *err);
 
 /*
  * After a turn ends: the session's status, summed metrics, conversation (NULL keeps the

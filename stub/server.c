@@ -46,6 +46,14 @@ struct session_count {
     int n;
 };
 
+/* Sessions seen with two or more requests in flight at once (the first OVERLAPS_MAX). */
+#define OVERLAPS_MAX 100
+struct overlap {
+    char key[128];
+    int max;           /* the most in flight at once */
+    int64_t first_ms;  /* when it first happened (Unix ms) */
+};
+
 struct stub_server {
     struct MHD_Daemon *mhd;
     char address[128];
@@ -60,6 +68,9 @@ struct stub_server {
     uint64_t by_status[STATUS_MAX];
     uint64_t stalls, truncations, malformed;
     int in_flight, max_in_flight, max_per_session;
+    uint64_t overlaps; /* requests that arrived while their session had one in flight */
+    struct overlap overlap[OVERLAPS_MAX];
+    size_t noverlap;
     struct session_count *sessions;
     size_t nsessions, capsessions;
     struct log_slot ring[LOG_RING];
@@ -105,6 +116,24 @@ static void session_enter(struct stub_server *s, const char *key)
     s->sessions[i].n++;
     if (s->sessions[i].n > s->max_per_session)
         s->max_per_session = s->sessions[i].n;
+    if (s->sessions[i].n < 2)
+        return;
+    s->overlaps++;
+    size_t k = 0;
+    while (k < s->noverlap && strcmp(s->overlap[k].key, key) != 0)
+        k++;
+    if (k == s->noverlap) {
+        if (k == OVERLAPS_MAX)
+            return;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(s->overlap[k].key, sizeof(s->overlap[k].key), "%s", key);
+        s->overlap[k].max = 0;
+        s->overlap[k].first_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        s->noverlap++;
+    }
+    if (s->sessions[i].n > s->overlap[k].max)
+        s->overlap[k].max = s->sessions[i].n;
 }
 
 static void session_leave(struct stub_server *s, const char *key)
@@ -646,6 +675,13 @@ static json_t *stats_json(struct stub_server *s)
                   "max_in_flight", s->max_in_flight, "max_in_flight_per_session",
                   s->max_per_session, "rules", rules, "stalls", (json_int_t)s->stalls,
                   "truncations", (json_int_t)s->truncations, "malformed", (json_int_t)s->malformed);
+    json_t *twice = json_array();
+    for (size_t k = 0; k < s->noverlap; k++)
+        json_array_append_new(twice, json_pack("{s:s,s:i,s:I}", "session", s->overlap[k].key,
+                                               "max", s->overlap[k].max, "first_at_ms",
+                                               (json_int_t)s->overlap[k].first_ms));
+    json_object_set_new(st, "overlaps", json_integer((json_int_t)s->overlaps));
+    json_object_set_new(st, "sessions_in_flight_twice", twice);
     pthread_mutex_unlock(&s->lock);
     return st;
 }
@@ -682,6 +718,8 @@ static void reset(struct stub_server *s)
     memset(s->by_status, 0, sizeof(s->by_status));
     s->max_in_flight = s->in_flight;
     s->max_per_session = 0;
+    s->overlaps = 0;
+    s->noverlap = 0;
     for (size_t i = 0; i < s->nsessions; i++)
         if (s->sessions[i].n > s->max_per_session)
             s->max_per_session = s->sessions[i].n;

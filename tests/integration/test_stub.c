@@ -901,6 +901,13 @@ START_TEST(latency_and_concurrency)
     ck_assert_int_eq(ji(st, "max_in_flight_per_session"), 4);
     ck_assert_int_eq(ji(st, "in_flight"), 0);
     ck_assert_int_eq(ji(st, "by_api.responses"), 4);
+    /* Which session was in flight more than once, and how often a request overlapped. */
+    ck_assert_int_eq(ji(st, "overlaps"), 3);
+    json_t *twice = json_object_get(st, "sessions_in_flight_twice");
+    ck_assert_int_eq(json_array_size(twice), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(twice, 0), "session")),
+                     "run-a");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(twice, 0), "max")), 4);
     json_decref(st);
 
     struct evd_t_resp r;
@@ -912,6 +919,8 @@ START_TEST(latency_and_concurrency)
     ck_assert_int_eq(ji(st, "max_in_flight"), 3);
     ck_assert_int_eq(ji(st, "max_in_flight_per_session"), 1);
     ck_assert_int_eq(ji(st, "requests"), 3);
+    ck_assert_int_eq(ji(st, "overlaps"), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(st, "sessions_in_flight_twice")), 0);
     json_decref(st);
 }
 END_TEST
