@@ -267,6 +267,27 @@ static const char *url_escape(const char *s, char *buf, size_t n)
     return buf;
 }
 
+/*
+ * A start that was not accepted: a 4xx is the file's fault, printed with the line of the
+ * file it is about (CLI_USAGE); anything else names the call and what came back.
+ */
+static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *doc,
+                                   const char *kind, const struct cli_answer *a)
+{
+    const char *detail = cli_answer_detail(a);
+    if (a->status >= 400 && a->status < 500) {
+        int line = cli_doc_line_of(doc, detail);
+        if (line > 0)
+            fprintf(stderr, "evald-cli: %s:%d: %s\n", doc->path, line, detail);
+        else
+            fprintf(stderr, "evald-cli: %s: %s\n", doc->path, detail);
+        return CLI_USAGE;
+    }
+    fprintf(stderr, "evald-cli: could not start the %s: POST %s/v1/%ss answered %ld: %.300s\n",
+            kind, o->conn.url, kind, a->status, detail);
+    return CLI_TRANSPORT;
+}
+
 /* ---- datasets ---------------------------------------------------------------------------- */
 
 /* Uploads a dataset file; *id gets its dataset_id (malloc'd). `name` defaults to the file's
@@ -630,21 +651,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
         goto out;
     }
     if (a.status != 202) {
-        const char *detail = cli_answer_detail(&a);
-        if (a.status >= 400 && a.status < 500) {
-            int line = cli_doc_line_of(&doc, detail);
-            if (line > 0)
-                fprintf(stderr, "evald-cli: %s:%d: %s\n", file, line, detail);
-            else
-                fprintf(stderr, "evald-cli: %s: %s\n", file, detail);
-            rc = CLI_USAGE;
-        } else {
-            fprintf(stderr,
-                    "evald-cli: could not start the experiment: POST %s/v1/experiments "
-                    "answered %ld: %.300s\n",
-                    o->conn.url, a.status, detail);
-            rc = CLI_TRANSPORT;
-        }
+        rc = start_refused(o, &doc, "experiment", &a);
         cli_answer_free(&a);
         goto out;
     }
@@ -784,21 +791,7 @@ static enum cli_exit cmd_eval(const struct opts *o)
         cli_call(&o->conn, "POST", "/v1/evaluations", "application/json", body, strlen(body), &a);
     free(body);
     if (rc == CLI_OK && a.status != 202) {
-        const char *detail = cli_answer_detail(&a);
-        int line = cli_doc_line_of(&doc, detail);
-        if (a.status >= 400 && a.status < 500) {
-            if (line > 0)
-                fprintf(stderr, "evald-cli: %s:%d: %s\n", o->args[2], line, detail);
-            else
-                fprintf(stderr, "evald-cli: %s: %s\n", o->args[2], detail);
-            rc = CLI_USAGE;
-        } else {
-            fprintf(stderr,
-                    "evald-cli: could not start the evaluation: POST %s/v1/evaluations "
-                    "answered %ld: %.300s\n",
-                    o->conn.url, a.status, detail);
-            rc = CLI_TRANSPORT;
-        }
+        rc = start_refused(o, &doc, "evaluation", &a);
     } else if (rc != CLI_OK) {
         fprintf(stderr, "evald-cli: could not start the evaluation\n");
     }

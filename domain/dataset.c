@@ -487,6 +487,37 @@ enum evd_code evd_dataset_reader_feed(struct evd_dataset_reader *r, const void *
     return EVD_OK;
 }
 
+/* Every element of a JSON cases array (borrowed), named cases[i]. */
+static enum evd_code accept_array(struct evd_dataset_reader *r, const json_t *cases,
+                                  struct evd_err *err)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c)
+    {
+        char where[WHERE_MAX];
+        snprintf(where, sizeof(where), "cases[%zu]", i);
+        enum evd_code rc = accept(r, c, where, err);
+        if (rc != EVD_OK)
+            return rc;
+    }
+    return EVD_OK;
+}
+
+/* The end of every reader: at least one case, then the hash of the array is final. */
+static enum evd_code seal(struct evd_dataset_reader *r, struct evd_err *err)
+{
+    if (r->count == 0) {
+        struct evd_err why = {0};
+        evd_err_set(&why, EVD_EINVAL, "cases must contain between 1 and %zu cases", r->max_cases);
+        return refuse(r, EVD_EINVAL, &why, err);
+    }
+    evd_sha256_update(&r->sha, "]", 1);
+    evd_sha256_final_hex(&r->sha, r->sha_hex);
+    r->finished = true;
+    return EVD_OK;
+}
+
 static enum evd_code json_document(struct evd_dataset_reader *r, struct evd_err *err)
 {
     static const char *const known[] = {"name", "cases", NULL};
@@ -536,16 +567,7 @@ static enum evd_code json_document(struct evd_dataset_reader *r, struct evd_err 
         rc = refuse(r, EVD_EINVAL, &why, err);
         goto out;
     }
-    size_t i;
-    json_t *c;
-    json_array_foreach(cases, i, c)
-    {
-        char where[WHERE_MAX];
-        snprintf(where, sizeof(where), "cases[%zu]", i);
-        rc = accept(r, c, where, err);
-        if (rc != EVD_OK)
-            goto out;
-    }
+    rc = accept_array(r, cases, err);
 out:
     json_decref(doc);
     return rc;
@@ -558,7 +580,6 @@ enum evd_code evd_dataset_reader_finish(struct evd_dataset_reader *r, struct evd
     if (r->finished)
         return EVD_OK;
     enum evd_code rc = EVD_OK;
-    struct evd_err why = {0};
     if (r->at_start && r->bom_seen > 0) {
         /* The body was a lone prefix of a BOM: not a BOM, so it is data. */
         static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
@@ -586,14 +607,7 @@ enum evd_code evd_dataset_reader_finish(struct evd_dataset_reader *r, struct evd
     }
     if (rc != EVD_OK)
         return rc;
-    if (r->count == 0) {
-        evd_err_set(&why, EVD_EINVAL, "cases must contain between 1 and %zu cases", r->max_cases);
-        return refuse(r, EVD_EINVAL, &why, err);
-    }
-    evd_sha256_update(&r->sha, "]", 1);
-    evd_sha256_final_hex(&r->sha, r->sha_hex);
-    r->finished = true;
-    return EVD_OK;
+    return seal(r, err);
 }
 
 size_t evd_dataset_reader_count(const struct evd_dataset_reader *r)
@@ -645,25 +659,13 @@ enum evd_code evd_dataset_normalize_cases(const json_t *cases, size_t max_cases,
     struct evd_dataset_reader *r = evd_dataset_reader_new(EVD_DATASET_JSON, max_cases, sink, ctx);
     if (r == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    enum evd_code rc = EVD_OK;
-    size_t i;
-    json_t *c;
-    json_array_foreach(cases, i, c)
-    {
-        char where[WHERE_MAX];
-        snprintf(where, sizeof(where), "cases[%zu]", i);
-        rc = accept(r, c, where, err);
-        if (rc != EVD_OK)
-            goto out;
+    enum evd_code rc = accept_array(r, cases, err);
+    if (rc == EVD_OK)
+        rc = seal(r, err);
+    if (rc == EVD_OK) {
+        memcpy(sha, r->sha_hex, 65);
+        *count = r->count;
     }
-    if (r->count == 0) {
-        rc = evd_err_set(err, EVD_EINVAL, "cases must contain between 1 and %zu cases", max_cases);
-        goto out;
-    }
-    evd_sha256_update(&r->sha, "]", 1);
-    evd_sha256_final_hex(&r->sha, sha);
-    *count = r->count;
-out:
     evd_dataset_reader_free(r);
     return rc;
 }
