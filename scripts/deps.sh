@@ -9,10 +9,11 @@ packages=(
   libpcre2-dev libunistring-dev check libsubunit-dev
   postgresql
 )
-# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
-# benchmark smoke test (python3, wrk).
+# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint), the
+# benchmark smoke test (python3, wrk) and the fuzz targets (clang with libFuzzer and the
+# sanitizer runtimes: make fuzz, make fuzz-smoke).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk python3)
+  packages+=(nodejs npm chromium wrk python3 clang libfuzzer-14-dev libclang-rt-14-dev)
 fi
 
 missing=()
