@@ -2,7 +2,8 @@
  * Fuzz target: what evald reads from a model provider (harness/). The first input byte
  * picks the wire (byte % 3: OpenAI Responses, Anthropic Messages, Chat Completions); the
  * rest is the HTTP response body. It goes where harness/http.c sends a body:
- *   - as an error body, through evd_hx_error_detail (and the scrubbing of that message);
+ *   - as an error body, through evd_hx_error_detail and the scrubbing of that message,
+ *     which must leave no copy of the provider's key in it;
  *   - as a 2xx body, parsed like evd_hx_provider_call (a JSON object) and handed to the
  *     wire's parser (evd_hx_parse_reply); a parsed reply is then used as the harness uses
  *     it: its answer text is decoded as text and as JSON output, its tool calls give their
@@ -12,7 +13,9 @@
  * The wires are not streamed (every request sends "stream": false), so there is no SSE
  * reader to fuzz; docs/fuzzing.md says how to add one when streaming lands.
  */
+#include <ctype.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,9 +101,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
 
+    /*
+     * The provider's key, as a provider might echo it in an error: the last n bytes of the
+     * body (n = byte 0 / 3 % 16) when they are 4 or more letters and digits, else a fixed one.
+     * After scrubbing, the message must not contain it.
+     */
+    char secret[16] = "sk-fuzz-secret";
+    size_t n = (size_t)(data[0] / 3u % 16u);
+    if (n >= 4 && n <= len) {
+        bool alnum = true;
+        for (size_t i = len - n; i < len; i++)
+            alnum = alnum && isalnum((unsigned char)body[i]);
+        if (alnum) {
+            memcpy(secret, body + len - n, n);
+            secret[n] = '\0';
+        }
+    }
     char detail[256];
     evd_hx_error_detail(body, len, detail, sizeof(detail));
-    evd_hx_scrub(detail, "sk-fuzz-secret");
+    evd_hx_scrub(detail, secret);
+    if (strstr(detail, secret) != NULL)
+        abort(); /* the key would reach an error message */
 
     char *header = malloc(len + 1);
     if (header == NULL)
