@@ -265,3 +265,31 @@ write("ws", "handshake_extension", bytes([1]) + head[:-2]
       + b"Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n")
 write("ws", "url", bytes([2]) + b"ws://127.0.0.1:49134/ws?x=1")
 write("ws", "url_ipv6", bytes([2]) + b"ws://[::1]:8080")
+
+# ---- iii: one engine message (fuzz_iii.c) --------------------------------------------------
+iii = [
+    ("invoke", {"type": "invokefunction", "invocation_id": "inv_9", "function_id": "eval::status",
+                "data": {"evaluation_id": "eval_abc"}, "traceparent": "00-ab-cd-01", "baggage": "k=v"}),
+    ("invoke_foreign", {"type": "invokefunction", "invocation_id": "inv_8", "function_id": "other::fn",
+                        "data": {}}),
+    ("invoke_no_id", {"type": "invokefunction", "function_id": "eval::start", "data": START}),
+    ("result", {"type": "invocationresult", "invocation_id": "inv_1", "function_id": "sink::fn",
+                "result": {"ok": True}}),
+    ("result_error", {"type": "invocationresult", "invocation_id": "inv_1",
+                      "error": {"code": "invocation_failed", "message": "boom"}}),
+    ("register", {"type": "registertrigger", "id": "b-1", "trigger_type": "eval::completed",
+                  "function_id": "sink::fn", "config": {"evaluation_id": "eval_abc"},
+                  "metadata": {"k": 1}, "namespace": "default"}),
+    ("register_other", {"type": "registertrigger", "id": "b-2", "trigger_type": "cron",
+                        "function_id": "sink::fn", "config": None}),
+    ("unregister", {"type": "unregistertrigger", "id": "b-1", "trigger_type": "eval::completed"}),
+    ("registered", {"type": "workerregistered", "worker_id": "w-1", "reattach_token": "tok"}),
+    ("ping", {"type": "ping"}),
+    ("rejected", {"type": "registrationrejected", "code": "duplicate", "function_id": "eval::start",
+                  "owner_worker_id": "w-2"}),
+    ("trigger_result", {"type": "triggerregistrationresult", "id": "b-1",
+                        "error": {"code": "x", "message": "y"}}),
+    ("error", {"type": "error", "error": {"code": "bad", "message": "bad frame"}}),
+]
+for name, m in iii:
+    write("iii", name, j(m))
