@@ -103,22 +103,29 @@ static void after_start(json_t *normalized)
 static void decode(unsigned which, json_t *body)
 {
     struct evd_err err = {EVD_OK, ""};
+    enum evd_code rc = EVD_OK;
     const char *id = NULL;
     bool flag = false;
     switch (which) {
     case 0: {
         json_t *normalized = NULL;
         uint32_t concurrency = 0;
-        if (evd_request_start(body, EVD_REQUEST_DEFAULT_MAX_RUNS, &normalized, &concurrency,
-                              &err) == EVD_OK) {
+        rc = evd_request_start(body, EVD_REQUEST_DEFAULT_MAX_RUNS, &normalized, &concurrency,
+                               &err);
+        if (rc == EVD_OK) {
+            if (concurrency < 1 || concurrency > EVD_REQUEST_MAX_CONCURRENCY)
+                abort();
             after_start(normalized);
             json_decref(normalized);
+        } else if (normalized != NULL) {
+            abort(); /* documented: NULL on error */
         }
         break;
     }
     case 1: {
         struct evd_request_view view;
-        if (evd_request_view(body, &view, &err) == EVD_OK) {
+        rc = evd_request_view(body, &view, &err);
+        if (rc == EVD_OK) {
             json_t *rerun = evd_request_rerun(body, "eval_fuzz", false);
             json_decref(rerun);
         }
@@ -126,33 +133,36 @@ static void decode(unsigned which, json_t *body)
     }
     case 2: {
         uint32_t limit = 0;
-        evd_request_list(body, &limit, &err);
+        rc = evd_request_list(body, &limit, &err);
+        if (rc == EVD_OK && (limit < 1 || limit > EVD_REQUEST_MAX_LIST_LIMIT))
+            abort();
         break;
     }
     case 3:
-        evd_request_evaluation_id(body, &id, &err);
+        rc = evd_request_evaluation_id(body, &id, &err);
         break;
     case 4:
-        evd_request_rerun_args(body, &id, &flag, &err);
+        rc = evd_request_rerun_args(body, &id, &flag, &err);
         break;
     case 5: {
         uint64_t step = 0;
-        evd_request_step(body, &id, &step, &err);
+        rc = evd_request_step(body, &id, &step, &err);
         break;
     }
     case 6:
-        evd_request_wake(body, &id, &flag, &err);
+        rc = evd_request_wake(body, &id, &flag, &err);
         break;
     case 7:
-        evd_request_sweep(body, &err);
+        rc = evd_request_sweep(body, &err);
         break;
     case 8: {
         struct evd_evaluator_input in;
-        if (evd_request_evaluator_input(body, &in, &err) == EVD_OK) {
+        rc = evd_request_evaluator_input(body, &in, &err);
+        if (rc == EVD_OK) {
             static const char *const ids[] = {EVD_EVALUATOR_EXACT, EVD_EVALUATOR_NORMALIZED_TEXT};
             for (size_t i = 0; i < 2; i++) {
                 json_t *out = NULL;
-                struct evd_err e2 = {0};
+                struct evd_err e2 = {EVD_OK, ""};
                 if (evd_evaluator_run(ids[i], &in, &out, &e2) == EVD_OK) {
                     json_t *norm = NULL;
                     if (evd_evaluator_check_response(out, &norm, &e2) != EVD_OK)
@@ -169,7 +179,8 @@ static void decode(unsigned which, json_t *body)
     case 9: {
         struct evd_session_create c;
         memset(&c, 0, sizeof(c));
-        if (evd_session_create_decode(body, &c, &err) == EVD_OK) {
+        rc = evd_session_create_decode(body, &c, &err);
+        if (rc == EVD_OK) {
             json_t *limits = evd_session_harness_limits(c.config);
             json_decref(limits);
         }
@@ -177,42 +188,49 @@ static void decode(unsigned which, json_t *body)
         break;
     }
     case 10:
-        evd_session_message_decode(body, &id, &err);
+        rc = evd_session_message_decode(body, &id, &err);
         break;
     case 11: {
         struct evd_tool t;
-        evd_h_tool_decode("fuzz.tool", body, &t, &err);
+        rc = evd_h_tool_decode("fuzz.tool", body, &t, &err);
         break;
     }
     case 12: {
         json_t *response = NULL;
-        evd_webhooks_subscribe(webhooks, body, &response, &err);
+        rc = evd_webhooks_subscribe(webhooks, body, &response, &err);
+        if (rc == EVD_OK)
+            abort(); /* without a key nothing can be created */
         json_decref(response);
         break;
     }
     case 13:
-        evd_engine_review_check(providers, body, &err);
+        rc = evd_engine_review_check(providers, body, &err);
         break;
     case 14: {
         json_t *norm = NULL;
-        evd_evaluator_check_response(body, &norm, &err);
+        rc = evd_evaluator_check_response(body, &norm, &err);
         json_decref(norm);
         break;
     }
     case 15: {
         json_t *out = NULL;
-        if (evd_request_model(json_object_get(body, "model"), &out, &err) == EVD_OK)
+        if ((rc = evd_request_model(json_object_get(body, "model"), &out, &err)) == EVD_OK)
             json_decref(out);
         out = NULL;
-        if (evd_request_functions_or_default(json_object_get(body, "functions"), &out, &err) ==
-            EVD_OK)
+        if (rc == EVD_OK &&
+            (rc = evd_request_functions_or_default(json_object_get(body, "functions"), &out,
+                                                   &err)) == EVD_OK)
             json_decref(out);
         out = NULL;
-        if (evd_request_output(json_object_get(body, "output"), &out, &err) == EVD_OK)
+        if (rc == EVD_OK &&
+            (rc = evd_request_output(json_object_get(body, "output"), &out, &err)) == EVD_OK)
             json_decref(out);
         break;
     }
     }
+    /* Bad input is refused with a message: the code says so and the text is not empty. */
+    if (rc != EVD_OK && (err.code != rc || err.msg[0] == '\0'))
+        abort();
     if (verbose)
         fprintf(stderr, "fuzz_request: decoder %u: %s\n", which, err.msg[0] ? err.msg : "ok");
 }
