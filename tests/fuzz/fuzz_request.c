@@ -110,8 +110,7 @@ static void decode(unsigned which, json_t *body)
     case 0: {
         json_t *normalized = NULL;
         uint32_t concurrency = 0;
-        rc = evd_request_start(body, EVD_REQUEST_DEFAULT_MAX_RUNS, &normalized, &concurrency,
-                               &err);
+        rc = evd_request_start(body, EVD_REQUEST_DEFAULT_MAX_RUNS, &normalized, &concurrency, &err);
         if (rc == EVD_OK) {
             if (concurrency < 1 || concurrency > EVD_REQUEST_MAX_CONCURRENCY)
                 abort();
@@ -217,9 +216,8 @@ static void decode(unsigned which, json_t *body)
         if ((rc = evd_request_model(json_object_get(body, "model"), &out, &err)) == EVD_OK)
             json_decref(out);
         out = NULL;
-        if (rc == EVD_OK &&
-            (rc = evd_request_functions_or_default(json_object_get(body, "functions"), &out,
-                                                   &err)) == EVD_OK)
+        if (rc == EVD_OK && (rc = evd_request_functions_or_default(
+                                 json_object_get(body, "functions"), &out, &err)) == EVD_OK)
             json_decref(out);
         out = NULL;
         if (rc == EVD_OK &&
