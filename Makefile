@@ -4,9 +4,11 @@ MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test chaos chaos-smoke format clean
+.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test chaos chaos-smoke fuzz fuzz-smoke fuzz-build format clean
 
 all: build
 
@@ -59,8 +61,24 @@ chaos: build
 chaos-smoke: build
 	@CHAOS_PROFILE=smoke tests/chaos/chaos.sh $(BUILD)
 
+# libFuzzer targets of tests/fuzz (clang, ASan, UBSan) in their own build folder; docs/fuzzing.md.
+# `make fuzz` runs each for FUZZ_SECONDS, two at a time; `make fuzz-smoke` (CI) for 60 s each.
+# Findings go to artifacts/fuzz/<target>/ and fail the target.
+fuzz-build: deps
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' | \
+	  clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null || { \
+	  echo "fuzz: clang cannot link libFuzzer: EVALD_DEPS_TEST_EXTRAS=1 scripts/deps.sh" >&2; exit 1; }
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEVALD_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+
+fuzz: fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BUILD)
+
+fuzz-smoke: fuzz-build
+	@FUZZ_SECONDS=60 FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_BUILD)
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-matrix
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) build-matrix

@@ -258,7 +258,9 @@ static void on_result(struct evd_iii *a, json_t *msg)
             continue;
         w->done = true;
         if (error != NULL && !json_is_null(error)) {
-            snprintf(w->code, sizeof(w->code), "%s", str(error, "code") ?: "invocation_error");
+            /* An error without a code (absent, not a string, or "") still fails the call. */
+            const char *code = str(error, "code");
+            snprintf(w->code, sizeof(w->code), "%s", code && *code ? code : "invocation_error");
             snprintf(w->message, sizeof(w->message), "%s", str(error, "message") ?: "");
         } else {
             /* A copy: the waiting thread must not share json_t with this one. */

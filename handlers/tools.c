@@ -41,7 +41,8 @@ static json_t *rest_tool(json_t *t)
     return t;
 }
 
-static enum evd_code decode(const char *id, json_t *body, struct evd_tool *t, struct evd_err *err)
+enum evd_code evd_h_tool_decode(const char *id, json_t *body, struct evd_tool *t,
+                                struct evd_err *err)
 {
     static const char *const known[] = {"description", "request_schema", "url", "timeout_ms", NULL};
     memset(t, 0, sizeof(*t));
@@ -115,7 +116,7 @@ void evd_h_tool_put(struct evd_req *req, struct evd_resp *resp)
     struct evd_err err = {0};
     struct evd_tool t;
     const char *id = evd_req_param(req, "id");
-    if (decode(id, req->body, &t, &err) != EVD_OK) {
+    if (evd_h_tool_decode(id, req->body, &t, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
         return;
     }

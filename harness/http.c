@@ -288,13 +288,22 @@ int64_t evd_hx_backoff_ms(int attempt)
     return base / 2 + (int64_t)(r % (unsigned int)(base / 2 + 1));
 }
 
+/*
+ * Replaces every occurrence of needle in s, in place. A needle shorter than `with` (which
+ * cannot grow s) becomes as many '*' as it has bytes, so that short keys are hidden too.
+ */
 static void replace_all(char *s, const char *needle, const char *with)
 {
     size_t nl = strlen(needle), wl = strlen(with);
-    if (nl == 0 || wl > nl)
+    if (nl == 0)
         return;
     char *p = s;
     while ((p = strstr(p, needle)) != NULL) {
+        if (wl > nl) {
+            memset(p, '*', nl);
+            p += nl;
+            continue;
+        }
         memcpy(p, with, wl);
         memmove(p + wl, p + nl, strlen(p + nl) + 1);
         p += wl;

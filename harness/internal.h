@@ -71,7 +71,8 @@ int64_t evd_hx_parse_retry_after(const char *value, int64_t now_wall_ms);
 /* Backoff before attempt `attempt` (2, 3, …): exponential from 500 ms, capped, with jitter. */
 int64_t evd_hx_backoff_ms(int attempt);
 
-/* Replaces every occurrence of `secret` (when non-empty) and every "sk-…" token in s. */
+/* Replaces every occurrence of `secret` (of 4 bytes or more) with "[redacted]", or with as
+ * many '*' when it is shorter than that, and every "sk-…" token in s. */
 void evd_hx_scrub(char *s, const char *secret);
 
 /* ---- provider calls with retries ------------------------------------------------------ */

@@ -15,11 +15,12 @@ packages=(
 if [ "${EVALD_DEPS_CONTAINER:-0}" = 1 ]; then
   packages+=(podman buildah runc debootstrap docker-compose golang-github-containernetworking-plugin-dnsname uidmap slirp4netns fuse-overlayfs)
 fi
-# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint) and the
-# benchmark smoke test (python3, wrk), SciPy for the statistics check (tests/stats), and
-# xmllint and script(1) for evald-cli's JUnit and terminal checks.
+# Extra packages for the Node-driven suites (SDK clients, browser, OpenAPI lint), the
+# benchmark smoke test (python3, wrk), SciPy for the statistics check (tests/stats),
+# xmllint and script(1) for evald-cli's JUnit and terminal checks, and the fuzz targets
+# (libFuzzer and the sanitizer runtimes for clang: make fuzz, make fuzz-smoke).
 if [ "${EVALD_DEPS_TEST_EXTRAS:-0}" = 1 ]; then
-  packages+=(nodejs npm chromium wrk python3 python3-scipy libxml2-utils bsdutils)
+  packages+=(nodejs npm chromium wrk python3 python3-scipy libxml2-utils bsdutils libfuzzer-14-dev libclang-rt-14-dev)
 fi
 
 missing=()

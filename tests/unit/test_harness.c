@@ -486,6 +486,19 @@ START_TEST(scrub_removes_keys)
 }
 END_TEST
 
+/* A key shorter than "[redacted]" (a local server's) was left in the message. */
+START_TEST(scrub_removes_short_keys)
+{
+    char s[200];
+    snprintf(s, sizeof(s), "invalid key abc123 (abc123)");
+    evd_hx_scrub(s, "abc123");
+    ck_assert_str_eq(s, "invalid key ****** (******)");
+    snprintf(s, sizeof(s), "key k3y9 k3y9k3y9");
+    evd_hx_scrub(s, "k3y9");
+    ck_assert_str_eq(s, "key **** ********");
+}
+END_TEST
+
 START_TEST(error_detail_shapes)
 {
     char out[256];
@@ -978,6 +991,7 @@ static Suite *harness_suite(void)
     tcase_add_test(tc, retry_after_parsing);
     tcase_add_test(tc, backoff_grows_with_jitter);
     tcase_add_test(tc, scrub_removes_keys);
+    tcase_add_test(tc, scrub_removes_short_keys);
     tcase_add_test(tc, error_detail_shapes);
     tcase_add_test(tc, cancel_wakes_sleep);
     tcase_add_test(tc, bad_input_fails_in_setup);
