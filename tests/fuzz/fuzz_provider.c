@@ -18,10 +18,65 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "harness/internal.h"
+#include "harness/providers.h"
 #include "tests/fuzz/fuzz.h"
+
+/*
+ * The providers an output contract is opened for, by wire: [kind][0] a built-in one that
+ * enforces the format (openai, anthropic; none is built in for Chat Completions, so its
+ * [kind][0] is the file's too), [kind][1] one of a providers file, which may not (a bare
+ * answer is then accepted). Every output below is opened for both. Loaded once.
+ */
+static const struct evd_provider *providers_by_kind[3][2];
+
+static const char *fuzz_env(void *ctx, const char *name)
+{
+    if (strcmp(name, "OPENAI_API_KEY") == 0)
+        return "sk-fuzz-openai-0123456789";
+    if (strcmp(name, "ANTHROPIC_API_KEY") == 0)
+        return "sk-ant-fuzz-0123456789";
+    if (strcmp(name, "EVALD_PROVIDERS_FILE") == 0)
+        return ctx;
+    return NULL;
+}
+
+static void load_providers(void)
+{
+    static bool loaded;
+    static struct evd_providers *registry; /* lives for the process */
+    if (loaded)
+        return;
+    loaded = true;
+    char path[] = "/tmp/evald-fuzz-providers-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return;
+    static const char file[] =
+        "{\"providers\":[{\"name\":\"r\",\"kind\":\"openai-responses\",\"base_url\":"
+        "\"http://127.0.0.1:9/v1\",\"models\":[{\"id\":\"m\"}]},{\"name\":\"a\",\"kind\":"
+        "\"anthropic-messages\",\"base_url\":\"http://127.0.0.1:9\",\"models\":[{\"id\":\"m\"}]},"
+        "{\"name\":\"c\",\"kind\":\"openai-chat\",\"base_url\":\"http://127.0.0.1:9/v1\","
+        "\"models\":[{\"id\":\"m\"}]}]}";
+    bool written = write(fd, file, sizeof(file) - 1) == (ssize_t)(sizeof(file) - 1);
+    close(fd);
+    struct evd_err err = {0};
+    if (written && evd_providers_load(fuzz_env, path, &registry, &err) == EVD_OK) {
+        static const char *const names[3][2] = {{"openai", "r"}, {"anthropic", "a"}, {"c", "c"}};
+        for (int k = 0; k < 3; k++)
+            for (int e = 0; e < 2; e++) {
+                json_t *model = json_pack("{s:s, s:s}", "model", "m", "provider", names[k][e]);
+                struct evd_resolved_model rm;
+                if (model != NULL && evd_providers_resolve(registry, model, &rm, &err) == EVD_OK)
+                    providers_by_kind[k][e] = rm.provider;
+                json_decref(model);
+            }
+    }
+    unlink(path);
+}
 
 static void replay(json_t *message, json_t *tool_calls)
 {
@@ -72,11 +127,13 @@ static void use_text(enum evd_provider_kind kind, const char *text)
         "{\"type\":\"json\"}",
         "{\"type\":\"json\",\"schema\":{\"type\":\"object\",\"required\":[\"answer\"]}}",
     };
-    for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++) {
-        json_t *output = json_loads(outputs[i], 0, NULL);
+    for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]) * 2; i++) {
+        json_t *output = json_loads(outputs[i / 2], 0, NULL);
         struct evd_hx_output o;
         struct evd_err err = {0};
-        if (output != NULL && evd_hx_output_open(&o, kind, output, NULL, &err) == EVD_OK) {
+        const struct evd_provider *pr = providers_by_kind[kind][i % 2];
+        if (output != NULL && pr != NULL &&
+            evd_hx_output_open(&o, pr, output, NULL, &err) == EVD_OK) {
             json_t *out = NULL;
             struct evd_so_failure failure;
             memset(&failure, 0, sizeof(failure));
@@ -97,6 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
+    load_providers();
     enum evd_provider_kind kind = (enum evd_provider_kind)(data[0] % 3u);
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
