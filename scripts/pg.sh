@@ -7,7 +7,8 @@
 #                          with start and it recovers from its WAL)
 #   pg.sh url DIR PORT     print the URL
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
-# 'postgres' system user (created by the Debian package). Trust authentication is
+# 'postgres' system user (created by the Debian package). EVALD_PG_OPTIONS adds server
+# options at start (e.g. "-c max_connections=20"; later ones win). Trust authentication is
 # used, and the server listens on loopback only.
 set -euo pipefail
 
@@ -35,7 +36,7 @@ start)
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir/run"; fi
   if ! as_owner "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
     as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/run -c max_connections=300 -c fsync=${EVALD_PG_FSYNC:-on}" start >/dev/null ||
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/run -c max_connections=300 -c fsync=${EVALD_PG_FSYNC:-on} ${EVALD_PG_OPTIONS:-}" start >/dev/null ||
       { tail -n 20 "$dir/server.log" >&2; exit 1; }
   fi
   if ! as_owner "$bindir/psql" -h 127.0.0.1 -p "$port" -U evald -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='evald'" | grep -q 1; then

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #endif
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,42 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
         evd_log(EVD_LOG_WARN, "database not reachable yet, retrying", "error", err->msg, NULL);
         usleep(500 * 1000);
     }
+}
+
+/*
+ * The PostgreSQL connections this process opens at most: one per engine worker, the
+ * handlers' pool, and the service threads that hold one each: the engine's keeper (it
+ * LISTENs), sweeper, writer and finalizer (engine/threads.c, writer.c, steps.c), each
+ * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread
+ * when it runs (adapter/deliver.c).
+ */
+#define ENGINE_SERVICE_CONNECTIONS 4
+
+/* Refuses a configuration that the server cannot serve: it would never become ready.
+ * Returns false (and logs the reason) only when the server answered and it does not fit. */
+static bool connections_fit(const struct evd_config *cfg, bool iii)
+{
+    struct evd_err err = {0};
+    struct evd_db_capacity cap;
+    if (evd_db_capacity(cfg->database_url, &cap, &err) != EVD_OK) {
+        evd_log(EVD_LOG_WARN, "could not ask the database how many connections it allows",
+                "error", err.msg, NULL);
+        return true;
+    }
+    long services = ENGINE_SERVICE_CONNECTIONS + (iii ? 1 : 0);
+    long need = cfg->workers + cfg->db_pool_size + cfg->webhook_workers + services;
+    long allowed = cap.max_connections - cap.reserved - cap.in_use;
+    if (need <= allowed)
+        return true;
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "EVALD_WORKERS (%ld) + EVALD_DB_POOL_SIZE (%ld) + EVALD_WEBHOOK_WORKERS (%ld) + "
+             "%ld service connections = %ld exceed what PostgreSQL allows this process "
+             "(max_connections %ld - %ld reserved - %ld in use = %ld)",
+             cfg->workers, cfg->db_pool_size, cfg->webhook_workers, services, need,
+             cap.max_connections, cap.reserved, cap.in_use, allowed);
+    evd_log(EVD_LOG_ERROR, "invalid configuration", "error", msg, NULL);
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -130,6 +167,10 @@ int main(int argc, char **argv)
 
     if (migrate_with_retry(cfg.database_url, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "could not apply migrations", "error", err.msg, NULL);
+        goto out;
+    }
+    if (!connections_fit(&cfg, iii != NULL)) {
+        status = 2;
         goto out;
     }
     if (evd_providers_load(provider_env, &cfg, &providers, &err) != EVD_OK) {

@@ -99,6 +99,37 @@ PGconn *evd_db_connect(const char *conninfo, struct evd_err *err)
     return c;
 }
 
+static const char SQL_CAPACITY[] =
+    "SELECT current_setting('max_connections')::bigint,"
+    " current_setting('superuser_reserved_connections')::bigint"
+    "  + coalesce(current_setting('reserved_connections', true)::bigint, 0),"
+    " (SELECT count(*) FROM pg_stat_activity"
+    "   WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())";
+
+enum evd_code evd_db_capacity(const char *conninfo, struct evd_db_capacity *cap,
+                              struct evd_err *err)
+{
+    enum evd_code rc = EVD_EDB;
+    PGresult *r = NULL;
+    PGconn *c = evd_db_connect(conninfo, err);
+    if (c == NULL)
+        goto out;
+    if ((r = evd_db_query(c, SQL_CAPACITY, 0, NULL, err)) == NULL)
+        goto out;
+    if (PQntuples(r) != 1 || PQnfields(r) != 3) {
+        evd_err_set(err, EVD_EDB, "database error: unexpected answer to the capacity query");
+        goto out;
+    }
+    cap->max_connections = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    cap->reserved = strtol(PQgetvalue(r, 0, 1), NULL, 10);
+    cap->in_use = strtol(PQgetvalue(r, 0, 2), NULL, 10);
+    rc = EVD_OK;
+out:
+    PQclear(r);
+    PQfinish(c);
+    return rc;
+}
+
 /*
  * Stale connections. A server that restarted closed every connection it had, but libpq
  * learns it only at the next statement, which then fails. An idle connection has nothing

@@ -39,6 +39,19 @@ void evd_db_release(struct evd_db *db, PGconn *conn);
 /* Pool figures for /metrics. */
 void evd_db_stats(struct evd_db *db, int *size, int *in_use, int *open);
 
+/* What the server allows: max_connections, the slots reserved for superusers and roles
+ * with pg_use_reserved_connections (superuser_reserved_connections + reserved_connections
+ * where the server has it), and the client connections open now, the one asking
+ * excluded. */
+struct evd_db_capacity {
+    long max_connections;
+    long reserved;
+    long in_use;
+};
+/* Asks the server on a connection of its own, closed before it returns. */
+enum evd_code evd_db_capacity(const char *conninfo, struct evd_db_capacity *cap,
+                              struct evd_err *err);
+
 /* Opens a dedicated connection (worker threads); NULL + err on failure. */
 PGconn *evd_db_connect(const char *conninfo, struct evd_err *err);
 /* Resets `*conn` when its server went away (also when the connection has not yet noticed:
