@@ -6,6 +6,7 @@
 
 #include "common/assets.h"
 #include "common/metrics.h"
+#include "harness/harness.h"
 #include "common/util.h"
 #include "store/db.h"
 
@@ -37,7 +38,7 @@ void evd_h_metrics(struct evd_req *req, struct evd_resp *resp)
     evd_metrics_gauge("evald_db_pool_in_use", in_use);
     evd_metrics_gauge("evald_db_pool_open", open);
     struct evd_buf out = {0};
-    if (evd_metrics_render(&out) != 0) {
+    if (evd_metrics_render(&out) != 0 || evd_hx_limiter_render(&out) != 0) {
         evd_buf_free(&out);
         evd_resp_problem(resp, EVD_ENOMEM, "could not render metrics");
         return;

@@ -825,13 +825,10 @@ static void loop(struct run *r, struct verdict *v)
             fail(v, EVD_HARNESS_FAILED, "send", berr.code, berr.msg);
             break;
         }
-        int64_t deadline = evd_mono_ms() + r->invocation_timeout_s * 1000;
-        if (deadline > r->deadline)
-            deadline = r->deadline;
         int64_t w0 = evd_now_ms();
         struct evd_hx_call call;
-        evd_hx_provider_call(&r->http, r->rm.provider, body, r->in->session_id, deadline,
-                             (int)r->invocation_timeout_s, r->cancel, &call);
+        evd_hx_provider_call(&r->http, r->rm.provider, r->rm.model, body, r->in->session_id,
+                             r->deadline, (int)r->invocation_timeout_s, r->cancel, &call);
         json_decref(body);
         struct evd_hx_reply reply;
         memset(&reply, 0, sizeof(reply));
@@ -868,7 +865,7 @@ static void loop(struct run *r, struct verdict *v)
                                   new_span("generation", "generation", w0, w1, call.error, attrs));
             if (call.code == EVD_ECANCELLED) {
                 fail(v, EVD_HARNESS_CANCELLED, "cancel", EVD_ECANCELLED, "run was cancelled");
-            } else if (call.code == EVD_ETIMEOUT && deadline == r->deadline) {
+            } else if (call.code == EVD_ETIMEOUT && call.scenario_timeout) {
                 snprintf(msg, sizeof(msg), "run exceeded %llds scenario timeout",
                          (long long)r->scenario_timeout_s);
                 fail(v, EVD_HARNESS_FAILED, "await", EVD_ETIMEOUT, msg);

@@ -43,6 +43,17 @@ bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms);
 /* Frees the token; no run may still use it. NULL-safe. */
 void evd_cancel_free(struct evd_cancel *c);
 
+/* ---- rate limits ------------------------------------------------------------------------ */
+
+struct evd_buf;
+/* Appends the Prometheus text of every provider/model limiter (in flight, waiting, window,
+ * limits in force, calls and 429s) to out; nonzero without memory. */
+int evd_hx_limiter_render(struct evd_buf *out);
+/* Forgets every limiter, what it learnt and its counters (the next call starts afresh with
+ * the providers file's limits): for a test process that runs many cases. No provider call
+ * may be in flight. */
+void evd_hx_limiter_forget(void);
+
 /* ---- other function sources ----------------------------------------------------------- */
 
 /*

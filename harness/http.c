@@ -41,15 +41,50 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* Keeps a header that says something about rate limits (name lower-cased). */
+static void keep_rl_header(struct evd_hx_http_resp *resp, const char *line, size_t n)
+{
+    static const char *const prefixes[] = {"retry-after", "x-ratelimit-", "anthropic-ratelimit-"};
+    const char *colon = memchr(line, ':', n);
+    size_t nl = colon ? (size_t)(colon - line) : 0;
+    int max = (int)(sizeof(resp->rl_headers) / sizeof(resp->rl_headers[0]));
+    if (colon == NULL || nl == 0 || nl >= sizeof(resp->rl_headers[0].name) ||
+        resp->n_rl_headers >= max)
+        return;
+    bool wanted = false;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]) && !wanted; i++)
+        wanted = nl >= strlen(prefixes[i]) && strncasecmp(line, prefixes[i], strlen(prefixes[i])) == 0;
+    if (!wanted)
+        return;
+    const char *v = colon + 1, *end = line + n;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    if ((size_t)(end - v) >= sizeof(resp->rl_headers[0].value))
+        return;
+    char *name = resp->rl_headers[resp->n_rl_headers].name;
+    for (size_t i = 0; i < nl; i++)
+        name[i] = (char)tolower((unsigned char)line[i]);
+    name[nl] = '\0';
+    memcpy(resp->rl_headers[resp->n_rl_headers].value, v, (size_t)(end - v));
+    resp->rl_headers[resp->n_rl_headers].value[end - v] = '\0';
+    resp->n_rl_headers++;
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
     size_t n = size * nmemb;
     static const char name[] = "retry-after:";
-    if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n'))
+    if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         x->headers_done = true; /* (a 1xx block ends the same way; a later one reopens) */
-    else
+    } else {
+        if (x->headers_done)
+            x->resp->n_rl_headers = 0; /* a new block: what the previous one said is moot */
         x->headers_done = false;
+        keep_rl_header(x->resp, ptr, n);
+    }
     if (n > sizeof(name) - 1 && n < 256 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
         char v[256];
         size_t vn = n - (sizeof(name) - 1);
@@ -431,8 +466,19 @@ static void free_headers(struct curl_slist *h)
     curl_slist_free_all(h);
 }
 
-void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr, json_t *body,
-                          const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
+/* evd_rl_parse_headers' lookup over the headers an answer kept. */
+static const char *rl_lookup(void *ctx, const char *name)
+{
+    const struct evd_hx_http_resp *resp = ctx;
+    for (int i = 0; i < resp->n_rl_headers; i++)
+        if (strcmp(resp->rl_headers[i].name, name) == 0)
+            return resp->rl_headers[i].value;
+    return NULL;
+}
+
+void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr,
+                          const char *model, json_t *body, const char *session_id,
+                          int64_t scenario_deadline_ms, int invocation_timeout_s,
                           struct evd_cancel *cancel, struct evd_hx_call *call)
 {
     const char *name = evd_provider_name(pr);
@@ -442,6 +488,9 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
     char *text = NULL;
     struct curl_slist *headers = NULL;
     int64_t t0 = evd_mono_ms();
+    int64_t deadline_ms = 0; /* the invocation deadline: set when the first attempt is sent */
+    struct evd_hx_limiter *lim = evd_hx_limiter_get(pr, model);
+    double est_tokens = 0;
     enum { MAX_ATTEMPTS = 8 };
 
     memset(call, 0, sizeof(*call));
@@ -454,11 +503,42 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
         snprintf(call->error, sizeof(call->error), "out of memory building the %s request", name);
         goto out;
     }
+    est_tokens = (double)strlen(text) / 4.0; /* about four bytes a token */
     for (;;) {
         struct evd_hx_http_resp resp;
+        /* Waiting for the limiter is not part of the invocation timeout: its deadline moves
+         * on by the time waited. The scenario deadline stays where it is. */
+        int64_t waited = 0;
+        enum evd_code wrc = evd_hx_limiter_wait(lim, est_tokens, scenario_deadline_ms, cancel,
+                                                &waited);
+        call->limiter_wait_ms += waited;
+        if (deadline_ms == 0)
+            deadline_ms = evd_mono_ms() + (int64_t)invocation_timeout_s * 1000;
+        else
+            deadline_ms += waited;
+        if (deadline_ms > scenario_deadline_ms)
+            deadline_ms = scenario_deadline_ms;
+        if (wrc == EVD_ECANCELLED) {
+            call->code = EVD_ECANCELLED;
+            snprintf(call->error, sizeof(call->error), "%s call cancelled", name);
+            break;
+        }
+        if (wrc != EVD_OK) {
+            call->code = EVD_ETIMEOUT;
+            call->scenario_timeout = true;
+            snprintf(call->error, sizeof(call->error),
+                     "%s call still waiting for the rate limit at the scenario timeout", name);
+            break;
+        }
         call->attempts++;
         evd_hx_http_post(cl, url, headers, text, strlen(text), deadline_ms, cancel, &resp);
         call->status = resp.status;
+        struct evd_rl_observed obs;
+        evd_rl_parse_headers(rl_lookup, &resp, evd_now_ms(), &obs);
+        if (obs.retry_after_ms < 0 && resp.retry_after_ms >= 0)
+            obs.retry_after_ms = resp.retry_after_ms;
+        evd_hx_limiter_done(lim, resp.curl_code == CURLE_OK ? resp.status : 0, est_tokens, -1,
+                            &obs);
         bool retry = false;
         int64_t wait_ms = -1;
         if (resp.cancelled) {
@@ -466,6 +546,7 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
             snprintf(call->error, sizeof(call->error), "%s call cancelled", name);
         } else if (resp.timed_out) {
             call->code = EVD_ETIMEOUT;
+            call->scenario_timeout = deadline_ms == scenario_deadline_ms;
             snprintf(call->error, sizeof(call->error), "%s call exceeded %ds invocation timeout",
                      name, invocation_timeout_s);
         } else if (resp.too_large) {
@@ -499,6 +580,8 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
                      detail);
             retry = retryable_status(resp.status);
             wait_ms = resp.retry_after_ms;
+            if (resp.status == 429 && lim != NULL)
+                wait_ms = 0; /* the limiter holds every call to the provider (evd_rl_done) */
         }
         evd_hx_http_resp_free(&resp);
         if (!retry || call->attempts >= MAX_ATTEMPTS)

@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "harness/harness.h"
 #include "harness/providers.h"
+#include "harness/ratelimit.h"
 #include "schema/structured.h"
 
 /* ---- HTTP transport ------------------------------------------------------------------- */
@@ -48,6 +49,13 @@ struct evd_hx_http_resp {
     long status;            /* HTTP status, 0 when no response arrived */
     struct evd_buf body;    /* response body (bounded) */
     int64_t retry_after_ms; /* from Retry-After, -1 when absent */
+    /* The rate-limit headers of the answer (retry-after*, x-ratelimit-*, anthropic-ratelimit-*),
+     * names in lower case, values trimmed; the last block of headers only. */
+    struct {
+        char name[64];
+        char value[64];
+    } rl_headers[24];
+    int n_rl_headers;
     CURLcode curl_code;
     bool cancelled;
     bool timed_out;
@@ -81,19 +89,47 @@ struct evd_hx_call {
     int attempts;
     long status;        /* last HTTP status, 0 when none */
     json_t *body;       /* new reference: the decoded 2xx body, else NULL */
-    int64_t latency_ms; /* total, including backoff */
+    int64_t latency_ms; /* total, including backoff and the wait for the rate limiter */
+    int64_t limiter_wait_ms; /* of which waiting for the rate limiter */
+    bool scenario_timeout;   /* an EVD_ETIMEOUT was the scenario deadline's */
     enum evd_code code; /* EVD_OK, EVD_EUPSTREAM, EVD_ETIMEOUT, EVD_ECANCELLED, … */
     char error[512];    /* names the provider and status; never a key */
 };
 
 /*
- * Sends one generation request (borrowed body) to the provider, retrying 429, 5xx,
- * connection errors and malformed bodies with backoff (honouring Retry-After) until
- * `deadline_ms`; 4xx other than 429 fail at once. Adds X-Evald-Session. Fills *call.
+ * Sends one generation request (borrowed body) for `model` to the provider, retrying 429,
+ * 5xx, connection errors and malformed bodies with backoff (honouring Retry-After); 4xx
+ * other than 429 fail at once. Each attempt first waits for the process's limiter of the
+ * provider and model (limiter.c); that wait ends at the scenario deadline or the cancel
+ * token, and does not count against the invocation timeout, which starts when the first
+ * attempt is sent and moves on by every later wait. A 429 holds the limiter (every call to
+ * the provider waits, with jitter) instead of this call sleeping alone. Adds
+ * X-Evald-Session. Fills *call.
  */
-void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr, json_t *body,
-                          const char *session_id, int64_t deadline_ms, int invocation_timeout_s,
+void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *pr,
+                          const char *model, json_t *body, const char *session_id,
+                          int64_t scenario_deadline_ms, int invocation_timeout_s,
                           struct evd_cancel *cancel, struct evd_hx_call *call);
+
+/* ---- rate limits (limiter.c) ---------------------------------------------------------- */
+
+struct evd_hx_limiter;
+
+/* The process's limiter of model on provider, created on first use with the limits of the
+ * providers file; NULL (no limiting) without memory or past 1024 of them. Lives as long as
+ * the process. */
+struct evd_hx_limiter *evd_hx_limiter_get(const struct evd_provider *pr, const char *model);
+/*
+ * Waits until the limiter lets a call estimated at est_tokens go, and counts it in flight:
+ * EVD_OK; EVD_ETIMEOUT when deadline_ms passed first, EVD_ECANCELLED when the token was
+ * triggered (then nothing is counted). Adds the time waited to *waited_ms. NULL l: EVD_OK.
+ */
+enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
+                                  int64_t deadline_ms, struct evd_cancel *cancel,
+                                  int64_t *waited_ms);
+/* A call that evd_hx_limiter_wait let go ended (evd_rl_done). NULL l: nothing. */
+void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_tokens,
+                         double used_tokens, const struct evd_rl_observed *obs);
 
 /* ---- wire formats --------------------------------------------------------------------- */
 

@@ -19,6 +19,11 @@ struct model_entry {
     struct evd_price price;
 };
 
+struct model_rate {
+    char *model;
+    double rpm, tpm;
+};
+
 struct evd_provider {
     char *name;
     enum evd_provider_kind kind;
@@ -26,6 +31,9 @@ struct evd_provider {
     char *api_key;        /* NULL when not set */
     char *api_key_env;    /* NULL for keyless servers */
     bool enforces_format; /* built-in: the structured-output format is enforced */
+    double rpm, tpm;      /* configured rate limits of every model; 0 = none */
+    struct model_rate *rates; /* per-model limits, which win over the provider's */
+    size_t nrates;
 };
 
 struct evd_providers {
@@ -99,6 +107,49 @@ static void wipe_free(char *s)
     free(s);
 }
 
+static void free_rates(struct evd_provider *pr)
+{
+    for (size_t i = 0; i < pr->nrates; i++)
+        free(pr->rates[i].model);
+    free(pr->rates);
+    pr->rates = NULL;
+    pr->nrates = 0;
+}
+
+void evd_provider_rate(const struct evd_provider *pr, const char *model, double *rpm,
+                       double *tpm)
+{
+    *rpm = pr->rpm;
+    *tpm = pr->tpm;
+    for (size_t i = 0; model != NULL && i < pr->nrates; i++)
+        if (strcmp(pr->rates[i].model, model) == 0) {
+            if (pr->rates[i].rpm > 0)
+                *rpm = pr->rates[i].rpm;
+            if (pr->rates[i].tpm > 0)
+                *tpm = pr->rates[i].tpm;
+        }
+}
+
+/* Reads the optional rpm and tpm of object o (0 when absent); `where` names it. */
+static enum evd_code read_rate(json_t *o, const char *src, const char *where, double *rpm,
+                               double *tpm, struct evd_err *err)
+{
+    static const char *names[] = {"rpm", "tpm"};
+    double *outs[] = {rpm, tpm};
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(o, names[i]);
+        *outs[i] = 0;
+        if (v == NULL || json_is_null(v))
+            continue;
+        if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1e9)
+            return evd_err_set(err, EVD_EINVAL,
+                               "%s: %s.%s must be a positive number (per minute, at most 1e9)",
+                               src, where, names[i]);
+        *outs[i] = json_number_value(v);
+    }
+    return EVD_OK;
+}
+
 void evd_providers_free(struct evd_providers *p)
 {
     if (p == NULL)
@@ -108,6 +159,7 @@ void evd_providers_free(struct evd_providers *p)
         free(p->providers[i].base_url);
         wipe_free(p->providers[i].api_key);
         free(p->providers[i].api_key_env);
+        free_rates(&p->providers[i]);
     }
     for (size_t i = 0; i < p->nmodels; i++) {
         free(p->models[i].provider);
@@ -158,6 +210,7 @@ static enum evd_code put_provider(struct evd_providers *p, const char *name,
         free(pr->base_url);
         wipe_free(pr->api_key);
         free(pr->api_key_env);
+        free_rates(pr);
         memset(pr, 0, sizeof(*pr));
     }
     const char *key = key_env != NULL ? env(env_ctx, key_env) : NULL;
@@ -331,6 +384,11 @@ static enum evd_code load_providers_file(struct evd_providers *p, json_t *doc, c
             put_provider(p, name, (enum evd_provider_kind)k, base, key_env, env, env_ctx, err);
         if (rc != EVD_OK)
             return rc;
+        struct evd_provider *pr = find_provider(p, name);
+        char pwhere[32];
+        snprintf(pwhere, sizeof(pwhere), "providers[%zu]", i);
+        if ((rc = read_rate(e, src, pwhere, &pr->rpm, &pr->tpm, err)) != EVD_OK)
+            return rc;
         json_t *models = json_object_get(e, "models");
         if (models == NULL || json_is_null(models))
             continue;
@@ -347,6 +405,19 @@ static enum evd_code load_providers_file(struct evd_providers *p, json_t *doc, c
             if (!json_is_object(m) || id == NULL || id[0] == '\0')
                 return evd_err_set(err, EVD_EINVAL, "%s: %s.id must be a non-empty string", src,
                                    where);
+            double rpm = 0, tpm = 0;
+            if ((rc = read_rate(m, src, where, &rpm, &tpm, err)) != EVD_OK)
+                return rc;
+            if (rpm > 0 || tpm > 0) {
+                struct model_rate *nr = realloc(pr->rates, (pr->nrates + 1) * sizeof(*nr));
+                if (nr == NULL)
+                    return evd_err_set(err, EVD_ENOMEM, "out of memory loading providers");
+                pr->rates = nr;
+                nr[pr->nrates] = (struct model_rate){strdup(id), rpm, tpm};
+                if (nr[pr->nrates].model == NULL)
+                    return evd_err_set(err, EVD_ENOMEM, "out of memory loading providers");
+                pr->nrates++;
+            }
             struct evd_price price = {-1, -1, -1, -1};
             rc = read_price(m, src, where, &price, false, err);
             if (rc == EVD_ENOTFOUND) {

@@ -93,6 +93,11 @@ const char *evd_provider_key_env(const struct evd_provider *pr);
  * may also come without the `result` envelope (evd_so_decode_unenforced). */
 bool evd_provider_enforces_format(const struct evd_provider *pr);
 
+/* The configured rate limits of `model` on the provider (requests and tokens per minute; 0 =
+ * none configured): the model's own `rpm`/`tpm` in the providers file, else the provider's. */
+void evd_provider_rate(const struct evd_provider *pr, const char *model, double *rpm,
+                       double *tpm);
+
 /* "openai-responses", "anthropic-messages", "openai-chat"; parse returns -1 when unknown. */
 const char *evd_provider_kind_name(enum evd_provider_kind k);
 int evd_provider_kind_parse(const char *s);

@@ -1029,6 +1029,8 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 60);
+    /* A 429 holds the process's limiter of that provider: each case starts afresh. */
+    tcase_add_checked_fixture(tc, evd_hx_limiter_forget, NULL);
     tcase_add_loop_test(tc, rate_limit_then_success, 0, NKINDS);
     tcase_add_loop_test(tc, server_error_and_truncation_are_retried, 0, NKINDS);
     tcase_add_loop_test(tc, unauthorized_is_not_retried, 0, NKINDS);

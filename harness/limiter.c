@@ -1,0 +1,188 @@
+/*
+ * The process's rate limiters: one struct evd_rl (harness/ratelimit.h) per provider and
+ * model, created at the first call to it and kept until the process ends, each guarded
+ * by its own mutex. Lock order: reg_mu (the list) is taken alone, or before an entry's mu
+ * only while rendering the metrics; an entry's mu is a leaf lock, never held across a
+ * sleep or a call.
+ */
+#include "harness/internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+/* A generous ceiling on one limiter's adaptive window; EVALD_WORKERS bounds it first. */
+#define WINDOW_MAX 4096
+
+struct evd_hx_limiter {
+    struct evd_hx_limiter *next;
+    char provider[72];
+    char model[256];
+    pthread_mutex_t mu;
+    struct evd_rl rl;
+};
+
+/* Model ids come from requests: past this many limiters, further ones go unlimited. */
+#define MAX_LIMITERS 1024
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct evd_hx_limiter *reg_head;
+static size_t reg_count;
+
+struct evd_hx_limiter *evd_hx_limiter_get(const struct evd_provider *pr, const char *model)
+{
+    const char *name = evd_provider_name(pr);
+    if (model == NULL)
+        model = "";
+    pthread_mutex_lock(&reg_mu);
+    struct evd_hx_limiter *l = reg_head;
+    while (l != NULL && (strcmp(l->provider, name) != 0 || strcmp(l->model, model) != 0))
+        l = l->next;
+    if (l == NULL && reg_count < MAX_LIMITERS && (l = calloc(1, sizeof(*l))) != NULL) {
+        reg_count++;
+        snprintf(l->provider, sizeof(l->provider), "%s", name);
+        snprintf(l->model, sizeof(l->model), "%s", model);
+        pthread_mutex_init(&l->mu, NULL);
+        double rpm = 0, tpm = 0;
+        evd_provider_rate(pr, model, &rpm, &tpm);
+        uint64_t seed = (uint64_t)evd_mono_ms() ^ (uint64_t)(uintptr_t)l;
+        evd_rl_init(&l->rl, rpm, tpm, WINDOW_MAX, seed, evd_mono_ms());
+        l->next = reg_head;
+        reg_head = l;
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return l;
+}
+
+void evd_hx_limiter_forget(void)
+{
+    pthread_mutex_lock(&reg_mu);
+    while (reg_head != NULL) {
+        struct evd_hx_limiter *l = reg_head;
+        reg_head = l->next;
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+    }
+    reg_count = 0;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The longest single sleep: a call that ends frees a slot sooner than the limiter says. */
+#define MAX_NAP_MS 200
+
+enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
+                                  int64_t deadline_ms, struct evd_cancel *cancel,
+                                  int64_t *waited_ms)
+{
+    int64_t t0 = evd_mono_ms();
+    enum evd_code rc = EVD_OK;
+    bool counted = false;
+    if (l == NULL)
+        return EVD_OK;
+    for (;;) {
+        int64_t now = evd_mono_ms();
+        pthread_mutex_lock(&l->mu);
+        int64_t d = evd_rl_acquire(&l->rl, now, est_tokens);
+        if (d > 0 && !counted) {
+            l->rl.waiting++;
+            counted = true;
+        } else if (d == 0 && counted) {
+            l->rl.waiting--;
+            counted = false;
+        }
+        pthread_mutex_unlock(&l->mu);
+        if (d == 0)
+            break;
+        if (now >= deadline_ms) {
+            rc = EVD_ETIMEOUT;
+            break;
+        }
+        if (d > MAX_NAP_MS)
+            d = MAX_NAP_MS;
+        if (d > deadline_ms - now)
+            d = deadline_ms - now;
+        if (evd_cancel_sleep(cancel, d)) {
+            rc = EVD_ECANCELLED;
+            break;
+        }
+    }
+    if (counted) {
+        pthread_mutex_lock(&l->mu);
+        l->rl.waiting--;
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (waited_ms != NULL)
+        *waited_ms += evd_mono_ms() - t0;
+    return rc;
+}
+
+void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_tokens,
+                         double used_tokens, const struct evd_rl_observed *obs)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    evd_rl_done(&l->rl, evd_mono_ms(), status, est_tokens, used_tokens, obs);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped (model ids come from
+ * requests; provider names are letters, digits, '-', '_' and '.'). */
+static void label_escape(const char *s, char *out, size_t outsz)
+{
+    size_t j = 0;
+    for (; *s && j + 3 < outsz; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n') {
+            out[j++] = '\\';
+            out[j++] = *s == '\n' ? 'n' : *s;
+        } else {
+            out[j++] = *s;
+        }
+    }
+    out[j] = '\0';
+}
+
+int evd_hx_limiter_render(struct evd_buf *out)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } names[] = {
+        {"evald_provider_inflight", "gauge", "provider calls sent and not yet answered"},
+        {"evald_provider_waiting", "gauge", "provider calls waiting for the rate limiter"},
+        {"evald_provider_window", "gauge", "provider calls the adaptive window allows in flight"},
+        {"evald_provider_limit_rpm", "gauge", "requests per minute in force (0: none known)"},
+        {"evald_provider_limit_tpm", "gauge", "tokens per minute in force (0: none known)"},
+        {"evald_provider_calls_total", "counter", "provider calls the rate limiter let through"},
+        {"evald_provider_throttled_total", "counter", "provider answers of 429"},
+    };
+    int rc = 0;
+    pthread_mutex_lock(&reg_mu);
+    for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+        rc |= evd_buf_printf(out, "# HELP %s %s.\n# TYPE %s %s\n", names[n].name, names[n].help,
+                             names[n].name, names[n].type);
+        for (struct evd_hx_limiter *l = reg_head; l != NULL; l = l->next) {
+            pthread_mutex_lock(&l->mu);
+            double v = 0;
+            switch (n) {
+            case 0: v = l->rl.inflight; break;
+            case 1: v = l->rl.waiting; break;
+            case 2: v = evd_rl_window(&l->rl); break;
+            case 3: v = l->rl.rpm; break;
+            case 4: v = l->rl.tpm; break;
+            case 5: v = (double)l->rl.calls; break;
+            default: v = (double)l->rl.throttled; break;
+            }
+            pthread_mutex_unlock(&l->mu);
+            char model[2 * sizeof(l->model)];
+            label_escape(l->model, model, sizeof(model));
+            rc |= evd_buf_printf(out, "%s{provider=\"%s\",model=\"%s\"} %.17g\n", names[n].name,
+                                 l->provider, model, v);
+        }
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return rc;
+}
