@@ -410,7 +410,8 @@ static bool set_models(struct stub_script *s, json_t *models, struct evd_err *er
 
 struct stub_script *stub_script_parse(json_t *doc, struct evd_err *err)
 {
-    static const char *const top[] = {"rules", "default", "models", NULL};
+    static const char *const top[] = {"rules", "default", "models", "rate_limit", NULL};
+    static const char *const rl_keys[] = {"requests", "window_ms", NULL};
     static const char *const rule_keys[] = {"when",  "times", "latency_ms", "fault",
                                             "reply", "usage", NULL};
     static const char *const dflt_keys[] = {"latency_ms", "fault", "reply", "usage", NULL};
@@ -477,6 +478,22 @@ struct stub_script *stub_script_parse(json_t *doc, struct evd_err *err)
     }
     if (!set_models(s, json_object_get(doc, "models"), err))
         goto fail;
+    json_t *rl = json_object_get(doc, "rate_limit");
+    if (rl != NULL) {
+        bool has_n = false, has_w = false;
+        if (!json_is_object(rl)) {
+            evd_err_set(err, EVD_EINVAL, "rate_limit must be an object");
+            goto fail;
+        }
+        if (!only_keys(rl, rl_keys, "rate_limit", err) ||
+            !opt_int(rl, "requests", "rate_limit", 1, 100000, &s->rl_requests, &has_n, err) ||
+            !opt_int(rl, "window_ms", "rate_limit", 1, 3600000, &s->rl_window_ms, &has_w, err))
+            goto fail;
+        if (!has_n || !has_w) {
+            evd_err_set(err, EVD_EINVAL, "rate_limit needs requests and window_ms");
+            goto fail;
+        }
+    }
     s->source = json_deep_copy(doc);
     if (s->source == NULL) {
         evd_err_set(err, EVD_ENOMEM, "out of memory");

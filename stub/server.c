@@ -54,6 +54,14 @@ struct overlap {
     int64_t first_ms;  /* when it first happened (Unix ms) */
 };
 
+/* The arrival times of the requests a key had accepted within the window (a ring). */
+#define RL_KEYS 64
+struct rl_bucket {
+    char key[65]; /* SHA-256 of the API key (not the key itself); "" for none */
+    int64_t *stamps;
+    int64_t cap, head, n;
+};
+
 struct stub_server {
     struct MHD_Daemon *mhd;
     char address[128];
@@ -75,6 +83,8 @@ struct stub_server {
     size_t nsessions, capsessions;
     struct log_slot ring[LOG_RING];
     uint64_t next_seq;
+    struct rl_bucket rl[RL_KEYS]; /* the scripted rate limit, one rolling window per key */
+    size_t nrl;
 };
 
 /* Per-request state, created on the first callback and freed in `completed`. */
@@ -481,6 +491,61 @@ static void script_release(struct stub_server *s, struct stub_script *sc)
         stub_script_free(sc);
 }
 
+/* The API key a request carries, hashed: the rate limit's key. */
+static void request_key(struct MHD_Connection *c, char out[65])
+{
+    const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (k == NULL && auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
+        k = auth + 7;
+    if (k == NULL)
+        out[0] = '\0';
+    else
+        evd_sha256_hex(k, strlen(k), out);
+}
+
+/*
+ * The scripted rate limit (call under the lock): true when the request is admitted (and
+ * counted). *remaining and *reset_ms describe the window after it; on a refusal *reset_ms
+ * is when the oldest request leaves it, the Retry-After to send.
+ */
+static bool rl_admit(struct stub_server *s, const struct stub_script *sc, const char *key,
+                     int64_t now, int64_t *remaining, int64_t *reset_ms)
+{
+    struct rl_bucket *b = NULL;
+    for (size_t i = 0; i < s->nrl && b == NULL; i++)
+        if (strcmp(s->rl[i].key, key) == 0)
+            b = &s->rl[i];
+    if (b == NULL) {
+        b = &s->rl[s->nrl < RL_KEYS ? s->nrl++ : RL_KEYS - 1]; /* beyond: one shared */
+        snprintf(b->key, sizeof(b->key), "%s", key);
+        b->n = b->head = 0;
+    }
+    if (b->cap != sc->rl_requests) { /* a new script with another limit: a new window */
+        int64_t *st = realloc(b->stamps, (size_t)sc->rl_requests * sizeof(*st));
+        if (st == NULL) {
+            *remaining = 0;
+            *reset_ms = 0;
+            return true;
+        }
+        b->stamps = st;
+        b->cap = sc->rl_requests;
+        b->n = b->head = 0;
+    }
+    while (b->n > 0 && b->stamps[b->head] <= now - sc->rl_window_ms) {
+        b->head = (b->head + 1) % b->cap;
+        b->n--;
+    }
+    bool admit = b->n < b->cap;
+    if (admit) {
+        b->stamps[(b->head + b->n) % b->cap] = now;
+        b->n++;
+    }
+    *remaining = b->cap - b->n;
+    *reset_ms = b->stamps[b->head] + sc->rl_window_ms - now;
+    return admit;
+}
+
 static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection *c, struct conn *cx,
                                    const char *method, const char *url)
 {
@@ -535,6 +600,45 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
                              NULL);
         goto out;
     }
+    /* The scripted rate limit: headers on every answer from here on, 429 beyond it. */
+    char rl_lim[24], rl_rem[24], rl_rst[32], rl_ra[24], rl_ram[24];
+    const char *rlh[11] = {NULL};
+    size_t nrlh = 0;
+    bool admitted = true;
+    if (sc->rl_requests > 0) {
+        char key[65];
+        int64_t remaining = 0, reset_ms = 0;
+        request_key(c, key);
+        pthread_mutex_lock(&s->lock);
+        admitted = rl_admit(s, sc, key, evd_mono_ms(), &remaining, &reset_ms);
+        pthread_mutex_unlock(&s->lock);
+        if (reset_ms < 0)
+            reset_ms = 0;
+        /* OpenAI's limit header is per minute: the window's limit scaled to one. */
+        snprintf(rl_lim, sizeof(rl_lim), "%lld",
+                 (long long)(sc->rl_requests * 60000 / sc->rl_window_ms));
+        snprintf(rl_rem, sizeof(rl_rem), "%lld", (long long)remaining);
+        snprintf(rl_rst, sizeof(rl_rst), "%lldms", (long long)reset_ms);
+        rlh[nrlh++] = "x-ratelimit-limit-requests";
+        rlh[nrlh++] = rl_lim;
+        rlh[nrlh++] = "x-ratelimit-remaining-requests";
+        rlh[nrlh++] = rl_rem;
+        rlh[nrlh++] = "x-ratelimit-reset-requests";
+        rlh[nrlh++] = rl_rst;
+        if (!admitted) {
+            snprintf(rl_ra, sizeof(rl_ra), "%lld", (long long)((reset_ms + 999) / 1000));
+            snprintf(rl_ram, sizeof(rl_ram), "%lld", (long long)reset_ms);
+            rlh[nrlh++] = "Retry-After";
+            rlh[nrlh++] = rl_ra;
+            rlh[nrlh++] = "retry-after-ms";
+            rlh[nrlh++] = rl_ram;
+        }
+    }
+    if (!admitted) {
+        ret = provider_error(s, c, cx, anthropic, 429, "rate limit reached (scripted rate limit)",
+                             rlh);
+        goto out;
+    }
     /* Only a well-formed, authorized request consumes a rule (and its `times`). */
     pthread_mutex_lock(&s->lock);
     int rule = stub_script_pick(sc, &v);
@@ -549,8 +653,10 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
         goto out; /* client gone or shutting down: close without answering */
     if (act != NULL && act->fault == STUB_FAULT_STATUS) {
         char ra[32], ram[32];
-        const char *headers[5] = {NULL};
+        const char *headers[11] = {NULL};
         size_t h = 0;
+        for (size_t i = 0; i < nrlh && i < 6; i++) /* the rate-limit headers, not its 429's */
+            headers[h++] = rlh[i];
         if (act->retry_after_s >= 0) {
             snprintf(ra, sizeof(ra), "%lld", (long long)act->retry_after_s);
             headers[h++] = "Retry-After";
@@ -601,7 +707,7 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
     else if (fault == STUB_FAULT_HEADER)
         ret = send_big_header(s, c, reply, act->header_bytes);
     else
-        ret = send_json(c, 200, reply, NULL);
+        ret = send_json(c, 200, reply, rlh);
 out:
     stub_out_free(&out);
     stub_view_free(&v);
@@ -713,6 +819,8 @@ static json_t *requests_json(struct stub_server *s, struct MHD_Connection *c)
 static void reset(struct stub_server *s)
 {
     pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->nrl; i++)
+        s->rl[i].n = s->rl[i].head = 0;
     s->requests = s->stalls = s->truncations = s->malformed = 0;
     memset(s->by_api, 0, sizeof(s->by_api));
     memset(s->by_status, 0, sizeof(s->by_status));
@@ -1019,6 +1127,8 @@ void stub_server_stop(struct stub_server *s)
     for (size_t i = 0; i < s->nsessions; i++)
         free(s->sessions[i].key);
     free(s->sessions);
+    for (size_t i = 0; i < RL_KEYS; i++)
+        free(s->rl[i].stamps);
     if (s->script != NULL && --s->script->refs == 0)
         stub_script_free(s->script);
     pthread_mutex_destroy(&s->lock);

@@ -126,6 +126,8 @@ struct stub_script {
     char **models; /* names listed by GET /v1/models */
     size_t nmodels;
     json_t *source; /* new reference: the script as given (for GET /_stub/script) */
+    int64_t rl_requests;  /* rate_limit.requests per rolling rl_window_ms per key; 0 = none */
+    int64_t rl_window_ms;
 };
 
 /*

@@ -122,6 +122,85 @@ START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
 }
 END_TEST
 
+/* The stub allows 4 requests a second per key; 6 evaluations of 2 runs a side (24 calls)
+ * started at once on 8 workers exceed that at once. Every run completes, few calls are
+ * answered 429, and the runs that waited longer than their 1 s invocation timeout pass. */
+START_TEST(a_provider_rate_limit_fails_no_run)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rate_limit\":{\"requests\":4,\"window_ms\":"
+                                              "1000},\"default\":{\"latency_ms\":100}}"),
+                     200);
+    char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {base, "OPENAI_API_KEY=stub-key", "EVALD_WORKERS=8", NULL};
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+    char url[300];
+    snprintf(url, sizeof(url), "%s/v1/evaluations", p.base);
+    enum { EVALS = 6 };
+    char ids[EVALS][64];
+    char request[sizeof(REQUEST) + 16];
+    snprintf(request, sizeof(request), "%s", REQUEST);
+    char *at = strstr(request, "\"provider\":\"limited\"");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "\"provider\":\"openai\" ", 20); /* same length as the limited one */
+    int64_t t0 = evd_mono_ms();
+    for (int i = 0; i < EVALS; i++) {
+        long status = 0;
+        json_t *started = evd_t_http_json("POST", url, request, &status);
+        ck_assert_int_eq(status, 202);
+        snprintf(ids[i], sizeof(ids[i]), "%s",
+                 json_string_value(json_object_get(started, "evaluation_id")));
+        json_decref(started);
+    }
+    int calls = 0;
+    for (int i = 0; i < EVALS; i++) {
+        ck_assert_str_eq(evd_t_wait_terminal(p.base, ids[i], 120000), "completed");
+        snprintf(url, sizeof(url), "%s/v1/evaluations/%s", p.base, ids[i]);
+        long status = 0;
+        json_t *res = evd_t_http_json("GET", url, NULL, &status);
+        ck_assert_int_eq(status, 200);
+        size_t k;
+        json_t *r;
+        json_array_foreach(json_object_get(json_object_get(res, "progress"), "runs"), k, r)
+        {
+            ck_assert_msg(strcmp(json_string_value(json_object_get(r, "status")), "completed") ==
+                              0,
+                          "evaluation %d run %zu: %s", i, k, json_dumps(r, JSON_COMPACT));
+            calls++;
+        }
+        json_decref(res);
+    }
+    int64_t took = evd_mono_ms() - t0;
+    ck_assert_int_eq(calls, EVALS * 4);
+    json_t *st = evd_t_stub_stats(&stub);
+    ck_assert_ptr_nonnull(st);
+    json_int_t refused = json_integer_value(json_object_get(json_object_get(st, "by_status"), "429"));
+    json_int_t answered = json_integer_value(json_object_get(json_object_get(st, "by_status"), "200"));
+    json_decref(st);
+    fprintf(stderr, "%d calls at 4 a second: %lld ms, %lld answers of 429\n", calls,
+            (long long)took, (long long)refused);
+    ck_assert_int_eq(answered, calls);
+    /* The first burst meets the limit before evald knows it; afterwards few do. */
+    ck_assert_msg(refused <= calls / 4, "%lld of %d calls were answered 429", (long long)refused,
+                  calls);
+    /* 24 calls at 4 a second need 5 s at least: the stub's limit held. */
+    ck_assert_int_ge(took, 5000);
+
+    snprintf(url, sizeof(url), "%s/metrics", p.base);
+    struct evd_t_resp m;
+    evd_t_http("GET", url, NULL, NULL, 0, &m);
+    ck_assert_int_eq(m.status, 200);
+    ck_assert(metric(m.body, "evald_provider_throttled_total{provider=\"openai\",model="
+                             "\"stub-model\"}") == (double)refused);
+    /* 4 a second is 240 a minute, learnt from the stub's headers. */
+    ck_assert(metric(m.body, "evald_provider_limit_rpm{provider=\"openai\",model="
+                             "\"stub-model\"}") == 240);
+    evd_t_resp_free(&m);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rate_limits");
@@ -129,6 +208,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, waiting_for_the_limiter_is_not_the_invocation_timeout);
+    tcase_add_test(tc, a_provider_rate_limit_fails_no_run);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

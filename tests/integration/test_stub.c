@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
@@ -668,6 +669,63 @@ END_TEST
 
 /* ---------------------------------------------------------------- faults */
 
+/* Two requests per key in any 2 s: the third is refused until the oldest leaves. */
+START_TEST(scripted_rate_limit_per_key)
+{
+    put_script("{\"rate_limit\":{\"requests\":2,\"window_ms\":2000}}");
+    static const char body[] = "{\"model\":\"m\",\"input\":\"Reply with exactly OK.\"}";
+    const char *const key_a[] = {"Authorization: Bearer key-a", NULL};
+    const char *const key_b[] = {"Authorization: Bearer key-b", NULL};
+    struct evd_t_resp r;
+    char v[64];
+    int64_t t0 = evd_mono_ms();
+    for (int i = 0; i < 2; i++) {
+        req(&r, "POST", "/v1/responses", body, key_a);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert(evd_t_resp_header(&r, "x-ratelimit-limit-requests", v, sizeof(v)));
+        ck_assert_str_eq(v, "60"); /* 2 in 2 s, as a minute's limit */
+        ck_assert(evd_t_resp_header(&r, "x-ratelimit-remaining-requests", v, sizeof(v)));
+        ck_assert_int_eq(atoi(v), 1 - i);
+        ck_assert(evd_t_resp_header(&r, "x-ratelimit-reset-requests", v, sizeof(v)));
+        ck_assert_msg(strlen(v) > 2 && strcmp(v + strlen(v) - 2, "ms") == 0, "reset %s", v);
+        ck_assert_int_le(atoi(v), 2000);
+        evd_t_resp_free(&r);
+    }
+    req(&r, "POST", "/v1/responses", body, key_a);
+    ck_assert_int_eq(r.status, 429);
+    ck_assert_str_eq(js(r.json, "error.code"), "rate_limit_exceeded");
+    ck_assert(evd_t_resp_header(&r, "x-ratelimit-remaining-requests", v, sizeof(v)));
+    ck_assert_str_eq(v, "0");
+    ck_assert(evd_t_resp_header(&r, "retry-after-ms", v, sizeof(v)));
+    int64_t wait = atoll(v);
+    ck_assert_int_gt(wait, 0);
+    ck_assert_int_le(wait, 2000);
+    ck_assert(evd_t_resp_header(&r, "retry-after", v, sizeof(v)));
+    ck_assert_int_eq(atoll(v), (wait + 999) / 1000);
+    evd_t_resp_free(&r);
+    /* Another key has a window of its own. */
+    req(&r, "POST", "/v1/responses", body, key_b);
+    ck_assert_int_eq(r.status, 200);
+    evd_t_resp_free(&r);
+    /* Once the oldest left the window, key a is served again. */
+    int64_t until = t0 + 2100 - evd_mono_ms();
+    if (until > 0)
+        usleep((useconds_t)until * 1000);
+    req(&r, "POST", "/v1/responses", body, key_a);
+    ck_assert_int_eq(r.status, 200);
+    evd_t_resp_free(&r);
+    json_t *st = stats();
+    ck_assert_int_eq(ji(st, "by_status.429"), 1);
+    ck_assert_int_eq(ji(st, "by_status.200"), 4);
+    json_decref(st);
+    /* A limit without its window is refused, naming what is missing. */
+    req(&r, "PUT", "/_stub/script", "{\"rate_limit\":{\"requests\":2}}", NULL);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_msg(strstr(r.body, "rate_limit needs requests and window_ms") != NULL, "%s", r.body);
+    evd_t_resp_free(&r);
+}
+END_TEST
+
 START_TEST(fault_429_with_retry_after)
 {
     put_script("{\"rules\":[{\"times\":2,\"fault\":{\"status\":429,\"retry_after_s\":1,"
@@ -1164,6 +1222,7 @@ int main(void)
                         (int)(sizeof(bad_scripts) / sizeof(bad_scripts[0])));
     tcase_add_test(script, script_file_at_start);
     tcase_add_test(faults, fault_429_with_retry_after);
+    tcase_add_test(faults, scripted_rate_limit_per_key);
     tcase_add_loop_test(faults, fault_status_shapes, 0,
                         (int)(sizeof(status_faults) / sizeof(status_faults[0])));
     tcase_add_test(faults, fault_stall);
