@@ -314,7 +314,47 @@ static const struct bad_file bad_files[] = {
     {"{\"providers\":[{\"name\":\"x\",\"kind\":\"openai-chat\",\"base_url\":\"http://a\","
      "\"models\":[{\"id\":\"m\",\"input_usd_per_mtok\":1}]}]}",
      "providers[0].models[0].output_usd_per_mtok is required"},
+    {"{\"providers\":[{\"name\":\"x\",\"kind\":\"openai-chat\",\"base_url\":\"http://a\","
+     "\"rpm\":0}]}",
+     "providers[0].rpm must be a positive number (per minute, at most 1e9)"},
+    {"{\"providers\":[{\"name\":\"x\",\"kind\":\"openai-chat\",\"base_url\":\"http://a\","
+     "\"models\":[{\"id\":\"m\",\"tpm\":\"many\"}]}]}",
+     "providers[0].models[0].tpm must be a positive number (per minute, at most 1e9)"},
 };
+
+/* rpm and tpm of the providers file: a model's own win over its provider's. */
+START_TEST(providers_file_rate_limits)
+{
+    struct evd_providers *p = NULL;
+    struct evd_err err;
+    env_clear();
+    char *file = write_temp(
+        "{\"providers\":[{\"name\":\"gw\",\"kind\":\"openai-chat\",\"base_url\":\"http://a\","
+        "\"rpm\":600,\"tpm\":90000,\"models\":[{\"id\":\"big\",\"rpm\":60},{\"id\":\"plain\"}]},"
+        "{\"name\":\"free\",\"kind\":\"openai-chat\",\"base_url\":\"http://b\"}]}");
+    env_set("EVALD_PROVIDERS_FILE", file);
+    ck_assert_int_eq(evd_providers_load(env_get, NULL, &p, &err), EVD_OK);
+    json_t *m = json_pack("{s:s,s:s}", "model", "big", "provider", "gw");
+    struct evd_resolved_model rm;
+    ck_assert_int_eq(evd_providers_resolve(p, m, &rm, &err), EVD_OK);
+    double rpm = -1, tpm = -1;
+    evd_provider_rate(rm.provider, "big", &rpm, &tpm);
+    ck_assert(rpm == 60 && tpm == 90000);
+    evd_provider_rate(rm.provider, "plain", &rpm, &tpm);
+    ck_assert(rpm == 600 && tpm == 90000);
+    evd_provider_rate(rm.provider, "unlisted", &rpm, &tpm);
+    ck_assert(rpm == 600 && tpm == 90000);
+    json_decref(m);
+    m = json_pack("{s:s,s:s}", "model", "any", "provider", "free");
+    ck_assert_int_eq(evd_providers_resolve(p, m, &rm, &err), EVD_OK);
+    evd_provider_rate(rm.provider, "any", &rpm, &tpm);
+    ck_assert(rpm == 0 && tpm == 0);
+    json_decref(m);
+    evd_providers_free(p);
+    unlink(file);
+    free(file);
+}
+END_TEST
 
 START_TEST(bad_providers_file_names_field)
 {
@@ -980,6 +1020,7 @@ static Suite *harness_suite(void)
     tcase_add_test(tc, prices_lookup_and_overrides);
     tcase_add_loop_test(tc, bad_providers_file_names_field, 0,
                         sizeof(bad_files) / sizeof(bad_files[0]));
+    tcase_add_test(tc, providers_file_rate_limits);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("loop_parts");
