@@ -28,6 +28,35 @@ const char *evd_json_unknown_member(const json_t *obj, const char *const *known)
     return NULL;
 }
 
+const char *evd_json_escape(unsigned char c, char esc[7])
+{
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        break;
+    }
+    if (c >= 0x20)
+        return NULL;
+    memcpy(esc, "\\u00", 4);
+    esc[4] = "0123456789abcdef"[c >> 4];
+    esc[5] = "0123456789abcdef"[c & 0xf];
+    esc[6] = '\0';
+    return esc;
+}
+
 static bool reads_back(uint64_t mantissa, int exp10, double want)
 {
     char tmp[48];

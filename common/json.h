@@ -1,9 +1,9 @@
 /*
  * Small helpers over jansson values shared by every layer: the member check of the layers
- * that validate JSON input (domain, handlers, webhooks, the stub), and the compact JSON
- * writer that the store and transport use and the domain's canonical form
- * (domain/canonical.h) sorts. Pure; thread-safe for values no other thread mutates;
- * returned pointers are borrowed from the value passed in.
+ * that validate JSON input (domain, handlers, webhooks, the stub), the string escape of
+ * the log lines and the writers, and the compact JSON writer that the store and transport
+ * use and the domain's canonical form (domain/canonical.h) sorts. Pure; thread-safe for
+ * values no other thread mutates; returned pointers are borrowed from the value passed in.
  */
 #ifndef EVD_COMMON_JSON_H
 #define EVD_COMMON_JSON_H
@@ -20,6 +20,13 @@
  * Names compare over their whole length, so a name with an escaped NUL is never known.
  */
 const char *evd_json_unknown_member(const json_t *obj, const char *const *known);
+
+/*
+ * How byte c is written inside a JSON string: the short escape for " \ \b \f \n \r \t,
+ * "\u00xx" (lowercase hex) for another control byte, written into esc and returned; NULL
+ * when c stands for itself.
+ */
+const char *evd_json_escape(unsigned char c, char esc[7]);
 
 /* Large enough for any output of evd_json_format_real (24 is the longest). */
 #define EVD_JSON_REAL_MAX 32
