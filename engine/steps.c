@@ -15,7 +15,7 @@
 #endif
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "domain/plan.h"
 #include "domain/report.h"
 #include "domain/run.h"

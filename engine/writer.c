@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "engine/internal.h"
 #include "store/db.h"

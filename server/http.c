@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 
 struct evd_http {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
-#include "domain/canonical.h"
 #include "store/db.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -20,7 +20,7 @@ void evd_store_eval_clear(struct evd_store_eval *e)
 }
 
 /* Compact text of a value for a jsonb parameter (NULL for NULL), in a buffer of exactly
- * its size: reports and plans are large, and every run writes six (domain/canonical.h). */
+ * its size: reports and plans are large, and every run writes six (common/json.h). */
 static char *dump_or_null(const json_t *v)
 {
     return evd_json_compact(v, NULL);

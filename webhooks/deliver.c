@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "store/db.h"
 #include "store/evals.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/evaluators.h"
 #include "domain/plan.h"
