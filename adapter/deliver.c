@@ -27,6 +27,7 @@
 #include "store/db.h"
 #include "store/evals.h"
 #include "store/iii.h"
+#include "store/listen.h"
 
 #define DELIVER_BATCH 100
 #define FLUSH_WAIT_MS 5000
@@ -320,56 +321,42 @@ static void prune(struct evd_iii *a, PGconn *c)
         evd_log(EVD_LOG_WARN, "could not prune iii delivery records", "error", err.msg, NULL);
 }
 
-static PGconn *listen_conn(struct evd_iii *a)
-{
-    int64_t pause = 500;
-    while (!atomic_load(&a->stopping)) {
-        struct evd_err err = {0};
-        PGconn *c = evd_db_connect(a->opts.conninfo, &err);
-        if (c != NULL && evd_db_exec(c, "LISTEN " EVD_CHANNEL_EVENTS, 0, NULL, &err) == EVD_OK)
-            return c;
-        PQfinish(c);
-        evd_log(EVD_LOG_WARN, "iii delivery: database not reachable, retrying", "error", err.msg,
-                NULL);
-        struct pollfd p = {.fd = a->dwake[0], .events = POLLIN};
-        poll(&p, 1, (int)pause);
-        pause = pause < 8000 ? pause * 2 : pause;
-    }
-    return NULL;
-}
+static const char *const events_channels[] = {EVD_CHANNEL_EVENTS, NULL};
 
 void *evd_iii_deliver_main(void *arg)
 {
     struct evd_iii *a = arg;
-    PGconn *c = listen_conn(a);
+    struct evd_listener_opts o = {.conninfo = a->opts.conninfo,
+                                  .channels = events_channels,
+                                  .wake_fd = a->dwake[0],
+                                  .stopping = &a->stopping,
+                                  .what = "iii delivery: database not reachable, retrying"};
+    struct evd_listener *l = evd_listener_new(&o);
+    if (l == NULL)
+        evd_log(EVD_LOG_ERROR, "out of memory for the iii delivery connection", NULL);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
     uint64_t persisted_version = UINT64_MAX;
     int64_t persisted_at = 0, last_prune = 0, last_pass = 0;
     bool again = true;
     while (c != NULL && !atomic_load(&a->stopping)) {
         if (!again) {
-            struct pollfd p[2] = {{.fd = PQsocket(c), .events = POLLIN},
-                                  {.fd = a->dwake[0], .events = POLLIN}};
-            poll(p, 2, (int)a->opts.deliver_poll_ms);
-            if (p[1].revents) {
+            bool woken = false;
+            bool ok = evd_listener_wait(l, (int)a->opts.deliver_poll_ms, &woken);
+            if (woken) {
                 char buf[64];
                 while (read(a->dwake[0], buf, sizeof(buf)) > 0)
                     ;
             }
-            if (p[0].revents && !PQconsumeInput(c)) {
-                PQfinish(c);
-                c = listen_conn(a);
+            if (!ok) {
+                c = evd_listener_conn(l);
                 persisted_version = UINT64_MAX;
                 continue;
             }
-            PGnotify *n;
-            while ((n = PQnotifies(c)) != NULL)
-                PQfreemem(n);
         }
         if (atomic_load(&a->stopping))
             break;
-        if (!evd_db_ensure(c)) {
-            PQfinish(c);
-            c = listen_conn(a);
+        if (!evd_listener_ensure(l)) {
+            c = evd_listener_conn(l);
             persisted_version = UINT64_MAX;
             continue;
         }
@@ -386,6 +373,6 @@ void *evd_iii_deliver_main(void *arg)
             last_prune = evd_mono_ms();
         }
     }
-    PQfinish(c);
+    evd_listener_free(l);
     return NULL;
 }
