@@ -303,8 +303,8 @@ static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_versio
     struct pass ps = {.a = a, .c = c, .s = &s};
     if (ids == NULL)
         goto out;
-    evd_store_iii_due(c, ids, evd_now_ms() - a->opts.retention_ms, DELIVER_BATCH, deliver_due,
-                      &ps, &err);
+    evd_store_iii_due(c, ids, evd_now_ms() - a->opts.retention_ms, DELIVER_BATCH, deliver_due, &ps,
+                      &err);
     worked = ps.worked;
 out:
     if (err.code != EVD_OK)

@@ -339,7 +339,7 @@ static void finish(struct evd_webhooks *w, PGconn *c, struct xfer *x, int code, 
 struct loop {
     struct evd_webhooks *w;
     struct evd_listener *lis;
-    PGconn *c;   /* the listener's connection */
+    PGconn *c;    /* the listener's connection */
     int notified; /* notifications since wait_and_drive began */
     CURLM *multi;
     struct xfer *inflight[MAX_INFLIGHT];
@@ -457,9 +457,8 @@ static long refill(struct loop *l)
  */
 static bool wait_and_drive(struct loop *l, long ms, bool *notified)
 {
-    struct curl_waitfd extra[2] = {
-        {.fd = evd_listener_fd(l->lis), .events = CURL_WAIT_POLLIN},
-        {.fd = l->w->wake_pipe[0], .events = CURL_WAIT_POLLIN}};
+    struct curl_waitfd extra[2] = {{.fd = evd_listener_fd(l->lis), .events = CURL_WAIT_POLLIN},
+                                   {.fd = l->w->wake_pipe[0], .events = CURL_WAIT_POLLIN}};
     int running = 0;
     /* A notification read along with a query's answer is already in libpq's queue. */
     l->notified = 0;
