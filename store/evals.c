@@ -675,3 +675,20 @@ enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *paylo
     const char *p[] = {channel, payload};
     return evd_db_exec(c, "SELECT pg_notify($1, $2)", 2, p, err);
 }
+
+static const char SQL_RUN_EVAL_OF_SESSION[] =
+    "SELECT evaluation_id FROM runs WHERE session_id = $1";
+
+enum evd_code evd_store_run_eval_of_session(PGconn *c, const char *session_id, char *id,
+                                            size_t n, struct evd_err *err)
+{
+    const char *p[] = {session_id};
+    id[0] = '\0';
+    PGresult *r = evd_db_query(c, SQL_RUN_EVAL_OF_SESSION, 1, p, err);
+    if (r == NULL)
+        return evd_db_code(err);
+    if (PQntuples(r) == 1)
+        snprintf(id, n, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return EVD_OK;
+}
