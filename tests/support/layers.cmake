@@ -25,10 +25,6 @@ set(layers common domain schema harness store engine webhooks handlers server ad
 
 # "<file>|<included header>": includes the table does not allow, kept for a reason.
 set(include_exceptions
-  # evd_json_compact lives in the domain; it moves to common/ with the other primitives
-  "store/evals.c|domain/canonical.h"
-  # the cancel token lives in the harness; it moves to common/ with the other primitives
-  "adapter/proto.c|harness/harness.h"
   # the adapter answers invocations through the REST mirror's dispatch table
   # (evd_function_call) and its request/response contract, by design (docs/iii.md)
   "adapter/conn.c|handlers/api.h"
