@@ -26,6 +26,8 @@
 #include "common/log.h"
 #include "store/db.h"
 #include "store/evals.h"
+#include "store/iii.h"
+#include "store/listen.h"
 
 #define DELIVER_BATCH 100
 #define FLUSH_WAIT_MS 5000
@@ -179,36 +181,10 @@ static bool take_snapshot(struct evd_iii *a, struct snapshot *s)
     return live;
 }
 
-static const char SQL_UPSERT_BINDINGS[] =
-    "INSERT INTO iii_bindings (binding_id, function_id, evaluation_id, first_seen_at,"
-    " last_seen_at)"
-    " SELECT x.binding_id, x.function_id, x.evaluation_id, x.seen_at, $2::bigint"
-    " FROM jsonb_to_recordset($1::jsonb)"
-    "  AS x(binding_id text, function_id text, evaluation_id text, seen_at bigint)"
-    " ON CONFLICT (binding_id) DO UPDATE SET function_id = EXCLUDED.function_id,"
-    " evaluation_id = EXCLUDED.evaluation_id, last_seen_at = EXCLUDED.last_seen_at";
-
-static const char SQL_DUE[] =
-    "SELECT e.event_id, b.binding_id, e.payload::text"
-    " FROM iii_bindings b JOIN completion_events e"
-    "  ON CASE WHEN b.evaluation_id IS NULL THEN e.created_at >= b.first_seen_at"
-    "          ELSE e.evaluation_id = b.evaluation_id END"
-    " WHERE b.binding_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
-    "  AND e.created_at >= $2::bigint"
-    "  AND NOT EXISTS (SELECT 1 FROM iii_deliveries d"
-    "                  WHERE d.event_id = e.event_id AND d.binding_id = b.binding_id)"
-    " ORDER BY e.created_at, e.event_id, b.binding_id LIMIT $3::int";
-
-static const char SQL_CLAIM[] = "INSERT INTO iii_deliveries (event_id, binding_id, delivered_at)"
-                                " VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING";
-
 static enum evd_code upsert_bindings(PGconn *c, const struct snapshot *s, struct evd_err *err)
 {
     char *rows = json_dumps(s->rows, JSON_COMPACT);
-    char now[24];
-    snprintf(now, sizeof(now), "%lld", (long long)evd_now_ms());
-    const char *p[] = {rows, now};
-    enum evd_code rc = rows ? evd_db_exec(c, SQL_UPSERT_BINDINGS, 2, p, err)
+    enum evd_code rc = rows ? evd_store_iii_upsert_bindings(c, rows, evd_now_ms(), err)
                             : evd_err_set(err, EVD_ENOMEM, "out of memory");
     free(rows);
     return rc;
@@ -243,12 +219,8 @@ static enum outcome deliver_one(struct evd_iii *a, PGconn *c, const struct snaps
     }
     if (evd_db_begin(c, &err) != EVD_OK)
         goto out;
-    char now[24];
-    snprintf(now, sizeof(now), "%lld", (long long)evd_now_ms());
-    const char *p[] = {event_id, binding_id, now};
-    PGresult *r = evd_db_query(c, SQL_CLAIM, 3, p, &err);
-    bool claimed = r != NULL && strcmp(PQcmdTuples(r), "1") == 0;
-    PQclear(r);
+    bool claimed = false;
+    evd_store_iii_claim(c, event_id, binding_id, evd_now_ms(), &claimed, &err);
     if (!claimed) {
         if (err.code == EVD_OK)
             o = SKIPPED; /* another evald process fired it meanwhile */
@@ -282,6 +254,27 @@ out:
     return o;
 }
 
+struct pass {
+    struct evd_iii *a;
+    PGconn *c;
+    const struct snapshot *s;
+    int worked;
+};
+
+static bool deliver_due(void *arg, const char *event_id, const char *binding_id,
+                        const char *payload)
+{
+    struct pass *ps = arg;
+    if (atomic_load(&ps->a->stopping))
+        return false;
+    ps->worked++;
+    if (deliver_one(ps->a, ps->c, ps->s, event_id, binding_id, payload) == FAILED) {
+        ps->worked = 0; /* the session is gone or the database failed: wait for the next pass */
+        return false;
+    }
+    return true;
+}
+
 /* One pass; returns the number of rows it worked on (a full batch asks for another). */
 static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_version,
                         int64_t *persisted_at)
@@ -289,7 +282,6 @@ static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_versio
     struct snapshot s = {0};
     int worked = 0;
     char *ids = NULL;
-    PGresult *r = NULL;
     struct evd_err err = {0};
     if (!take_snapshot(a, &s))
         goto out;
@@ -308,25 +300,15 @@ static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_versio
     }
     ids = json_dumps(idlist, JSON_COMPACT);
     json_decref(idlist);
-    char since[24];
-    snprintf(since, sizeof(since), "%lld", (long long)(evd_now_ms() - a->opts.retention_ms));
-    char limit[16];
-    snprintf(limit, sizeof(limit), "%d", DELIVER_BATCH);
-    const char *p[] = {ids, since, limit};
-    if (ids == NULL || (r = evd_db_query(c, SQL_DUE, 3, p, &err)) == NULL)
+    struct pass ps = {.a = a, .c = c, .s = &s};
+    if (ids == NULL)
         goto out;
-    for (int k = 0; k < PQntuples(r) && !atomic_load(&a->stopping); k++) {
-        worked++;
-        if (deliver_one(a, c, &s, PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2)) ==
-            FAILED) {
-            worked = 0; /* the session is gone or the database failed: wait for the next pass */
-            break;
-        }
-    }
+    evd_store_iii_due(c, ids, evd_now_ms() - a->opts.retention_ms, DELIVER_BATCH, deliver_due, &ps,
+                      &err);
+    worked = ps.worked;
 out:
     if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "eval::completed delivery pass failed", "error", err.msg, NULL);
-    PQclear(r);
     free(ids);
     json_decref(s.rows);
     return worked;
@@ -334,67 +316,47 @@ out:
 
 static void prune(struct evd_iii *a, PGconn *c)
 {
-    char before[24];
-    snprintf(before, sizeof(before), "%lld", (long long)(evd_now_ms() - a->opts.retention_ms));
-    const char *p[] = {before};
     struct evd_err err = {0};
-    if (evd_db_exec(c, "DELETE FROM iii_deliveries WHERE delivered_at < $1::bigint", 1, p, &err) !=
-            EVD_OK ||
-        evd_db_exec(c, "DELETE FROM iii_bindings WHERE last_seen_at < $1::bigint", 1, p, &err) !=
-            EVD_OK)
+    if (evd_store_iii_prune(c, evd_now_ms() - a->opts.retention_ms, &err) != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not prune iii delivery records", "error", err.msg, NULL);
 }
 
-static PGconn *listen_conn(struct evd_iii *a)
-{
-    int64_t pause = 500;
-    while (!atomic_load(&a->stopping)) {
-        struct evd_err err = {0};
-        PGconn *c = evd_db_connect(a->opts.conninfo, &err);
-        if (c != NULL && evd_db_exec(c, "LISTEN " EVD_CHANNEL_EVENTS, 0, NULL, &err) == EVD_OK)
-            return c;
-        PQfinish(c);
-        evd_log(EVD_LOG_WARN, "iii delivery: database not reachable, retrying", "error", err.msg,
-                NULL);
-        struct pollfd p = {.fd = a->dwake[0], .events = POLLIN};
-        poll(&p, 1, (int)pause);
-        pause = pause < 8000 ? pause * 2 : pause;
-    }
-    return NULL;
-}
+static const char *const events_channels[] = {EVD_CHANNEL_EVENTS, NULL};
 
 void *evd_iii_deliver_main(void *arg)
 {
     struct evd_iii *a = arg;
-    PGconn *c = listen_conn(a);
+    struct evd_listener_opts o = {.conninfo = a->opts.conninfo,
+                                  .channels = events_channels,
+                                  .wake_fd = a->dwake[0],
+                                  .stopping = &a->stopping,
+                                  .what = "iii delivery: database not reachable, retrying"};
+    struct evd_listener *l = evd_listener_new(&o);
+    if (l == NULL)
+        evd_log(EVD_LOG_ERROR, "out of memory for the iii delivery connection", NULL);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
     uint64_t persisted_version = UINT64_MAX;
     int64_t persisted_at = 0, last_prune = 0, last_pass = 0;
     bool again = true;
     while (c != NULL && !atomic_load(&a->stopping)) {
         if (!again) {
-            struct pollfd p[2] = {{.fd = PQsocket(c), .events = POLLIN},
-                                  {.fd = a->dwake[0], .events = POLLIN}};
-            poll(p, 2, (int)a->opts.deliver_poll_ms);
-            if (p[1].revents) {
+            bool woken = false;
+            bool ok = evd_listener_wait(l, (int)a->opts.deliver_poll_ms, &woken);
+            if (woken) {
                 char buf[64];
                 while (read(a->dwake[0], buf, sizeof(buf)) > 0)
                     ;
             }
-            if (p[0].revents && !PQconsumeInput(c)) {
-                PQfinish(c);
-                c = listen_conn(a);
+            if (!ok) {
+                c = evd_listener_conn(l);
                 persisted_version = UINT64_MAX;
                 continue;
             }
-            PGnotify *n;
-            while ((n = PQnotifies(c)) != NULL)
-                PQfreemem(n);
         }
         if (atomic_load(&a->stopping))
             break;
-        if (!evd_db_ensure(c)) {
-            PQfinish(c);
-            c = listen_conn(a);
+        if (!evd_listener_ensure(l)) {
+            c = evd_listener_conn(l);
             persisted_version = UINT64_MAX;
             continue;
         }
@@ -411,6 +373,6 @@ void *evd_iii_deliver_main(void *arg)
             last_prune = evd_mono_ms();
         }
     }
-    PQfinish(c);
+    evd_listener_free(l);
     return NULL;
 }

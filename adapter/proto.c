@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "adapter/internal.h"
+#include "common/cancel.h"
 #include "common/log.h"
 #include "handlers/functions.h"
-#include "harness/harness.h"
 
 /* A callee may come back later than evald after an engine restart: a call answered
  * function_not_found within this long of (re)connecting is tried again. */

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "common/util.h"
 
 static atomic_int min_level = EVD_LOG_INFO;

@@ -160,35 +160,6 @@ void evd_buf_free(struct evd_buf *b)
     b->len = b->cap = 0;
 }
 
-const char *evd_json_escape(unsigned char c, char esc[7])
-{
-    switch (c) {
-    case '"':
-        return "\\\"";
-    case '\\':
-        return "\\\\";
-    case '\b':
-        return "\\b";
-    case '\f':
-        return "\\f";
-    case '\n':
-        return "\\n";
-    case '\r':
-        return "\\r";
-    case '\t':
-        return "\\t";
-    default:
-        break;
-    }
-    if (c >= 0x20)
-        return NULL;
-    memcpy(esc, "\\u00", 4);
-    esc[4] = HEX_DIGITS[c >> 4];
-    esc[5] = HEX_DIGITS[c & 0xf];
-    esc[6] = '\0';
-    return esc;
-}
-
 size_t evd_utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];

@@ -53,13 +53,6 @@ int evd_buf_printf(struct evd_buf *b, const char *fmt, ...) __attribute__((forma
 void evd_buf_free(struct evd_buf *b);
 
 /*
- * How byte c is written inside a JSON string: the short escape for " \ \b \f \n \r \t,
- * "\u00xx" (lowercase hex) for another control byte, written into esc and returned; NULL
- * when c stands for itself.
- */
-const char *evd_json_escape(unsigned char c, char esc[7]);
-
-/*
  * Length (1..4) of the well-formed UTF-8 sequence that starts s[0..n), or 0 when the
  * bytes there are not one (a stray continuation byte, a truncated sequence, an overlong
  * form, a UTF-16 surrogate or a code point above U+10FFFF). n must be at least 1.

@@ -14,7 +14,6 @@
 
 #include "common/json.h"
 #include "common/util.h"
-#include "domain/canonical.h"
 #include "domain/dataset.h"
 #include "domain/fields.h"
 #include "domain/request.h"

@@ -15,7 +15,7 @@ static const char *const CREATE_FIELDS[] = {
     "title", "model", "system_prompt", "prompt", "functions", "output", "limits", "metadata", NULL};
 static const char *const MESSAGE_FIELDS[] = {"content", NULL};
 
-void evd_session_create_clear(struct evd_session_create *c)
+void evd_session_request_clear(struct evd_session_request *c)
 {
     if (c == NULL)
         return;
@@ -32,7 +32,7 @@ static size_t utf8_chars(const char *s, size_t len)
     return n;
 }
 
-enum evd_code evd_session_create_decode(const json_t *body, struct evd_session_create *out,
+enum evd_code evd_session_request_decode(const json_t *body, struct evd_session_request *out,
                                         struct evd_err *err)
 {
     json_t *title, *model, *system_prompt, *prompt, *functions, *output, *limits, *metadata;

@@ -19,13 +19,13 @@
 #define EVD_SESSION_TITLE_MAX 200 /* characters (code points) */
 
 /* A decoded create request. json_t members are new references; release with _clear. */
-struct evd_session_create {
+struct evd_session_request {
     json_t *config;     /* {model, system_prompt, functions, output, limits, metadata?} */
     const char *title;  /* borrowed from the body; NULL when absent or null */
     const char *prompt; /* borrowed from the body; NULL when absent (the session stays idle) */
     struct evd_limits limits;
 };
-void evd_session_create_clear(struct evd_session_create *c);
+void evd_session_request_clear(struct evd_session_request *c);
 
 /*
  * POST /v1/sessions: {title?, model, system_prompt?, prompt?, functions?, output?, limits?,
@@ -37,7 +37,7 @@ void evd_session_create_clear(struct evd_session_create *c);
  * filled: system_prompt null when absent, functions deny-all, output text, every execution
  * limit.
  */
-enum evd_code evd_session_create_decode(const json_t *body, struct evd_session_create *out,
+enum evd_code evd_session_request_decode(const json_t *body, struct evd_session_request *out,
                                         struct evd_err *err);
 
 /* POST /v1/sessions/{id}/messages: {content}; *content is borrowed from body. */

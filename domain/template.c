@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "domain/canonical.h"
+#include "common/json.h"
 
 static bool name_start(char ch)
 {

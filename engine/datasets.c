@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
-#include "domain/canonical.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
 #include "store/db.h"

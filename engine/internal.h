@@ -6,7 +6,6 @@
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
 
-#include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
 

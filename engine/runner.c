@@ -23,6 +23,7 @@
 #include "domain/run.h"
 #include "engine/internal.h"
 #include "store/db.h"
+#include "store/jobs.h"
 #include "store/tools.h"
 
 static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -234,30 +235,16 @@ rollback:
 static void hand_back(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
                       int attempt)
 {
-    char pos[16], att[16], id[32];
-    snprintf(pos, sizeof(pos), "%d", job->run_position);
-    snprintf(att, sizeof(att), "%d", attempt);
-    snprintf(id, sizeof(id), "%lld", (long long)job->id);
-    const char *p[] = {job->evaluation_id, pos, att, id, e->owner};
     struct evd_err err = {0};
     if (!evd_db_ensure(c)) {
         evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
                 job->evaluation_id, NULL);
         return;
     }
-    PGresult *r = evd_db_query(
-        c,
-        "WITH j AS (SELECT id FROM jobs WHERE id = $4::bigint AND lease_owner = $5 FOR UPDATE),"
-        " r AS (UPDATE runs SET status = 'pending', attempt = attempt - 1, started_at = 0"
-        " WHERE evaluation_id = $1 AND position = $2::int AND status = 'running'"
-        " AND attempt = $3::int AND EXISTS (SELECT 1 FROM j) RETURNING 1)"
-        " UPDATE jobs SET lease_owner = NULL, lease_until = NULL, due_at = now()"
-        " WHERE id = (SELECT id FROM j) AND EXISTS (SELECT 1 FROM r)",
-        5, p, &err);
-    if (r == NULL)
+    if (evd_store_job_hand_back(c, job->id, e->owner, job->evaluation_id, job->run_position,
+                                attempt, &err) != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
                 job->evaluation_id, "error", err.msg, NULL);
-    PQclear(r);
 }
 
 struct run_progress {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/session.h"
 #include "engine/internal.h"

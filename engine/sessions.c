@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/compare.h"
 #include "domain/request.h"
@@ -28,21 +28,21 @@ static bool working(const char *status)
 enum evd_code evd_session_create(struct evd_engine *e, json_t *request, json_t **response,
                                  bool *started, struct evd_err *err)
 {
-    struct evd_session_create req;
+    struct evd_session_request req;
     *started = false;
-    enum evd_code rc = evd_session_create_decode(request, &req, err);
+    enum evd_code rc = evd_session_request_decode(request, &req, err);
     if (rc != EVD_OK)
         return rc;
     struct evd_resolved_model resolved;
     rc = evd_providers_resolve(e->opts.providers, json_object_get(req.config, "model"), &resolved,
                                err);
     if (rc != EVD_OK) {
-        evd_session_create_clear(&req);
+        evd_session_request_clear(&req);
         return rc;
     }
     PGconn *c = evd_db_acquire(e->opts.db, err);
     if (c == NULL) {
-        evd_session_create_clear(&req);
+        evd_session_request_clear(&req);
         return err ? err->code : EVD_EDB;
     }
     char id[48], turn_id[48];
@@ -67,7 +67,7 @@ enum evd_code evd_session_create(struct evd_engine *e, json_t *request, json_t *
                 *started ? turn_id : NULL, NULL);
     }
     evd_db_release(e->opts.db, c);
-    evd_session_create_clear(&req);
+    evd_session_request_clear(&req);
     return rc;
 }
 

@@ -15,7 +15,7 @@
 #endif
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "domain/plan.h"
 #include "domain/report.h"
 #include "domain/run.h"
@@ -187,7 +187,7 @@ void *evd_engine_finalizer_main(void *arg)
             break; /* stopping, and nothing is left to finalize */
         struct evd_err err = {0};
         if (c != NULL && !evd_db_ensure(c)) {
-            PQfinish(c);
+            evd_db_finish(c);
             c = NULL;
         }
         if (c == NULL)
@@ -197,7 +197,7 @@ void *evd_engine_finalizer_main(void *arg)
                     f->evaluation_id, "error", err.msg, NULL);
         free(f);
     }
-    PQfinish(c);
+    evd_db_finish(c);
     return NULL;
 }
 
@@ -236,7 +236,7 @@ out_ev:
     evd_store_eval_clear(&ev);
 out:
     json_decref(runs);
-    if (err.code == EVD_OK && PQtransactionStatus(c) == PQTRANS_INTRANS)
+    if (err.code == EVD_OK && evd_db_in_transaction(c))
         evd_db_commit(c, &err);
     evd_db_rollback(c);
 }

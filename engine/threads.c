@@ -26,6 +26,7 @@
 #include "engine/internal.h"
 #include "harness/providers.h"
 #include "store/db.h"
+#include "store/listen.h"
 
 /* ---- in-flight registry ---------------------------------------------------------- */
 
@@ -224,37 +225,21 @@ void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s)
 
 /* ---- connections that LISTEN ------------------------------------------------------ */
 
-static PGconn *listen_conn(struct evd_engine *e, const char *const *channels)
+/* A listener on the engine's channels (none: a worker's or the sweeper's connection). */
+static struct evd_listener *listener(struct evd_engine *e, const char *const *channels,
+                                     evd_listen_fn on_notify)
 {
-    while (!atomic_load(&e->stopping)) {
-        struct evd_err err = {0};
-        PGconn *c = evd_db_connect(e->opts.conninfo, &err);
-        bool ok = c != NULL;
-        for (size_t i = 0; ok && channels && channels[i]; i++) {
-            char sql[64];
-            snprintf(sql, sizeof(sql), "LISTEN %s", channels[i]);
-            ok = evd_db_exec(c, sql, 0, NULL, &err) == EVD_OK;
-        }
-        if (ok)
-            return c;
-        PQfinish(c);
-        evd_log(EVD_LOG_WARN, "engine connection failed, retrying", "error", err.msg, NULL);
-        struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
-        poll(&pfd, 1, 1000);
-    }
-    return NULL;
-}
-
-/* Waits up to ms for a notification on c or the stop pipe; false when c broke. */
-static bool wait_input(struct evd_engine *e, PGconn *c, int ms)
-{
-    struct pollfd pfd[2] = {{.fd = PQsocket(c), .events = POLLIN},
-                            {.fd = e->wake_pipe[0], .events = POLLIN}};
-    if (poll(pfd, 2, ms) < 0 && errno != EINTR)
-        return false;
-    if (pfd[0].revents && !PQconsumeInput(c))
-        return false;
-    return PQstatus(c) == CONNECTION_OK;
+    struct evd_listener_opts o = {.conninfo = e->opts.conninfo,
+                                  .channels = channels,
+                                  .wake_fd = e->wake_pipe[0],
+                                  .stopping = &e->stopping,
+                                  .what = "engine connection failed, retrying",
+                                  .on_notify = on_notify,
+                                  .arg = e};
+    struct evd_listener *l = evd_listener_new(&o);
+    if (l == NULL)
+        evd_log(EVD_LOG_ERROR, "out of memory for an engine connection", NULL);
+    return l;
 }
 
 /* ---- workers ---------------------------------------------------------------------- */
@@ -304,7 +289,8 @@ void evd_engine_wake(struct evd_engine *e, long n)
 static void *worker_main(void *arg)
 {
     struct evd_engine *e = arg;
-    PGconn *c = listen_conn(e, NULL);
+    struct evd_listener *l = listener(e, NULL, NULL);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
     bool outstanding = false; /* this worker's finished run is with the writer */
     while (c != NULL && !atomic_load(&e->stopping)) {
         struct evd_err err = {0};
@@ -322,9 +308,8 @@ static void *worker_main(void *arg)
             continue;
         bool found = rc == EVD_OK && outcome == EVD_CLAIM_CLAIMED;
         if (rc != EVD_OK) {
-            if (PQstatus(c) != CONNECTION_OK) {
-                PQfinish(c);
-                c = listen_conn(e, NULL);
+            if (!evd_listener_alive(l)) {
+                c = evd_listener_conn(l);
             } else {
                 wait_for_work(e, 500);
             }
@@ -346,7 +331,7 @@ static void *worker_main(void *arg)
         wait_for_work(e, 1000);
     }
     evd_engine_worker_done(e, &outstanding);
-    PQfinish(c);
+    evd_listener_free(l);
     return NULL;
 }
 
@@ -400,48 +385,50 @@ static void renew(struct evd_engine *e, PGconn *c)
     pthread_mutex_unlock(&e->inflight_mu);
 }
 
+/* What the keeper does on a notification. */
+static void keeper_notified(void *arg, const char *channel, const char *payload)
+{
+    struct evd_engine *e = arg;
+    if (strcmp(channel, EVD_CHANNEL_EVENTS) == 0) {
+        evd_engine_publish(e, payload);
+    } else if (strcmp(channel, EVD_CHANNEL_CANCEL) == 0) {
+        char id[64];
+        int position = 0;
+        snprintf(id, sizeof(id), "%s", payload);
+        char *colon = strchr(id, ':');
+        if (colon) {
+            *colon = '\0';
+            position = atoi(colon + 1);
+        }
+        evd_engine_inflight_cancel(e, id, position, REASON_CANCELLED);
+    } else if (strcmp(channel, EVD_CHANNEL_JOBS) == 0) {
+        /* "<count>[ <owner>]": a process wakes its own workers when it enqueues. */
+        const char *sp = strchr(payload, ' ');
+        if (sp == NULL || strcmp(sp + 1, e->owner) != 0)
+            wake_workers(e, atol(payload));
+    }
+}
+
 static void *keeper_main(void *arg)
 {
     struct evd_engine *e = arg;
     static const char *const channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_CANCEL,
                                            EVD_CHANNEL_JOBS, NULL};
-    PGconn *c = listen_conn(e, channels);
+    struct evd_listener *l = listener(e, channels, keeper_notified);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
     long period = e->opts.lease_ms / 3 < 250 ? e->opts.lease_ms / 3 : 250;
     int64_t next_renew = 0;
     while (c != NULL && !atomic_load(&e->stopping)) {
-        if (!wait_input(e, c, (int)period)) {
-            PQfinish(c);
-            c = listen_conn(e, channels);
+        if (!evd_listener_wait(l, (int)period, NULL)) {
+            c = evd_listener_conn(l);
             continue;
-        }
-        PGnotify *n;
-        while ((n = PQnotifies(c)) != NULL) {
-            if (strcmp(n->relname, EVD_CHANNEL_EVENTS) == 0) {
-                evd_engine_publish(e, n->extra);
-            } else if (strcmp(n->relname, EVD_CHANNEL_CANCEL) == 0) {
-                char id[64];
-                int position = 0;
-                snprintf(id, sizeof(id), "%s", n->extra);
-                char *colon = strchr(id, ':');
-                if (colon) {
-                    *colon = '\0';
-                    position = atoi(colon + 1);
-                }
-                evd_engine_inflight_cancel(e, id, position, REASON_CANCELLED);
-            } else if (strcmp(n->relname, EVD_CHANNEL_JOBS) == 0) {
-                /* "<count>[ <owner>]": a process wakes its own workers when it enqueues. */
-                const char *sp = strchr(n->extra, ' ');
-                if (sp == NULL || strcmp(sp + 1, e->owner) != 0)
-                    wake_workers(e, atol(n->extra));
-            }
-            PQfreemem(n);
         }
         if (evd_mono_ms() >= next_renew) {
             renew(e, c);
             next_renew = evd_mono_ms() + e->opts.lease_ms / 3;
         }
     }
-    PQfinish(c);
+    evd_listener_free(l);
     return NULL;
 }
 
@@ -450,11 +437,11 @@ static void *keeper_main(void *arg)
 static void *sweeper_main(void *arg)
 {
     struct evd_engine *e = arg;
-    PGconn *c = listen_conn(e, NULL);
+    struct evd_listener *l = listener(e, NULL, NULL);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
     while (c != NULL && !atomic_load(&e->stopping)) {
-        if (!evd_db_ensure(c)) {
-            PQfinish(c);
-            c = listen_conn(e, NULL);
+        if (!evd_listener_ensure(l)) {
+            c = evd_listener_conn(l);
             continue;
         }
         long acted = evd_engine_sweep_once(e, c);
@@ -466,7 +453,7 @@ static void *sweeper_main(void *arg)
         struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
         poll(&pfd, 1, (int)e->opts.sweep_interval_ms);
     }
-    PQfinish(c);
+    evd_listener_free(l);
     return NULL;
 }
 

@@ -17,10 +17,11 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "engine/internal.h"
 #include "store/db.h"
+#include "store/jobs.h"
 
 /* Runs written in one transaction at most. */
 #define BATCH_MAX 64
@@ -97,12 +98,8 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
         if (left[i] > 0) {
             /* A claimer with an older snapshot held its row a moment ago: it is free by
              * now, or soon; this thread may wait for it. */
-            char id[32];
-            snprintf(id, sizeof(id), "%lld", (long long)left[i]);
-            const char *p[] = {id, e->owner};
             struct evd_err derr = {0};
-            evd_db_exec(c, "DELETE FROM jobs WHERE id = $1::bigint AND lease_owner = $2", 2, p,
-                        &derr);
+            evd_store_job_delete_owned(c, left[i], e->owner, &derr);
         }
     }
     return true;
@@ -141,7 +138,7 @@ static void write_until_done(struct evd_engine *e, PGconn **c, struct pending_wr
     while (n > 0) {
         struct evd_err err = {0};
         if (*c != NULL && !evd_db_ensure(*c)) {
-            PQfinish(*c);
+            evd_db_finish(*c);
             *c = NULL;
         }
         if (*c == NULL && (*c = evd_db_connect(e->opts.conninfo, &err)) == NULL)
@@ -195,7 +192,7 @@ void *evd_engine_writer_main(void *arg)
         pthread_cond_broadcast(&e->written_cv);
         pthread_mutex_unlock(&e->writes_mu);
     }
-    PQfinish(c);
+    evd_db_finish(c);
     return NULL;
 }
 

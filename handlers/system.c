@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/assets.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "harness/harness.h"
 #include "common/util.h"
 #include "store/db.h"

@@ -16,32 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/cancel.h" /* the token every run takes */
 #include "common/err.h"
 #include "harness/providers.h"
 #include "schema/structured.h"
-
-/* ---- cancel token --------------------------------------------------------------------- */
-
-struct evd_cancel;
-
-/* A new, untriggered token, or NULL when out of memory. Free with evd_cancel_free. */
-struct evd_cancel *evd_cancel_new(void);
-/* Triggers the token from any thread; wakes backoff sleeps. Idempotent. */
-void evd_cancel_trigger(struct evd_cancel *c);
-/* True once triggered or once its deadline has passed; NULL-safe (a NULL token is never
- * triggered). */
-bool evd_cancel_is_set(const struct evd_cancel *c);
-/* From evd_mono_ms() >= mono on (0: never), the token counts as triggered. Moves the
- * deadline, earlier or later, unless the token is already triggered or past its deadline
- * (then false: a deadline missed is never undone). */
-bool evd_cancel_set_deadline(struct evd_cancel *c, int64_t mono);
-/*
- * Sleeps up to ms milliseconds, returning early (true) when the token is triggered.
- * Returns false after a full sleep. A NULL token just sleeps.
- */
-bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms);
-/* Frees the token; no run may still use it. NULL-safe. */
-void evd_cancel_free(struct evd_cancel *c);
 
 /* ---- rate limits ------------------------------------------------------------------------ */
 

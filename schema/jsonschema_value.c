@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
 
 #define VALUE_MAX_DEPTH 2048 /* equality and hashing give up beyond this nesting */

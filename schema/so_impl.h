@@ -1,7 +1,8 @@
 /*
- * Internals shared by schema/so_contract.c (contracts, decoding, repair text) and
- * schema/so_wire.c (the provider transform and its decode plans). Plans are immutable
- * trees owned by their wire format; decoding only reads them.
+ * Internals shared by schema/so_contract.c (contracts, decoding, repair text) and the
+ * provider wire format, schema/so_wire.c (envelopes, decode plans, decoding) with
+ * schema/so_transform.c (the transform and the provider limits; so_transform.h). Plans
+ * are immutable trees owned by their wire format; decoding only reads them.
  */
 #ifndef EVD_SCHEMA_SO_IMPL_H
 #define EVD_SCHEMA_SO_IMPL_H

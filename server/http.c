@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 
 struct evd_http {
@@ -39,6 +39,7 @@ struct evd_http {
     struct evd_http_options opts;
     unsigned port;
     atomic_int exchanges; /* requests begun and not yet fully answered */
+    MHD_socket quiesced;  /* the listening socket after quiesce, closed at stop */
     /* Guards the flags and links of every struct live. Taken after a stream's own locks
      * (a wake comes from under the SSE hub's), never held while calling into a stream. */
     pthread_mutex_t streams_mu;
@@ -600,6 +601,7 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         return NULL;
     }
     h->opts = *opts;
+    h->quiesced = MHD_INVALID_SOCKET;
     pthread_mutex_init(&h->streams_mu, NULL);
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
@@ -660,9 +662,12 @@ unsigned evd_http_port(const struct evd_http *h)
 
 void evd_http_quiesce(struct evd_http *h)
 {
+    /* The listening socket may be closed only after MHD_stop_daemon: the pool's threads
+     * take it out of their epoll sets after this returns, and epoll_ctl on a closed
+     * descriptor makes libmicrohttpd abort the process. */
     MHD_socket s = MHD_quiesce_daemon(h->daemon);
-    if (s != MHD_INVALID_SOCKET)
-        close(s);
+    if (s != MHD_INVALID_SOCKET && h->quiesced == MHD_INVALID_SOCKET)
+        h->quiesced = s;
 }
 
 bool evd_http_drain(struct evd_http *h, int timeout_ms)
@@ -705,6 +710,8 @@ void evd_http_stop(struct evd_http *h)
         pthread_join(h->reaper, NULL);
     }
     MHD_stop_daemon(h->daemon);
+    if (h->quiesced != MHD_INVALID_SOCKET)
+        close(h->quiesced);
     pthread_mutex_destroy(&h->streams_mu);
     pthread_mutex_destroy(&h->watch_mu);
     pthread_cond_destroy(&h->watch_cv);

@@ -148,6 +148,16 @@ static bool alive(PGconn *conn)
     return PQconsumeInput(conn) && PQstatus(conn) == CONNECTION_OK;
 }
 
+void evd_db_finish(PGconn *conn)
+{
+    PQfinish(conn);
+}
+
+bool evd_db_in_transaction(PGconn *conn)
+{
+    return PQtransactionStatus(conn) == PQTRANS_INTRANS;
+}
+
 bool evd_db_ensure(PGconn *conn)
 {
     if (alive(conn))

@@ -54,6 +54,10 @@ enum evd_code evd_db_capacity(const char *conninfo, struct evd_db_capacity *cap,
 
 /* Opens a dedicated connection (worker threads); NULL + err on failure. */
 PGconn *evd_db_connect(const char *conninfo, struct evd_err *err);
+/* Closes a dedicated connection (NULL-safe). */
+void evd_db_finish(PGconn *conn);
+/* True when a transaction is open on conn and has not failed. */
+bool evd_db_in_transaction(PGconn *conn);
 /* Resets `*conn` when its server went away (also when the connection has not yet noticed:
  * an idle connection with its end of file waiting); returns true when it is usable. */
 bool evd_db_ensure(PGconn *conn);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
-#include "domain/canonical.h"
 #include "store/db.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -20,7 +20,7 @@ void evd_store_eval_clear(struct evd_store_eval *e)
 }
 
 /* Compact text of a value for a jsonb parameter (NULL for NULL), in a buffer of exactly
- * its size: reports and plans are large, and every run writes six (domain/canonical.h). */
+ * its size: reports and plans are large, and every run writes six (common/json.h). */
 static char *dump_or_null(const json_t *v)
 {
     return evd_json_compact(v, NULL);
@@ -674,4 +674,21 @@ enum evd_code evd_store_notify(PGconn *c, const char *channel, const char *paylo
 {
     const char *p[] = {channel, payload};
     return evd_db_exec(c, "SELECT pg_notify($1, $2)", 2, p, err);
+}
+
+static const char SQL_RUN_EVAL_OF_SESSION[] =
+    "SELECT evaluation_id FROM runs WHERE session_id = $1";
+
+enum evd_code evd_store_run_eval_of_session(PGconn *c, const char *session_id, char *id,
+                                            size_t n, struct evd_err *err)
+{
+    const char *p[] = {session_id};
+    id[0] = '\0';
+    PGresult *r = evd_db_query(c, SQL_RUN_EVAL_OF_SESSION, 1, p, err);
+    if (r == NULL)
+        return evd_db_code(err);
+    if (PQntuples(r) == 1)
+        snprintf(id, n, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return EVD_OK;
 }

@@ -146,6 +146,11 @@ json_t *evd_store_eval_status(PGconn *c, const char *id, struct evd_err *err);
 json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                             struct evd_err *err);
 
+/* The evaluation id of the run whose harness session is `session_id` into id (size n);
+ * "" when no run has it. */
+enum evd_code evd_store_run_eval_of_session(PGconn *c, const char *session_id, char *id,
+                                            size_t n, struct evd_err *err);
+
 /* Jobs. */
 struct evd_store_job {
     int64_t id;

@@ -32,10 +32,11 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "store/db.h"
 #include "store/evals.h"
+#include "store/listen.h"
 #include "store/webhooks.h"
 #include "webhooks/internal.h"
 
@@ -73,46 +74,14 @@ static double uniform01(void)
 
 /* ---- connections -------------------------------------------------------------------- */
 
-static PGconn *listen_conn(struct evd_webhooks *w)
-{
-    while (!atomic_load(&w->stopping)) {
-        struct evd_err err = {0};
-        PGconn *c = evd_db_connect(w->opts.conninfo, &err);
-        if (c != NULL && evd_db_exec(c, "LISTEN " EVD_CHANNEL_COMPLETED, 0, NULL, &err) == EVD_OK)
-            return c;
-        PQfinish(c);
-        evd_log(EVD_LOG_WARN, "webhook connection failed, retrying", "error", err.msg, NULL);
-        struct pollfd pfd = {.fd = w->wake_pipe[0], .events = POLLIN};
-        poll(&pfd, 1, 1000);
-    }
-    return NULL;
-}
-
-/* Waits up to ms for a notification on c or the stop pipe; false when c broke. */
-static bool wait_input(struct evd_webhooks *w, PGconn *c, long ms)
-{
-    struct pollfd pfd[2] = {{.fd = PQsocket(c), .events = POLLIN},
-                            {.fd = w->wake_pipe[0], .events = POLLIN}};
-    if (poll(pfd, 2, (int)ms) < 0 && errno != EINTR)
-        return false;
-    if (pfd[0].revents && !PQconsumeInput(c))
-        return false;
-    PGnotify *n;
-    while ((n = PQnotifies(c)) != NULL)
-        PQfreemem(n);
-    return PQstatus(c) == CONNECTION_OK;
-}
-
 /* After a failed query: reconnect when the connection broke, else pause briefly. */
-static PGconn *recover(struct evd_webhooks *w, PGconn *c, const struct evd_err *err)
+static PGconn *recover(struct evd_listener *lis, const struct evd_err *err)
 {
-    if (PQstatus(c) != CONNECTION_OK) {
-        PQfinish(c);
-        return listen_conn(w);
-    }
+    if (!evd_listener_alive(lis))
+        return evd_listener_conn(lis);
     evd_log(EVD_LOG_WARN, "webhook query failed", "error", err->msg, NULL);
-    wait_input(w, c, 500);
-    return c;
+    evd_listener_wait(lis, 500, NULL);
+    return evd_listener_conn(lis);
 }
 
 /* ---- fan-out ------------------------------------------------------------------------- */
@@ -369,7 +338,9 @@ static void finish(struct evd_webhooks *w, PGconn *c, struct xfer *x, int code, 
 
 struct loop {
     struct evd_webhooks *w;
-    PGconn *c;
+    struct evd_listener *lis;
+    PGconn *c;    /* the listener's connection */
+    int notified; /* notifications since wait_and_drive began */
     CURLM *multi;
     struct xfer *inflight[MAX_INFLIGHT];
     size_t n;
@@ -451,7 +422,7 @@ static long refill(struct loop *l)
         bool found = false;
         if (evd_store_delivery_claim(l->c, w->owner, LEASE_MS, PER_SUBSCRIPTION, &d, &found,
                                      &err) != EVD_OK) {
-            l->c = recover(w, l->c, &err);
+            l->c = recover(l->lis, &err);
             return MIN_SLEEP_MS;
         }
         if (!found)
@@ -463,12 +434,12 @@ static long refill(struct loop *l)
     bool events_pending = false;
     long due = -1;
     if (evd_store_webhook_idle(l->c, PER_SUBSCRIPTION, &events_pending, &due, &err) != EVD_OK) {
-        l->c = recover(w, l->c, &err);
+        l->c = recover(l->lis, &err);
         return MIN_SLEEP_MS;
     }
     if (events_pending) {
         if (fanout(l->c, &err) != EVD_OK) {
-            l->c = recover(w, l->c, &err);
+            l->c = recover(l->lis, &err);
             return MIN_SLEEP_MS;
         }
         return 0;
@@ -486,28 +457,27 @@ static long refill(struct loop *l)
  */
 static bool wait_and_drive(struct loop *l, long ms, bool *notified)
 {
-    struct curl_waitfd extra[2] = {{.fd = PQsocket(l->c), .events = CURL_WAIT_POLLIN},
+    struct curl_waitfd extra[2] = {{.fd = evd_listener_fd(l->lis), .events = CURL_WAIT_POLLIN},
                                    {.fd = l->w->wake_pipe[0], .events = CURL_WAIT_POLLIN}};
     int running = 0;
-    PGnotify *n;
     /* A notification read along with a query's answer is already in libpq's queue. */
-    *notified = false;
-    while ((n = PQnotifies(l->c)) != NULL) {
-        PQfreemem(n);
-        *notified = true;
-    }
+    l->notified = 0;
+    evd_listener_deliver(l->lis);
+    *notified = l->notified > 0;
     curl_multi_poll(l->multi, extra, 2, *notified ? 0 : (int)ms, NULL);
     curl_multi_perform(l->multi, &running);
-    if (extra[0].revents) {
-        if (!PQconsumeInput(l->c))
-            return false;
-        while ((n = PQnotifies(l->c)) != NULL) {
-            PQfreemem(n);
-            *notified = true;
-        }
-    }
-    return PQstatus(l->c) == CONNECTION_OK;
+    bool ok = extra[0].revents ? evd_listener_read(l->lis) : evd_listener_alive(l->lis);
+    *notified = l->notified > 0;
+    return ok;
 }
+
+static void on_completed(void *arg, const char *channel, const char *payload)
+{
+    (void)channel, (void)payload;
+    ((struct loop *)arg)->notified++;
+}
+
+static const char *const completed_channels[] = {EVD_CHANNEL_COMPLETED, NULL};
 
 void *evd_webhooks_worker_main(void *arg)
 {
@@ -516,8 +486,19 @@ void *evd_webhooks_worker_main(void *arg)
     l.multi = curl_multi_init();
     if (l.multi == NULL)
         evd_log(EVD_LOG_ERROR, "could not create a curl handle for webhooks", NULL);
-    else
-        l.c = listen_conn(w);
+    else {
+        struct evd_listener_opts o = {.conninfo = w->opts.conninfo,
+                                      .channels = completed_channels,
+                                      .wake_fd = w->wake_pipe[0],
+                                      .stopping = &w->stopping,
+                                      .what = "webhook connection failed, retrying",
+                                      .on_notify = on_completed,
+                                      .arg = &l};
+        if ((l.lis = evd_listener_new(&o)) == NULL)
+            evd_log(EVD_LOG_ERROR, "out of memory for a webhook connection", NULL);
+        else
+            l.c = evd_listener_conn(l.lis);
+    }
     int64_t ask_at = 0; /* monotonic ms at which to consult the database again */
     while (l.c != NULL && !atomic_load(&w->stopping)) {
         if (evd_mono_ms() >= ask_at) {
@@ -531,8 +512,7 @@ void *evd_webhooks_worker_main(void *arg)
         long wait = (long)(ask_at - evd_mono_ms());
         bool notified = false;
         if (!wait_and_drive(&l, wait < 0 ? 0 : wait, &notified)) {
-            PQfinish(l.c);
-            l.c = listen_conn(w);
+            l.c = evd_listener_conn(l.lis);
             ask_at = 0;
             continue;
         }
@@ -548,7 +528,7 @@ void *evd_webhooks_worker_main(void *arg)
             evd_store_delivery_release(l.c, &x->d, w->owner, &err);
         xfer_free(x);
     }
-    PQfinish(l.c);
+    evd_listener_free(l.lis);
     curl_multi_cleanup(l.multi);
     return NULL;
 }

@@ -225,6 +225,19 @@ else describe('evald console', () => {
         await waitStatus('cancelled', 8000);
         const res = await apiGet(`/v1/evaluations/${id}`);
         assert.equal(res.data.status, 'cancelled');
+        // The badge turns on the terminal status event; the cards follow when the page has
+        // reloaded the result it then asks for. Wait for that reload, not for a fixed time.
+        const terminal = ['cancelled', 'failed', 'completed'];
+        await page
+            .waitForFunction(
+                (done) => {
+                    const cards = [...document.querySelectorAll('[data-testid=run-card]')];
+                    return cards.length === 4 && cards.every((e) => done.includes(e.dataset.status));
+                },
+                terminal,
+                { timeout: 8000 },
+            )
+            .catch(() => {}); /* the assertion below says what the cards show */
         const statuses = await page.$$eval('[data-testid=run-card]', (els) => els.map((e) => e.dataset.status));
         assert.ok(statuses.length === 4 && statuses.every((s) => s === 'cancelled' || s === 'failed' || s === 'completed'), statuses.join(','));
         assert.ok(statuses.includes('cancelled'));

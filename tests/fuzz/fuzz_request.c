@@ -17,7 +17,7 @@
  *   6  eval::on-turn-completed              evd_request_wake
  *   7  eval::sweep                          evd_request_sweep
  *   8  POST /v1/evaluators/{name}          evd_request_evaluator_input, evd_evaluator_run
- *   9  POST /v1/sessions                    evd_session_create_decode
+ *   9  POST /v1/sessions                    evd_session_request_decode
  *  10  POST /v1/sessions/{id}/messages      evd_session_message_decode
  *  11  PUT /v1/tools/{id}                   evd_h_tool_decode
  *  12  POST /v1/subscriptions               evd_webhooks_subscribe (no key: stops after decode)
@@ -176,14 +176,14 @@ static void decode(unsigned which, json_t *body)
         break;
     }
     case 9: {
-        struct evd_session_create c;
+        struct evd_session_request c;
         memset(&c, 0, sizeof(c));
-        rc = evd_session_create_decode(body, &c, &err);
+        rc = evd_session_request_decode(body, &c, &err);
         if (rc == EVD_OK) {
             json_t *limits = evd_session_harness_limits(c.config);
             json_decref(limits);
         }
-        evd_session_create_clear(&c);
+        evd_session_request_clear(&c);
         break;
     }
     case 10:

@@ -1,7 +1,8 @@
 /*
- * Unit tests for domain/canonical.h and domain/artifacts.h: the shortest round-trip
- * real formatter against ryu's outputs, canonical JSON (key order, escapes, numbers),
- * the compact (unsorted) form, and the artifact hashes.
+ * Unit tests for domain/canonical.h, the writer it shares with common/json.h, and
+ * domain/artifacts.h: the shortest round-trip real formatter against ryu's outputs,
+ * canonical JSON (key order, escapes, numbers), the compact (unsorted) form, and the
+ * artifact hashes.
  */
 #include <check.h>
 #include <math.h>
@@ -60,8 +61,8 @@ static const struct real_case REALS[] = {
 
 START_TEST(real_shortest_round_trip_like_ryu)
 {
-    char buf[EVD_CANONICAL_REAL_MAX];
-    size_t n = evd_canonical_format_real(REALS[_i].value, buf, sizeof(buf));
+    char buf[EVD_JSON_REAL_MAX];
+    size_t n = evd_json_format_real(REALS[_i].value, buf, sizeof(buf));
     ck_assert_str_eq(buf, REALS[_i].text);
     ck_assert_uint_eq(n, strlen(REALS[_i].text));
     ck_assert(strtod(buf, NULL) == REALS[_i].value);
@@ -70,10 +71,10 @@ END_TEST
 
 START_TEST(real_rejects_non_finite_and_small_buffers)
 {
-    char buf[EVD_CANONICAL_REAL_MAX];
-    ck_assert_uint_eq(evd_canonical_format_real(NAN, buf, sizeof(buf)), 0);
-    ck_assert_uint_eq(evd_canonical_format_real(INFINITY, buf, sizeof(buf)), 0);
-    ck_assert_uint_eq(evd_canonical_format_real(1.0, buf, 8), 0);
+    char buf[EVD_JSON_REAL_MAX];
+    ck_assert_uint_eq(evd_json_format_real(NAN, buf, sizeof(buf)), 0);
+    ck_assert_uint_eq(evd_json_format_real(INFINITY, buf, sizeof(buf)), 0);
+    ck_assert_uint_eq(evd_json_format_real(1.0, buf, 8), 0);
 }
 END_TEST
 
@@ -81,7 +82,7 @@ END_TEST
 START_TEST(real_round_trips_on_random_doubles)
 {
     uint64_t x = 0x9E3779B97F4A7C15ull;
-    char buf[EVD_CANONICAL_REAL_MAX];
+    char buf[EVD_JSON_REAL_MAX];
     for (int i = 0; i < 20000; i++) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -90,7 +91,7 @@ START_TEST(real_round_trips_on_random_doubles)
         memcpy(&d, &x, sizeof(d));
         if (!isfinite(d))
             continue;
-        size_t n = evd_canonical_format_real(d, buf, sizeof(buf));
+        size_t n = evd_json_format_real(d, buf, sizeof(buf));
         ck_assert_uint_gt(n, 0);
         ck_assert_msg(strtod(buf, NULL) == d, "%s does not read back", buf);
         ck_assert(strchr(buf, '+') == NULL);

@@ -59,9 +59,9 @@ START_TEST(create_defaults_and_normalization)
 {
     json_t *body = parse("{\"title\":\"t\",\"model\":{\"model\":\"gpt-5\"},\"prompt\":\"hi\","
                          "\"limits\":{\"max_turns\":3},\"metadata\":{\"a\":1}}");
-    struct evd_session_create c;
+    struct evd_session_request c;
     struct evd_err err = {0};
-    ck_assert_int_eq(evd_session_create_decode(body, &c, &err), EVD_OK);
+    ck_assert_int_eq(evd_session_request_decode(body, &c, &err), EVD_OK);
     ck_assert_str_eq(c.title, "t");
     ck_assert_str_eq(c.prompt, "hi");
     ck_assert(json_is_null(json_object_get(c.config, "system_prompt")));
@@ -85,7 +85,7 @@ START_TEST(create_defaults_and_normalization)
     ck_assert_int_eq(
         json_integer_value(json_object_get(json_object_get(hl, "execution"), "max_turns")), 3);
     json_decref(hl);
-    evd_session_create_clear(&c);
+    evd_session_request_clear(&c);
     json_decref(body);
 }
 END_TEST
@@ -123,9 +123,9 @@ static const struct {
 START_TEST(create_errors_name_the_field)
 {
     json_t *body = parse(CREATE_ERRORS[_i].body);
-    struct evd_session_create c;
+    struct evd_session_request c;
     struct evd_err err = {0};
-    ck_assert_int_eq(evd_session_create_decode(body, &c, &err), EVD_EINVAL);
+    ck_assert_int_eq(evd_session_request_decode(body, &c, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, CREATE_ERRORS[_i].msg);
     ck_assert_ptr_null(c.config);
     json_decref(body);

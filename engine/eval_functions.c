@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/evaluators.h"
 #include "domain/plan.h"
@@ -310,7 +310,7 @@ enum evd_code evd_eval_cancel(struct evd_engine *e, json_t *request, json_t **re
     if (rc == EVD_OK)
         *response = json_pack("{s:b, s:s}", "cancelled", 1, "status", "cancelled");
 out:
-    if (rc == EVD_OK && PQtransactionStatus(c) == PQTRANS_INTRANS)
+    if (rc == EVD_OK && evd_db_in_transaction(c))
         evd_db_commit(c, NULL);
     evd_db_rollback(c);
     json_decref(runs);
@@ -411,12 +411,7 @@ enum evd_code evd_eval_wake(struct evd_engine *e, json_t *request, json_t **resp
         PGconn *c = evd_db_acquire(e->opts.db, err);
         if (c == NULL)
             return err ? err->code : EVD_EDB;
-        const char *p[] = {session};
-        PGresult *r =
-            evd_db_query(c, "SELECT evaluation_id FROM runs WHERE session_id = $1", 1, p, err);
-        if (r != NULL && PQntuples(r) == 1)
-            snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
-        PQclear(r);
+        evd_store_run_eval_of_session(c, session, id, sizeof(id), err);
         evd_db_release(e->opts.db, c);
         if (id[0]) {
             bool skipped = true;

@@ -4,8 +4,8 @@
  * Thread-safe (one mutex, never held while calling out). Rendering produces the
  * Prometheus text exposition format 0.0.4.
  */
-#ifndef EVD_COMMON_METRICS_H
-#define EVD_COMMON_METRICS_H
+#ifndef EVD_COMMON_PROMETHEUS_H
+#define EVD_COMMON_PROMETHEUS_H
 
 #include "common/util.h"
 

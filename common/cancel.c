@@ -6,7 +6,7 @@
  * itself held up). The token outlives every run that uses it; the caller frees it. Lock
  * order: only `mu`, never held while calling out.
  */
-#include "harness/harness.h"
+#include "common/cancel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,5 +1,5 @@
 /* Fixed-size metric tables under one mutex; see metrics.h. */
-#include "common/metrics.h"
+#include "common/prometheus.h"
 
 #include <pthread.h>
 #include <stdio.h>

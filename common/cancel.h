@@ -1,0 +1,35 @@
+/*
+ * Cancel token: a flag that one thread triggers and others poll or sleep on, with an
+ * optional deadline on the monotonic clock from which it counts as triggered. Shared by
+ * every layer that calls out and must stop when told (the harness, the engine, the iii
+ * adapter). Thread-safe: any thread may trigger, poll, move the deadline or sleep on a
+ * token; only its owner frees it, after every user is done.
+ */
+#ifndef EVD_COMMON_CANCEL_H
+#define EVD_COMMON_CANCEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct evd_cancel;
+
+/* A new, untriggered token, or NULL when out of memory. Free with evd_cancel_free. */
+struct evd_cancel *evd_cancel_new(void);
+/* Triggers the token from any thread; wakes backoff sleeps. Idempotent. */
+void evd_cancel_trigger(struct evd_cancel *c);
+/* True once triggered or once its deadline has passed; NULL-safe (a NULL token is never
+ * triggered). */
+bool evd_cancel_is_set(const struct evd_cancel *c);
+/* From evd_mono_ms() >= mono on (0: never), the token counts as triggered. Moves the
+ * deadline, earlier or later, unless the token is already triggered or past its deadline
+ * (then false: a deadline missed is never undone). */
+bool evd_cancel_set_deadline(struct evd_cancel *c, int64_t mono);
+/*
+ * Sleeps up to ms milliseconds, returning early (true) when the token is triggered.
+ * Returns false after a full sleep. A NULL token just sleeps.
+ */
+bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms);
+/* Frees the token; no run may still use it. NULL-safe. */
+void evd_cancel_free(struct evd_cancel *c);
+
+#endif
