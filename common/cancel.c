@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/util.h"
+
 struct evd_cancel {
     atomic_bool set;
     _Atomic int64_t deadline; /* monotonic ms; 0 = none */
@@ -92,13 +94,7 @@ bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms)
         return false;
     }
     struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    evd_clock_after(CLOCK_MONOTONIC, ms, &until);
     pthread_mutex_lock(&c->mu);
     while (!evd_cancel_is_set(c)) {
         /* Wake at the end of the sleep, or at the deadline when it comes first. */

@@ -24,6 +24,17 @@ int64_t evd_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void evd_clock_after(clockid_t clock, int64_t ms, struct timespec *out)
+{
+    clock_gettime(clock, out);
+    out->tv_sec += (time_t)(ms / 1000);
+    out->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_sec++;
+        out->tv_nsec -= 1000000000L;
+    }
+}
+
 void evd_new_id(const char *prefix, char *out, size_t outsz)
 {
     unsigned char r[16];

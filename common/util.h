@@ -8,11 +8,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Wall clock, Unix epoch milliseconds. */
 int64_t evd_now_ms(void);
 /* Monotonic clock in milliseconds, for durations and deadlines. */
 int64_t evd_mono_ms(void);
+/* *out = clock's now + ms (ms >= 0): an absolute deadline for pthread_cond_timedwait. */
+void evd_clock_after(clockid_t clock, int64_t ms, struct timespec *out);
 
 /* Writes "<prefix>" + 32 lowercase hex (a UUIDv4 without hyphens) into out (>= strlen(prefix)+33).
  */

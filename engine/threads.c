@@ -156,13 +156,7 @@ struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const c
 int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
     int rc = 0;
     pthread_mutex_lock(&e->hub_mu);
     while (s->version == s->seen && !atomic_load(&e->stopping))
@@ -180,13 +174,7 @@ int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeou
 int evd_engine_wait_any(struct evd_engine *e, uint64_t *gen, int timeout_ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
     int rc = 0;
     pthread_mutex_lock(&e->hub_mu);
     while (e->hub_gen == *gen && !atomic_load(&e->stopping))
@@ -252,13 +240,7 @@ static struct evd_listener *listener(struct evd_engine *e, const char *const *ch
 static void wait_for_work(struct evd_engine *e, int timeout_ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
     pthread_mutex_lock(&e->work_mu);
     while (e->work_tokens == 0 && !atomic_load(&e->stopping))
         if (pthread_cond_timedwait(&e->work_cv, &e->work_mu, &until) == ETIMEDOUT)

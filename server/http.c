@@ -478,12 +478,7 @@ static void *reaper_main(void *arg)
                     "connections", n, NULL);
         }
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 500 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        evd_clock_after(CLOCK_REALTIME, 500, &until);
         pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
     }
     pthread_mutex_unlock(&h->watch_mu);

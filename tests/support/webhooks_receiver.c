@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
+
 #define BODY_LIMIT (1024 * 1024)
 
 struct evd_t_receiver {
@@ -201,13 +203,7 @@ size_t evd_t_receiver_acked(struct evd_t_receiver *r)
 static bool wait_for(struct evd_t_receiver *r, const size_t *counter, size_t n, int timeout_ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
     pthread_mutex_lock(&r->mu);
     while (*counter < n)
         if (pthread_cond_timedwait(&r->cv, &r->mu, &until) != 0)
