@@ -169,17 +169,7 @@ static const char SQL_LIST[] = "SELECT " ROW_JSON ", created_at, id FROM dataset
 json_t *evd_store_dataset_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                                struct evd_err *err)
 {
-    *next_cursor = NULL;
-    struct evd_store_page pg;
-    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
-        return NULL;
-    const char *p[] = {pg.lim, pg.ts, pg.id};
-    PGresult *r = evd_db_query(c, SQL_LIST, 3, p, err);
-    if (r == NULL)
-        return NULL;
-    json_t *out = evd_store_page_rows(r, limit, next_cursor, err);
-    PQclear(r);
-    return out;
+    return evd_store_page_list(c, SQL_LIST, limit, before, next_cursor, err);
 }
 
 /*

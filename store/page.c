@@ -1,6 +1,8 @@
 /* Keyset pagination; see page.h. */
 #include "store/page.h"
 
+#include "store/db.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,5 +50,21 @@ json_t *evd_store_page_rows(PGresult *r, unsigned limit, char **next_cursor, str
     }
     if (out == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return out;
+}
+
+json_t *evd_store_page_list(PGconn *c, const char *sql, unsigned limit, const char *before,
+                            char **next_cursor, struct evd_err *err)
+{
+    struct evd_store_page pg;
+    *next_cursor = NULL;
+    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
+        return NULL;
+    const char *p[] = {pg.lim, pg.ts, pg.id};
+    PGresult *r = evd_db_query(c, sql, 3, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = evd_store_page_rows(r, limit, next_cursor, err);
+    PQclear(r);
     return out;
 }

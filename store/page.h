@@ -32,4 +32,12 @@ enum evd_code evd_store_page_open(struct evd_store_page *pg, unsigned limit, con
  */
 json_t *evd_store_page_rows(PGresult *r, unsigned limit, char **next_cursor, struct evd_err *err);
 
+/*
+ * A whole list query of the shape above whose only parameters are $1 limit, $2 cursor time
+ * and $3 cursor id: runs it on c and returns its page as evd_store_page_rows does (new
+ * reference, *next_cursor malloc'd when more remain), or NULL + err.
+ */
+json_t *evd_store_page_list(PGconn *c, const char *sql, unsigned limit, const char *before,
+                            char **next_cursor, struct evd_err *err);
+
 #endif

@@ -156,17 +156,7 @@ static const char SQL_LIST[] =
 json_t *evd_store_session_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                                struct evd_err *err)
 {
-    struct evd_store_page pg;
-    *next_cursor = NULL;
-    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
-        return NULL;
-    const char *p[] = {pg.lim, pg.ts, pg.id};
-    PGresult *r = evd_db_query(c, SQL_LIST, 3, p, err);
-    if (r == NULL)
-        return NULL;
-    json_t *out = evd_store_page_rows(r, limit, next_cursor, err);
-    PQclear(r);
-    return out;
+    return evd_store_page_list(c, SQL_LIST, limit, before, next_cursor, err);
 }
 
 enum evd_code evd_store_turn_add(PGconn *c, const char *session_id, int seq, const char *turn_id,
