@@ -517,13 +517,18 @@ export function mountDetail(root, ctx, id) {
         const before = st.status || {};
         st.status = s;
         ctx.history.patch(id, s);
+        if (isTerminal(s.status)) {
+            // The terminal state is shown with the result that goes with it: refresh()
+            // renders the badge, the progress and the report together once it has loaded,
+            // so the page never shows "completed" beside a report it has not read yet.
+            closeStream();
+            refresh();
+            return;
+        }
         renderHead();
         renderProgress();
         startTicking();
-        if (isTerminal(s.status)) {
-            closeStream();
-            refresh();
-        } else if (before.terminal_runs !== s.terminal_runs || before.status !== s.status) {
+        if (before.terminal_runs !== s.terminal_runs || before.status !== s.status) {
             scheduleRefresh();
         }
     }
