@@ -39,7 +39,7 @@ struct evd_http {
     struct evd_http_options opts;
     unsigned port;
     atomic_int exchanges; /* requests begun and not yet fully answered */
-    MHD_socket quiesced;  /* the listening socket after quiesce, closed at stop */
+    atomic_bool closing;  /* after evd_http_quiesce: every new request is refused */
     /* Guards the flags and links of every struct live. Taken after a stream's own locks
      * (a wake comes from under the SSE hub's), never held while calling into a stream. */
     pthread_mutex_t streams_mu;
@@ -506,7 +506,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         ex->body.limit = EVD_HTTP_BODY_LIMIT;
         atomic_fetch_add(&h->exchanges, 1);
         *state = ex;
-        upload_open(h, ex, c, url, method);
+        if (!atomic_load(&h->closing))
+            upload_open(h, ex, c, url, method);
         return MHD_YES;
     }
     if (ex->upload_route != NULL)
@@ -520,7 +521,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     const char *route_name = "unmatched";
-    dispatch(h, ex, c, url, method, &route_name);
+    if (atomic_load(&h->closing)) {
+        evd_resp_problem(&ex->resp, EVD_EUNAVAIL, "the service is shutting down");
+        evd_resp_header(&ex->resp, "Connection", "close");
+    } else {
+        dispatch(h, ex, c, url, method, &route_name);
+    }
     return finish(h, c, ex, method, url, route_name);
 }
 
@@ -596,7 +602,6 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         return NULL;
     }
     h->opts = *opts;
-    h->quiesced = MHD_INVALID_SOCKET;
     pthread_mutex_init(&h->streams_mu, NULL);
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
@@ -657,12 +662,12 @@ unsigned evd_http_port(const struct evd_http *h)
 
 void evd_http_quiesce(struct evd_http *h)
 {
-    /* The listening socket may be closed only after MHD_stop_daemon: the pool's threads
-     * take it out of their epoll sets after this returns, and epoll_ctl on a closed
-     * descriptor makes libmicrohttpd abort the process. */
-    MHD_socket s = MHD_quiesce_daemon(h->daemon);
-    if (s != MHD_INVALID_SOCKET && h->quiesced == MHD_INVALID_SOCKET)
-        h->quiesced = s;
+    /* Not MHD_quiesce_daemon: in epoll mode with a thread pool it races the pool's own
+     * removal of the listening socket from its epoll sets, and libmicrohttpd 0.9.75 aborts
+     * the process when it loses ("Failed to remove listen FD from epoll set"). The socket
+     * stays open until MHD_stop_daemon; a request that arrives meanwhile is answered 503
+     * with Connection: close, which tells a client or balancer to go elsewhere. */
+    atomic_store(&h->closing, true);
 }
 
 bool evd_http_drain(struct evd_http *h, int timeout_ms)
@@ -705,8 +710,6 @@ void evd_http_stop(struct evd_http *h)
         pthread_join(h->reaper, NULL);
     }
     MHD_stop_daemon(h->daemon);
-    if (h->quiesced != MHD_INVALID_SOCKET)
-        close(h->quiesced);
     pthread_mutex_destroy(&h->streams_mu);
     pthread_mutex_destroy(&h->watch_mu);
     pthread_cond_destroy(&h->watch_cv);

@@ -5,7 +5,7 @@
  * suspended until they wake themselves (handlers/api.h), so they hold no thread. Request bodies
  * bounded to 1 MiB (413), JSON decoding (415/400), bearer-token auth, a request id
  * on every response, one JSON log line and one metrics sample per request, and
- * graceful shutdown (stop accepting, finish in-flight requests).
+ * graceful shutdown (refuse new requests, finish in-flight ones).
  * Thread-safety: start/quiesce/stop from the main thread only.
  */
 #ifndef EVD_SERVER_HTTP_H
@@ -40,7 +40,8 @@ struct evd_http;
 struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_err *err);
 /* The bound port (useful with port 0). */
 unsigned evd_http_port(const struct evd_http *h);
-/* Stops accepting new connections; in-flight requests continue. */
+/* From now on every new request is answered 503 "the service is shutting down" with
+ * Connection: close; in-flight requests continue. */
 void evd_http_quiesce(struct evd_http *h);
 /* Waits up to timeout_ms for every begun request to be fully answered (a stream
  * ends once its producer says so); true when none is left. */

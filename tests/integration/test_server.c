@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/support/itest.h"
@@ -266,6 +269,74 @@ START_TEST(concurrent_start_applies_each_migration_once)
 END_TEST
 
 /* A private cluster this test may stop and start. */
+/* A raw loopback connection to p's port. */
+static int connect_to(const struct evd_t_proc *p)
+{
+    const char *colon = strrchr(p->listen, ':');
+    ck_assert_ptr_nonnull(colon);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void send_all(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    ck_assert_int_eq(send(fd, s, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* SIGTERM with an upload half sent: a new request is refused with 503 and Connection:
+ * close, the upload in flight completes, and evald exits 0. */
+START_TEST(shutdown_refuses_new_requests_and_finishes_old)
+{
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, NULL), 0);
+    static const char body[] = "{\"vars\":{\"q\":\"one\"}}\n{\"vars\":{\"q\":\"two\"}}\n";
+    char head[512];
+    snprintf(head, sizeof(head),
+             "POST /v1/datasets?name=late HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/x-ndjson\r\nContent-Length: %zu\r\n\r\n",
+             strlen(body));
+    int fd = connect_to(&p);
+    send_all(fd, head);
+    send_all(fd, "{\"vars\":{\"q\":\"one\"}}\n"); /* half the body */
+    usleep(300 * 1000);
+    ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
+    usleep(300 * 1000);
+
+    char url[256];
+    struct evd_t_resp r;
+    url_of(&p, "/healthz", url, sizeof(url));
+    ck_assert_int_eq(evd_t_http("GET", url, NULL, NULL, 0, &r), 0);
+    assert_problem(&r, 503, "unavailable");
+    ck_assert_ptr_nonnull(strstr(r.body, "the service is shutting down"));
+    char conn[64];
+    ck_assert(evd_t_resp_header(&r, "Connection", conn, sizeof(conn)));
+    ck_assert_str_eq(conn, "close");
+    evd_t_resp_free(&r);
+
+    send_all(fd, body + strlen("{\"vars\":{\"q\":\"one\"}}\n"));
+    char answer[4096];
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = recv(fd, answer + got, sizeof(answer) - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        answer[got] = '\0';
+        if (strstr(answer, "\"case_count\"") != NULL)
+            break;
+    }
+    answer[got] = '\0';
+    close(fd);
+    ck_assert_msg(strncmp(answer, "HTTP/1.1 201", 12) == 0, "upload answer: %s", answer);
+    ck_assert_int_eq(evd_t_wait(&p, 10000), 0);
+}
+END_TEST
+
 START_TEST(readyz_follows_a_database_restart)
 {
     char dir[] = "/tmp/evald-pg-XXXXXX";
@@ -309,6 +380,7 @@ int main(void)
     tcase_add_test(tc, refuses_non_loopback_without_token);
     tcase_add_test(tc, concurrent_start_applies_each_migration_once);
     tcase_add_test(tc, readyz_follows_a_database_restart);
+    tcase_add_test(tc, shutdown_refuses_new_requests_and_finishes_old);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
