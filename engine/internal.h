@@ -237,10 +237,10 @@ enum evd_code evd_engine_review(const struct evd_providers *providers, const jso
                                 struct evd_cancel *cancel, json_t **answer, json_t **transcript,
                                 struct evd_err *err);
 
-/* hub (engine/hub.c) */
+/* change hub (engine/hub.c) */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
 
-/* in-flight registry (engine/threads.c) */
+/* in-flight registry (engine/inflight.c) */
 int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
                             struct evd_cancel *cancel, int64_t deadline_mono);
 /* Ends a slot; the reason it was triggered, REASON_LEASE when its token's lease deadline
@@ -251,6 +251,13 @@ enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
 enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
 /* True when a renewal found the lease of a held slot gone. */
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
+/* For the keeper's renewal: triggers the slots past their scenario deadline and writes
+ * the job ids of every slot into ids; returns how many. */
+size_t evd_engine_inflight_due(struct evd_engine *e, int64_t ids[EVD_MAX_INFLIGHT]);
+/* What the renewal found for ids[0..n): a renewed slot's calls may go on until `until`
+ * (evd_mono_ms), a slot whose lease is gone is triggered (or, with the writer, lost). */
+void evd_engine_inflight_renewed(struct evd_engine *e, const int64_t *ids,
+                                 const enum evd_lease_state *state, size_t n, int64_t until);
 /* Triggers the in-flight runs of an evaluation (position 0 = all of them). */
 void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
                                 enum inflight_reason reason);
