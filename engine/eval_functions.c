@@ -40,10 +40,9 @@ static void capitalized(const char *status, char *out, size_t n)
  * function of the iii engine (whose workers come and go, so it is looked up when the run
  * is scored).
  */
-static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *normalized,
+static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *ev,
                                      struct evd_err *err)
 {
-    const json_t *ev = json_object_get(normalized, "evaluator");
     const char *fid = json_string_value(json_object_get(ev, "function_id"));
     if (fid == NULL || evd_evaluator_is_builtin(fid))
         return EVD_OK;
@@ -64,9 +63,9 @@ static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json
 }
 
 /* An output schema that does not compile would fail every run: refuse it at start. */
-static enum evd_code check_output(const struct evd_request_view *view, struct evd_err *err)
+static enum evd_code check_output(const json_t *output, struct evd_err *err)
 {
-    json_t *schema = json_object_get(view->output, "schema");
+    json_t *schema = json_object_get(output, "schema");
     if (schema == NULL || json_is_null(schema))
         return EVD_OK;
     struct evd_err cerr = {EVD_OK, ""};
@@ -93,7 +92,19 @@ static enum evd_code prepare(struct evd_engine *e, const json_t *normalized,
     struct evd_resolved_model resolved;
     if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)view->model, &resolved, err)))
         return rc;
-    return check_output(view, err);
+    return check_output(view->output, err);
+}
+
+enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json_t *model,
+                                     const json_t *output, const json_t *evaluator,
+                                     struct evd_err *err)
+{
+    struct evd_resolved_model resolved;
+    enum evd_code rc;
+    if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)model, &resolved, err)) ||
+        (rc = check_output(output, err)))
+        return rc;
+    return evaluator != NULL ? check_evaluator(e, c, evaluator, err) : EVD_OK;
 }
 
 static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
@@ -102,7 +113,7 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
 {
     const struct evd_request_view view = *vp;
     enum evd_code rc;
-    if ((rc = check_evaluator(e, c, normalized, err)) != EVD_OK)
+    if ((rc = check_evaluator(e, c, json_object_get(normalized, "evaluator"), err)) != EVD_OK)
         return rc;
     char id[48];
     evd_new_id("eval_", id, sizeof(id));

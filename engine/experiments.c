@@ -638,6 +638,21 @@ enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, jso
             goto out;
         }
     }
+    /* The model, the output contract and the evaluator as an evaluation's start checks
+     * them, the evaluator's arguments rendered for the first case. */
+    json_t *variant = NULL, *evaluator = NULL;
+    if (ncases > 0) {
+        rc = evd_experiment_cell(normalized, json_array_get(bodies, 0), 0, &variant, &evaluator,
+                                 err);
+        if (rc == EVD_OK)
+            rc = evd_engine_check_start(e, c, json_object_get(normalized, "model"),
+                                        json_object_get(normalized, "output"),
+                                        json_is_object(evaluator) ? evaluator : NULL, err);
+        json_decref(variant);
+        json_decref(evaluator);
+        if (rc != EVD_OK)
+            goto out;
+    }
     if (inline_cases != NULL) {
         const char *name = json_string_value(json_object_get(normalized, "name"));
         if ((rc = store_inline(c, bodies, sha, name ? name : id, &dataset, err)) != EVD_OK)
