@@ -1121,6 +1121,42 @@ START_TEST(events_filter_routes_each_type)
 }
 END_TEST
 
+START_TEST(outbox_rows_name_exactly_one_subject)
+{
+    /* migrations/0011: an event names an evaluation or an experiment, matching its type;
+     * a subscription's events are a non-empty set of known types. */
+    struct evd_err err = {0};
+    ck_assert_msg(evd_db_migrate(db_url, &err) == EVD_OK, "%s", err.msg);
+    static const char *const refused[] = {
+        "INSERT INTO completion_events (event_id, payload, created_at) VALUES ('evt_a', '{}', 0)",
+        "INSERT INTO completion_events (event_id, evaluation_id, experiment_id, payload,"
+        " created_at) VALUES ('evt_b', 'eval_1', 'exp_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, event_type, evaluation_id, payload,"
+        " created_at) VALUES ('evt_c', 'experiment.completed', 'eval_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, experiment_id, payload, created_at)"
+        " VALUES ('evt_d', 'exp_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, event_type, experiment_id, payload,"
+        " created_at) VALUES ('evt_e', 'run.completed', 'exp_1', '{}', 0)",
+        "INSERT INTO subscriptions (id, url, events, secret_sealed, seq, created_at)"
+        " VALUES ('sub_a', 'http://127.0.0.1:9/a', '{}', 'v1:x', 1, 0)",
+        "INSERT INTO subscriptions (id, url, events, secret_sealed, seq, created_at)"
+        " VALUES ('sub_b', 'http://127.0.0.1:9/b', '{session.completed}', 'v1:x', 1, 0)",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char *r = evd_t_sql(db_url, refused[i]);
+        ck_assert_msg(r == NULL, "accepted: %s", refused[i]);
+    }
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"), 0);
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM subscriptions"), 0);
+    /* Rows written before the migration keep their meaning: the defaults. */
+    free(evd_t_sql(db_url, "INSERT INTO completion_events (event_id, evaluation_id, payload,"
+                           " created_at) VALUES ('evt_old', 'eval_old', '{}', 0)"));
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"
+                               " WHERE event_type = 'evaluation.completed' AND webhooks_pending"),
+                     1);
+}
+END_TEST
+
 START_TEST(claims_cap_each_subscription)
 {
     /* The store alone: a subscription with 4 attempts in flight gets no fifth slot, the
@@ -1202,6 +1238,7 @@ int main(void)
     tcase_add_test(tc, silent_receiver_delays_no_other);
     tcase_add_test(tc, claims_cap_each_subscription);
     tcase_add_test(tc, events_filter_routes_each_type);
+    tcase_add_test(tc, outbox_rows_name_exactly_one_subject);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
