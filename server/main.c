@@ -220,7 +220,6 @@ int main(int argc, char **argv)
     evd_evaluations_register();
     evd_sessions_register();
     struct evd_ctx ctx = {
-        .db = db,
         .max_runs = cfg.max_runs,
         .max_dataset_cases = cfg.max_dataset_cases,
         .max_dataset_bytes = cfg.max_dataset_bytes,
