@@ -41,6 +41,14 @@ fail:
     return NULL;
 }
 
+/* A neutral tool as a Chat Completions function tool (new reference). */
+static json_t *chat_tool(json_t *t)
+{
+    return json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function", "name",
+                     json_object_get(t, "name"), "description", json_object_get(t, "description"),
+                     "parameters", json_object_get(t, "parameters"));
+}
+
 json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
 {
     json_t *messages = json_array();
@@ -73,21 +81,9 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
         if (w == NULL || json_array_append_new(messages, w) != 0)
             goto nomem;
     }
-    if (json_array_size(r->tools) > 0 && !r->tools_disabled) {
-        json_t *tools = json_array();
-        json_t *t;
-        if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)
-            goto nomem;
-        json_array_foreach(r->tools, i, t)
-        {
-            json_t *w = json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function", "name",
-                                  json_object_get(t, "name"), "description",
-                                  json_object_get(t, "description"), "parameters",
-                                  json_object_get(t, "parameters"));
-            if (w == NULL || json_array_append_new(tools, w) != 0)
-                goto nomem;
-        }
-    }
+    if (json_array_size(r->tools) > 0 && !r->tools_disabled &&
+        !evd_hx_put_tools(body, r->tools, chat_tool))
+        goto nomem;
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning_effort", json_string(r->thinking_level)))
         goto nomem;
