@@ -110,7 +110,7 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
             goto nomem;
     }
     if (json_array_size(r->tools) > 0) {
-        if (!evd_hx_put_tools(body, r->tools, anthropic_tool))
+        if (!evd_hx_put_each(body, "tools", r->tools, anthropic_tool))
             goto nomem;
         /* A history with tool_use blocks needs `tools`: the repair keeps them, unusable. */
         if (r->tools_disabled &&

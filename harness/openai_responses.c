@@ -124,7 +124,7 @@ json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *e
             goto nomem;
     }
     if (json_array_size(r->tools) > 0 && !r->tools_disabled &&
-        !evd_hx_put_tools(body, r->tools, responses_tool))
+        !evd_hx_put_each(body, "tools", r->tools, responses_tool))
         goto nomem;
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning", json_pack("{s:s}", "effort", r->thinking_level)))
