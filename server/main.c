@@ -63,11 +63,12 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
 }
 
 /*
- * The PostgreSQL connections this process opens at most: one per engine worker, the
- * handlers' pool, and the service threads that hold one each: the engine's keeper (it
- * LISTENs), sweeper, writer and finalizer (engine/threads.c, writer.c, steps.c), each
- * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread
- * when it runs (adapter/deliver.c).
+ * The PostgreSQL connections this process opens at most: one per engine worker, the pool
+ * that the engine's and the webhooks' functions borrow from (for handlers and the adapter),
+ * and the service threads that hold one each: the engine's keeper (it LISTENs), sweeper,
+ * writer and finalizer (engine/threads.c, writer.c, steps.c), each webhook delivery thread
+ * (webhooks/deliver.c), and the iii adapter's delivery thread when it runs
+ * (adapter/deliver.c).
  */
 #define ENGINE_SERVICE_CONNECTIONS 4
 
