@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/queue.h"
 #include "engine/engine.h"
 #include "domain/limits.h"
 #include "harness/harness.h"
@@ -97,6 +98,7 @@ struct evd_engine {
         char evaluation_id[64];
         struct pending_final *next;
     } *finals_head, *finals_tail;
+    struct evd_queue finals; /* evaluation ids (char *) for the finalizer, under finals_mu */
     pthread_t finalizer;
 
     pthread_mutex_t requests_mu; /* leaf lock */

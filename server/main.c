@@ -63,12 +63,12 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
 }
 
 /*
- * The PostgreSQL connections this process opens at most: one per engine worker, the
- * handlers' pool, and the service threads that hold one each: the engine's keeper (it
- * LISTENs), sweeper, writer, finalizer and analyst (engine/threads.c, writer.c, steps.c,
- * experiments.c), each
- * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread
- * when it runs (adapter/deliver.c).
+ * The PostgreSQL connections this process opens at most: one per engine worker, the pool
+ * that the engine's and the webhooks' functions borrow from (for handlers and the adapter),
+ * and the service threads that hold one each: the engine's keeper (it LISTENs), sweeper,
+ * writer, finalizer and analyst (engine/threads.c, writer.c, steps.c, experiments.c), each
+ * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread when
+ * it runs (adapter/deliver.c).
  */
 #define ENGINE_SERVICE_CONNECTIONS 5
 
@@ -224,7 +224,6 @@ int main(int argc, char **argv)
     evd_evaluations_register();
     evd_sessions_register();
     struct evd_ctx ctx = {
-        .db = db,
         .max_runs = cfg.max_runs,
         .max_dataset_cases = cfg.max_dataset_cases,
         .max_dataset_bytes = cfg.max_dataset_bytes,
