@@ -87,17 +87,14 @@ struct evd_engine {
     pthread_mutex_t writes_mu; /* leaf lock */
     pthread_cond_t writes_cv;  /* the writer waits here for work */
     pthread_cond_t written_cv; /* workers wait here for their write */
-    struct pending_write *writes_head, *writes_tail;
-    long writers_clients; /* workers still running */
+    struct evd_queue writes; /* struct pending_write *, under writes_mu; closed when the
+                                engine stops and the last worker is gone */
+    long writers_clients;    /* workers still running */
     pthread_t writer;
 
     /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
     pthread_mutex_t finals_mu; /* leaf lock */
     pthread_cond_t finals_cv;
-    struct pending_final {
-        char evaluation_id[64];
-        struct pending_final *next;
-    } *finals_head, *finals_tail;
     struct evd_queue finals; /* evaluation ids (char *) for the finalizer, under finals_mu */
     pthread_t finalizer;
 
@@ -144,7 +141,6 @@ struct pending_write {
     char evaluation_id[64];
     char status[16];
     bool *outstanding;
-    struct pending_write *next;
 };
 /* Queues a finished run for the writer (which frees `text`); waits first for the
  * worker's previous one, so a worker has at most one write outstanding. */
@@ -158,6 +154,8 @@ bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
 void evd_engine_wake(struct evd_engine *e, long n);
 /* A worker's last act: waits for its write, then lets the writer stop when all are done. */
 void evd_engine_worker_done(struct evd_engine *e, bool *outstanding);
+/* Frees a queued write (what the queue holds at destroy; none is left after the writer). */
+void evd_engine_pending_write_free(void *item);
 /* The writer thread's body (engine/writer.c), started with the workers. */
 void *evd_engine_writer_main(void *arg);
 

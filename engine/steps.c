@@ -130,13 +130,9 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
 }
 
 /* The finalizer's queue, under the engine's finals_mu and finals_cv (which the stop
- * broadcasts), made on first use. */
+ * broadcasts); made with the engine. */
 static struct evd_queue *finals(struct evd_engine *e)
 {
-    pthread_mutex_lock(&e->finals_mu);
-    if (e->finals.mu == NULL)
-        evd_queue_init_shared(&e->finals, &e->finals_mu, &e->finals_cv);
-    pthread_mutex_unlock(&e->finals_mu);
     return &e->finals;
 }
 

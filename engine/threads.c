@@ -255,6 +255,8 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->written_cv, NULL);
     pthread_mutex_init(&e->finals_mu, NULL);
     pthread_cond_init(&e->finals_cv, NULL);
+    evd_queue_init_shared(&e->writes, &e->writes_mu, &e->writes_cv);
+    evd_queue_init_shared(&e->finals, &e->finals_mu, &e->finals_cv);
     pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
@@ -300,7 +302,11 @@ void evd_engine_signal_stop(struct evd_engine *e)
     wake_all(&e->hub_mu, &e->hub_cv);
     wake_all(&e->work_mu, &e->work_cv);
     wake_all(&e->finals_mu, &e->finals_cv);
-    wake_all(&e->writes_mu, &e->writes_cv);
+    pthread_mutex_lock(&e->writes_mu);
+    bool no_workers = e->writers_clients == 0;
+    pthread_mutex_unlock(&e->writes_mu);
+    if (no_workers) /* else the last worker out closes it (evd_engine_worker_done) */
+        evd_queue_close(&e->writes);
 }
 
 void evd_engine_stop(struct evd_engine *e)
@@ -327,11 +333,9 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->work_cv);
     for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
         free(e->requests[i].text);
-    while (e->finals_head != NULL) { /* queued after the finalizer left: the sweeper's */
-        struct pending_final *f = e->finals_head;
-        e->finals_head = f->next;
-        free(f);
-    }
+    /* Finalizations queued after the finalizer left are the sweeper's. */
+    evd_queue_destroy(&e->finals, free);
+    evd_queue_destroy(&e->writes, evd_engine_pending_write_free);
     pthread_mutex_destroy(&e->finals_mu);
     pthread_cond_destroy(&e->finals_cv);
     pthread_mutex_destroy(&e->writes_mu);
