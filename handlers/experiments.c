@@ -340,7 +340,8 @@ void evd_h_experiment_events(struct evd_req *req, struct evd_resp *resp)
 
 /* ---- export ----------------------------------------------------------------------------- */
 
-struct export {
+struct export
+{
     struct evd_experiment_export *x; /* owned */
     struct evd_buf piece;            /* the records read last and not sent yet */
     size_t off;
@@ -359,8 +360,8 @@ static bool export_fill(struct export *x)
     int rc = evd_experiment_export_next(x->x, &x->piece, &err);
     if (rc < 0)
         evd_log(EVD_LOG_WARN, "could not read the next records of an export", "experiment_id",
-                x->id, "req_id", x->request_id, "code", evd_code_name(err.code), "error",
-                err.msg, NULL);
+                x->id, "req_id", x->request_id, "code", evd_code_name(err.code), "error", err.msg,
+                NULL);
     return rc > 0;
 }
 
@@ -403,8 +404,8 @@ void evd_h_experiment_export(struct evd_req *req, struct evd_resp *resp)
     }
     snprintf(x->id, sizeof(x->id), "%s", id);
     snprintf(x->request_id, sizeof(x->request_id), "%s", req->request_id ? req->request_id : "");
-    if (evd_experiment_export_open(req->ctx->engine, id, format ? format : "jsonl", &x->x,
-                                   &err) != EVD_OK) {
+    if (evd_experiment_export_open(req->ctx->engine, id, format ? format : "jsonl", &x->x, &err) !=
+        EVD_OK) {
         evd_resp_error(resp, &err);
         export_free(x);
         return;

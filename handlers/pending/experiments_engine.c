@@ -1,7 +1,7 @@
 /*
  * Placeholder definitions of engine/experiments.h, linked only while the engine does not
- * define them yet (CMakeLists.txt looks for the definition of evd_experiment_start in engine/): every
- * call answers 503 "experiments are not available yet", so that the routes, the OpenAPI
+ * define them yet (CMakeLists.txt looks for the definition of evd_experiment_start in engine/):
+ * every call answers 503 "experiments are not available yet", so that the routes, the OpenAPI
  * document and the tests can be built before the engine. Remove with the engine's arrival.
  */
 #include "engine/experiments.h"
