@@ -214,8 +214,8 @@ void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s)
 /* ---- connections that LISTEN ------------------------------------------------------ */
 
 /* A listener on the engine's channels (none: a worker's or the sweeper's connection). */
-static struct evd_listener *listener(struct evd_engine *e, const char *const *channels,
-                                     evd_listen_fn on_notify)
+struct evd_listener *evd_engine_listener(struct evd_engine *e, const char *const *channels,
+                                         evd_listen_fn on_notify)
 {
     struct evd_listener_opts o = {.conninfo = e->opts.conninfo,
                                   .channels = channels,
@@ -271,7 +271,7 @@ void evd_engine_wake(struct evd_engine *e, long n)
 static void *worker_main(void *arg)
 {
     struct evd_engine *e = arg;
-    struct evd_listener *l = listener(e, NULL, NULL);
+    struct evd_listener *l = evd_engine_listener(e, NULL, NULL);
     PGconn *c = l ? evd_listener_conn(l) : NULL;
     bool outstanding = false; /* this worker's finished run is with the writer */
     while (c != NULL && !atomic_load(&e->stopping)) {
@@ -282,28 +282,24 @@ static void *worker_main(void *arg)
         enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
                                                      EVD_MAX_ATTEMPTS, &job, &outcome, &attempt,
                                                      &err);
-        if (rc == EVD_OK && outcome == EVD_CLAIM_RUN) {
-            evd_engine_process_started(e, c, &job, attempt, &outstanding);
+        if (rc == EVD_OK && (outcome == EVD_CLAIM_RUN || outcome == EVD_CLAIM_CLAIMED)) {
+            /* One path for every kind: claimed, then executed by its entry. */
+            const struct evd_job_kind *kind = evd_engine_job_kind(job.kind);
+            if (kind != NULL)
+                kind->process(e, c, &job, outcome == EVD_CLAIM_RUN ? attempt : 0, &outstanding);
+            else
+                evd_log(EVD_LOG_WARN, "job of an unknown kind left to its lease", "kind",
+                        job.kind, NULL);
             continue;
         }
         if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
             continue;
-        bool found = rc == EVD_OK && outcome == EVD_CLAIM_CLAIMED;
         if (rc != EVD_OK) {
             if (!evd_listener_alive(l)) {
                 c = evd_listener_conn(l);
             } else {
                 wait_for_work(e, 500);
             }
-            continue;
-        }
-        if (found) {
-            if (strcmp(job.kind, "run") == 0)
-                evd_engine_process_job(e, c, &job, &outstanding);
-            else if (strcmp(job.kind, "session") == 0)
-                evd_engine_process_session(e, c, &job);
-            else
-                evd_store_job_delete(c, job.id, &err); /* unknown kind: a newer evald's */
             continue;
         }
         /* Nothing due: this worker's own write may be what enqueues its evaluation's next
@@ -396,7 +392,7 @@ static void *keeper_main(void *arg)
     struct evd_engine *e = arg;
     static const char *const channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_CANCEL,
                                            EVD_CHANNEL_JOBS, NULL};
-    struct evd_listener *l = listener(e, channels, keeper_notified);
+    struct evd_listener *l = evd_engine_listener(e, channels, keeper_notified);
     PGconn *c = l ? evd_listener_conn(l) : NULL;
     long period = e->opts.lease_ms / 3 < 250 ? e->opts.lease_ms / 3 : 250;
     int64_t next_renew = 0;
@@ -419,7 +415,7 @@ static void *keeper_main(void *arg)
 static void *sweeper_main(void *arg)
 {
     struct evd_engine *e = arg;
-    struct evd_listener *l = listener(e, NULL, NULL);
+    struct evd_listener *l = evd_engine_listener(e, NULL, NULL);
     PGconn *c = l ? evd_listener_conn(l) : NULL;
     while (c != NULL && !atomic_load(&e->stopping)) {
         if (!evd_listener_ensure(l)) {
@@ -487,6 +483,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
         pthread_create(&e->sweeper, NULL, sweeper_main, e);
         pthread_create(&e->writer, NULL, evd_engine_writer_main, e);
         pthread_create(&e->finalizer, NULL, evd_engine_finalizer_main, e);
+        pthread_create(&e->analyst, NULL, evd_engine_analyst_main, e);
         e->threads_started = true;
     }
     return e;
@@ -525,6 +522,7 @@ void evd_engine_stop(struct evd_engine *e)
         pthread_join(e->sweeper, NULL);
         pthread_join(e->writer, NULL);    /* it writes what the workers handed over */
         pthread_join(e->finalizer, NULL); /* it finishes what was queued when the stop came */
+        pthread_join(e->analyst, NULL);
     }
     free(e->workers);
     close(e->wake_pipe[0]);

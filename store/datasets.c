@@ -231,10 +231,26 @@ out:
 enum evd_code evd_store_dataset_delete(PGconn *c, const char *id, struct evd_err *err)
 {
     const char *p[] = {id};
-    PGresult *r = evd_db_query(c, "DELETE FROM datasets WHERE id = $1", 1, p, err);
+    /* The row lock orders a delete after an experiment start that read the dataset (the
+     * start takes FOR SHARE), so a live experiment is never left without its cases. */
+    PGresult *r = evd_db_query(
+        c,
+        "WITH d AS (SELECT id FROM datasets WHERE id = $1 FOR UPDATE),"
+        " live AS (SELECT x.id FROM experiments x WHERE x.dataset_id = $1"
+        " AND x.status IN ('queued', 'running') ORDER BY x.id LIMIT 1),"
+        " del AS (DELETE FROM datasets t USING d WHERE t.id = d.id"
+        " AND NOT EXISTS (SELECT 1 FROM live) RETURNING 1)"
+        " SELECT (SELECT count(*) FROM d), (SELECT id FROM live), (SELECT count(*) FROM del)",
+        1, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    bool deleted = atoi(PQcmdTuples(r)) == 1;
+    enum evd_code rc = EVD_OK;
+    if (evd_db_col_i64(r, 0, 0) == 0)
+        rc = evd_err_set(err, EVD_ENOTFOUND, "dataset not found: %s", id);
+    else if (evd_db_col_i64(r, 0, 2) != 1)
+        rc = evd_err_set(err, EVD_ECONFLICT,
+                         "dataset %s is used by experiment %s, which is not finished", id,
+                         PQgetvalue(r, 0, 1));
     PQclear(r);
-    return deleted ? EVD_OK : evd_err_set(err, EVD_ENOTFOUND, "dataset not found: %s", id);
+    return rc;
 }
