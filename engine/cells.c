@@ -135,40 +135,72 @@ static json_t *case_cells(const struct case_ctx *x, bool *flaky, bool *disagree)
     return cells;
 }
 
-/* Writes a terminal cell and folds it into the case; false when nothing was written. */
-static bool finish_cell(PGconn *c, struct case_ctx *x, int position, int attempt, json_t *run,
-                        json_t *transcript)
+/* A terminal cell waiting to be written by the next step (evd_store_cell_step). */
+struct pending {
+    bool set;
+    int position, attempt;
+    json_t *run, *transcript, *cells;
+    bool flaky, disagree;
+};
+
+static void pending_clear(struct pending *p)
 {
-    struct evd_err err = {0};
+    json_decref(p->run);
+    json_decref(p->transcript);
+    json_decref(p->cells);
+    memset(p, 0, sizeof(*p));
+}
+
+static void pending_done(const struct case_ctx *x, const struct pending *p,
+                         struct evd_store_cell_done *d)
+{
+    *d = (struct evd_store_cell_done){
+        .experiment_id = x->experiment_id,
+        .case_index = x->case_index,
+        .position = p->position,
+        .attempt = p->attempt,
+        .run = p->run,
+        .transcript = p->transcript,
+        .cells = p->cells,
+        .flaky = p->flaky,
+        .disagree = p->disagree,
+    };
+}
+
+/* Folds a terminal cell into the case and keeps it for the next write (steals run and
+ * transcript); false on ENOMEM (nothing kept). */
+static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int attempt,
+                        json_t *run, json_t *transcript)
+{
     json_t *row = json_pack("{s:i, s:O, s:O, s:O, s:O}", "position", position, "arm",
                             json_object_get(run, "arm"), "repeat", json_object_get(run, "repeat"),
                             "status", json_object_get(run, "status"), "passed",
                             json_object_get(run, "passed") ? json_object_get(run, "passed")
                                                            : json_null());
-    if (row == NULL)
-        return false;
     json_t *bench = json_object_get(run, "benchmark");
-    if (bench != NULL)
+    if (row != NULL && bench != NULL)
         json_object_set(row, "benchmark", bench);
-    json_array_append_new(x->done, row);
-    bool flaky, disagree, written = false;
-    json_t *cells = case_cells(x, &flaky, &disagree);
-    if (cells == NULL ||
-        evd_store_cell_finish(c, x->experiment_id, x->case_index, position, attempt, run,
-                              transcript, cells, flaky, disagree, evd_now_ms(), &written,
-                              &err) != EVD_OK) {
-        evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
-                x->experiment_id, "error", cells ? err.msg : "out of memory", NULL);
-        written = false;
+    if (row == NULL || json_array_append_new(x->done, row) != 0) {
+        json_decref(run);
+        json_decref(transcript);
+        return false;
     }
-    if (!written) /* not ours any more: the next cell_next tells why */
+    bool flaky, disagree;
+    json_t *cells = case_cells(x, &flaky, &disagree);
+    if (cells == NULL) {
         json_array_remove(x->done, json_array_size(x->done) - 1);
-    json_decref(cells);
-    return written;
+        json_decref(run);
+        json_decref(transcript);
+        evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
+                x->experiment_id, "error", "out of memory", NULL);
+        return false;
+    }
+    *p = (struct pending){true, position, attempt, run, transcript, cells, flaky, disagree};
+    return true;
 }
 
 /* Fails a cell whose attempts were all interrupted (phase setup). */
-static bool fail_exhausted(PGconn *c, struct case_ctx *x, int position, int attempt)
+static bool fail_exhausted(struct case_ctx *x, struct pending *p, int position, int attempt)
 {
     uint32_t repeat;
     unsigned arm;
@@ -180,17 +212,18 @@ static bool fail_exhausted(PGconn *c, struct case_ctx *x, int position, int atte
              "run was interrupted %d times (its process crashed, or was stopped or cut off "
              "from the database past its lease); attempts exhausted",
              attempt);
-    bool ok = run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) == 0 &&
-              finish_cell(c, x, position, attempt, run, NULL);
-    json_decref(run);
-    return ok;
+    if (run == NULL || evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0) {
+        json_decref(run);
+        return false;
+    }
+    return finish_cell(x, p, position, attempt, run, NULL);
 }
 
-enum cell_end { CELL_WRITTEN, CELL_STOP };
+enum cell_end { CELL_FINISHED, CELL_STOP };
 
 /* Phases 2 and 3 of cell `position`, started with `attempt`. */
 static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                              struct case_ctx *x, int position, int attempt)
+                              struct case_ctx *x, int position, int attempt, struct pending *p)
 {
     struct evd_err err = {0};
     uint32_t repeat;
@@ -205,8 +238,10 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
     if (evd_experiment_cell(x->request, x->body, arm, &variant, &evaluator, &err) != EVD_OK) {
         /* Checked at the start for every case: only a change of the rules gets here. */
         run = cell_run_new(x, position, arm, repeat, started_at);
-        if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0)
-            end = finish_cell(c, x, position, attempt, run, NULL) ? CELL_WRITTEN : CELL_STOP;
+        if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0) {
+            end = finish_cell(x, p, position, attempt, run, NULL) ? CELL_FINISHED : CELL_STOP;
+            run = NULL; /* finish_cell's */
+        }
         goto out;
     }
     run = cell_run_new(x, position, arm, repeat, started_at);
@@ -271,8 +306,9 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
         json_decref(run);
         run = fresh;
     }
-    evd_db_ensure(c); /* a restart of PostgreSQL during the run broke it */
-    end = finish_cell(c, x, position, attempt, run, out.transcript) ? CELL_WRITTEN : CELL_STOP;
+    end = finish_cell(x, p, position, attempt, run, json_incref(out.transcript)) ? CELL_FINISHED
+                                                                                : CELL_STOP;
+    run = NULL; /* finish_cell's */
 out:
     if (slot >= 0)
         evd_engine_inflight_remove(e, slot);
@@ -315,41 +351,60 @@ fail:
 void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
 {
     struct case_ctx x = {0};
+    struct pending pend = {0};
     if (!load_case(c, job, &x))
         goto out;
-    while (!atomic_load(&e->stopping)) {
+    for (;;) {
         struct evd_err err = {0};
-        enum evd_cell_next next;
-        int position = 0, attempt = 0, schedule = 0;
+        struct evd_store_cell_done done;
+        if (pend.set)
+            pending_done(&x, &pend, &done);
+        if (atomic_load(&e->stopping)) {
+            /* The last finished cell is written; the next one stays for whoever comes. */
+            bool written;
+            if (pend.set && evd_db_ensure(c) &&
+                evd_store_cell_finish(c, &done, evd_now_ms(), &written, &err) != EVD_OK)
+                evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
+                        job->ref, "error", err.msg, NULL);
+            break;
+        }
+        struct evd_store_cell_next next;
         struct evd_store_job cur = *job;
-        cur.claimed_mono = evd_mono_ms(); /* the lease runs from this renewal */
-        if (evd_store_cell_next(c, job->id, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                EVD_MAX_ATTEMPTS, &next, &position, &attempt, &schedule,
-                                &err) != EVD_OK) {
-            evd_log(EVD_LOG_WARN, "could not start an experiment run", "experiment_id",
+        int64_t sent = evd_mono_ms();
+        evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
+        enum evd_code rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms,
+                                               evd_now_ms(), EVD_MAX_ATTEMPTS,
+                                               pend.set ? &done : NULL, &next, &err);
+        pending_clear(&pend);
+        if (rc != EVD_OK) {
+            /* A finished cell not written is run again once the lease runs out. */
+            evd_log(EVD_LOG_WARN, "could not step an experiment case", "experiment_id",
                     job->ref, "error", err.msg, NULL);
             break;
         }
-        if (next == EVD_CELL_LOST || next == EVD_CELL_GONE)
+        if (next.outcome == EVD_CELL_LOST || next.outcome == EVD_CELL_GONE)
             break;
-        if (next == EVD_CELL_DONE) {
-            if (schedule > 0)
-                evd_engine_wake(e, schedule);
-            if (schedule == -1 &&
+        if (next.outcome == EVD_CELL_DONE) {
+            if (next.schedule > 0)
+                evd_engine_wake(e, next.schedule);
+            if (next.schedule == -1 &&
                 evd_engine_experiment_finalize(e, c, job->ref, &err) != EVD_OK)
                 evd_log(EVD_LOG_WARN, "could not finish an experiment; the analyst retries",
                         "experiment_id", job->ref, "error", err.msg, NULL);
             break;
         }
-        if (next == EVD_CELL_EXHAUSTED) {
-            if (!fail_exhausted(c, &x, position, attempt))
+        if (next.outcome == EVD_CELL_EXHAUSTED) {
+            if (!fail_exhausted(&x, &pend, next.position, next.attempt))
                 break;
             continue;
         }
-        if (run_cell(e, c, &cur, &x, position, attempt) != CELL_WRITTEN)
+        /* No call may outlast the lease as it stood when the step was sent. */
+        cur.claimed_mono = sent - (e->opts.lease_ms - next.lease_left_ms);
+        if (run_cell(e, c, &cur, &x, next.position, next.attempt, &pend) != CELL_FINISHED)
             break;
     }
 out:
+    pending_clear(&pend);
     json_decref(x.request);
     json_decref(x.body);
     json_decref(x.done);

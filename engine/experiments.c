@@ -75,86 +75,136 @@ static const char *arm_label(const json_t *request, unsigned arm)
     return json_string_value(json_object_get(v, "label"));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /*
- * {arms, comparisons, analysis} of an experiment from its cases' cells (rows as
- * evd_store_experiment_cells answers, or NULL before any run), and counts[3] = terminal,
- * passed and failed runs. New reference, or NULL on ENOMEM.
+ * The analysis of one experiment held in memory: the accumulator (domain/analysis.h) and
+ * the row of cells of every case, so that a changed case costs O(arms) to take in.
  */
-json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
-                                       const json_t *rows, bool partial, int64_t counts[3])
+struct xstate {
+    char id[64];
+    json_t *request;
+    unsigned arms;
+    size_t cases;
+    const char *cluster_by; /* borrowed from request */
+    json_t *clusters;       /* cluster key -> index */
+    uint32_t *cluster;      /* per case */
+    struct evd_analysis_cell *cells; /* cases x arms */
+    uint32_t *failed;                /* cases x arms */
+    struct evd_analysis *a;
+    int64_t counts[3]; /* terminal, passed, failed runs */
+    int64_t seen;      /* the highest change number taken in */
+    int64_t used_ms;
+    struct xstate *next;
+};
+
+static void xstate_free(struct xstate *x)
 {
-    const json_t *an = json_object_get(request, "analysis");
-    const char *cluster_by = json_string_value(json_object_get(an, "cluster_by"));
-    json_t *clusters = json_object(); /* key -> index */
-    json_t *out = NULL, *arms_json = NULL, *cmps = NULL;
-    struct evd_analysis *a = NULL;
-    struct evd_analysis_cell *row = calloc(arms, sizeof(*row));
-    double *medians[EVD_PLAN_MAX_ARMS][EVD_ANALYSIS_METRICS] = {{0}};
-    size_t nmed[EVD_PLAN_MAX_ARMS][EVD_ANALYSIS_METRICS] = {{0}};
-    uint32_t failed_by_arm[EVD_PLAN_MAX_ARMS] = {0};
-    counts[0] = counts[1] = counts[2] = 0;
-    if (clusters == NULL || row == NULL)
-        goto out;
+    if (x == NULL)
+        return;
+    json_decref(x->request);
+    json_decref(x->clusters);
+    free(x->cluster);
+    free(x->cells);
+    free(x->failed);
+    evd_analysis_free(x->a);
+    free(x);
+}
+
+/* Takes in changed case rows {case_index, cells, changed_seq} (a row seen before is a
+ * no-op: its cells replace themselves). */
+static void xstate_apply(struct xstate *x, const json_t *rows)
+{
     size_t i;
     const json_t *r;
-    if (cluster_by != NULL) {
-        json_array_foreach(rows, i, r) {
-            const char *k = json_string_value(json_object_get(r, "cluster"));
-            if (k != NULL && json_object_get(clusters, k) == NULL)
-                json_object_set_new(clusters, k, json_integer((json_int_t)json_object_size(clusters)));
+    json_array_foreach(rows, i, r)
+    {
+        json_int_t ci = json_integer_value(json_object_get(r, "case_index"));
+        if (ci < 1 || (size_t)ci > x->cases)
+            continue;
+        size_t k = (size_t)ci - 1;
+        const json_t *cells = json_object_get(r, "cells");
+        for (unsigned arm = 0; arm < x->arms && arm < json_array_size(cells); arm++) {
+            struct evd_analysis_cell cell, *old = &x->cells[k * x->arms + arm];
+            uint32_t failed = 0;
+            cell_of_json(json_array_get(cells, arm), &cell, &failed);
+            x->counts[0] += (int64_t)cell.runs - old->runs;
+            x->counts[1] += (int64_t)cell.passed - old->passed;
+            x->counts[2] += (int64_t)failed - x->failed[k * x->arms + arm];
+            x->failed[k * x->arms + arm] = failed;
+            evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
+        }
+        json_int_t seq = json_integer_value(json_object_get(r, "changed_seq"));
+        if (seq > x->seen)
+            x->seen = seq;
+    }
+}
+
+/* A state from every case's row (rows: all cases, or NULL before any run). */
+static struct xstate *xstate_new(const char *id, const json_t *request, unsigned arms,
+                                 size_t cases, const json_t *rows)
+{
+    struct xstate *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return NULL;
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    x->request = json_deep_copy(request);
+    x->arms = arms;
+    x->cases = cases;
+    x->clusters = json_object();
+    x->cluster = calloc(cases + 1, sizeof(*x->cluster));
+    x->cells = calloc((cases + 1) * arms, sizeof(*x->cells));
+    x->failed = calloc((cases + 1) * arms, sizeof(*x->failed));
+    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
+        x->failed == NULL)
+        goto fail;
+    const json_t *an = json_object_get(x->request, "analysis");
+    x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
+    size_t i;
+    const json_t *r;
+    if (x->cluster_by != NULL) {
+        json_array_foreach(rows, i, r)
+        {
+            const char *key = json_string_value(json_object_get(r, "cluster"));
+            json_int_t ci = json_integer_value(json_object_get(r, "case_index"));
+            if (key == NULL || ci < 1 || (size_t)ci > cases)
+                continue;
+            json_t *idx = json_object_get(x->clusters, key);
+            if (idx == NULL) {
+                idx = json_integer((json_int_t)json_object_size(x->clusters));
+                json_object_set_new(x->clusters, key, idx);
+            }
+            x->cluster[ci - 1] = (uint32_t)json_integer_value(idx);
         }
     }
     struct evd_analysis_config cfg = {
         .arms = arms,
         .cases = cases,
-        .clusters = cluster_by != NULL ? json_object_size(clusters) : 0,
+        .clusters = x->cluster_by != NULL ? json_object_size(x->clusters) : 0,
         .alpha = json_number_value(json_object_get(an, "alpha")),
         .min_effect = json_number_value(json_object_get(an, "min_effect")),
     };
     if (cfg.alpha <= 0)
         cfg.alpha = EVD_EXPERIMENT_DEFAULT_ALPHA;
-    if (cluster_by != NULL && cfg.clusters == 0)
+    if (x->cluster_by != NULL && cfg.clusters == 0)
         cfg.clusters = 1;
-    if ((a = evd_analysis_new(&cfg)) == NULL)
+    if ((x->a = evd_analysis_new(&cfg)) == NULL)
+        goto fail;
+    xstate_apply(x, rows);
+    return x;
+fail:
+    xstate_free(x);
+    return NULL;
+}
+
+/* {arms, comparisons, analysis} of the state. New reference, or NULL on ENOMEM. */
+static json_t *xstate_json(const struct xstate *x, bool partial)
+{
+    json_t *arms_json = json_array(), *cmps = json_array(), *out = NULL;
+    double *vals = malloc((x->cases + 1) * sizeof(double));
+    if (arms_json == NULL || cmps == NULL || vals == NULL)
         goto out;
-    for (unsigned arm = 0; arm < arms; arm++)
-        for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
-            if ((medians[arm][m] = malloc((cases + 1) * sizeof(double))) == NULL)
-                goto out;
-    json_array_foreach(rows, i, r) {
-        const json_t *cells = json_object_get(r, "cells");
-        uint32_t cluster = 0;
-        if (cluster_by != NULL) {
-            const char *k = json_string_value(json_object_get(r, "cluster"));
-            cluster = k ? (uint32_t)json_integer_value(json_object_get(clusters, k)) : 0;
-        }
-        memset(row, 0, arms * sizeof(*row));
-        for (unsigned arm = 0; arm < arms && arm < json_array_size(cells); arm++) {
-            struct evd_analysis_cell cell;
-            uint32_t failed = 0;
-            cell_of_json(json_array_get(cells, arm), &cell, &failed);
-            failed_by_arm[arm] += failed;
-            counts[0] += cell.runs;
-            counts[1] += cell.passed;
-            counts[2] += failed;
-            for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
-                if ((cell.metric_mask & (1u << m)) && nmed[arm][m] < cases + 1)
-                    medians[arm][m][nmed[arm][m]++] = cell.median[m];
-            evd_analysis_set_cell(a, cluster, row, arm, &cell);
-        }
-    }
-    arms_json = json_array();
-    cmps = json_array();
-    if (arms_json == NULL || cmps == NULL)
-        goto out;
-    for (unsigned arm = 0; arm < arms; arm++) {
-        json_t *aj = evd_analysis_arm_json(a, arm, arm_label(request, arm));
+    for (unsigned arm = 0; arm < x->arms; arm++) {
+        json_t *aj = evd_analysis_arm_json(x->a, arm, arm_label(x->request, arm));
         json_t *med = json_object();
         if (aj == NULL || med == NULL) {
             json_decref(aj);
@@ -163,37 +213,45 @@ json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, siz
         }
         /* The arm's medians: the median over its cases of their per-case medians. */
         for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
-            double v;
-            if (nmed[arm][m] > 0) {
-                qsort(medians[arm][m], nmed[arm][m], sizeof(double), cmp_double);
-                if (evd_stats_median(medians[arm][m], nmed[arm][m], &v))
-                    json_object_set_new(med, evd_analysis_metric_names[m], json_real(v));
+            size_t n = 0;
+            for (size_t k = 0; k < x->cases; k++) {
+                const struct evd_analysis_cell *cell = &x->cells[k * x->arms + arm];
+                if (cell->metric_mask & (1u << m))
+                    vals[n++] = cell->median[m];
             }
+            double v;
+            if (n > 0 && evd_stats_median(vals, n, &v))
+                json_object_set_new(med, evd_analysis_metric_names[m], json_real(v));
         }
         json_object_set_new(aj, "medians", med);
-        json_object_set_new(aj, "failed_runs", json_integer(failed_by_arm[arm]));
         json_array_append_new(arms_json, aj);
         if (arm > 0) {
-            json_t *cj = evd_analysis_comparison_json(a, arm, arm_label(request, arm));
+            json_t *cj = evd_analysis_comparison_json(x->a, arm, arm_label(x->request, arm));
             if (cj == NULL)
                 goto out;
             json_array_append_new(cmps, cj);
         }
     }
-    json_t *info = evd_analysis_info_json(a, cluster_by, partial);
+    json_t *info = evd_analysis_info_json(x->a, x->cluster_by, partial);
     if (info == NULL)
         goto out;
     out = json_pack("{s:o, s:o, s:o}", "arms", arms_json, "comparisons", cmps, "analysis", info);
     arms_json = cmps = NULL;
 out:
-    for (unsigned arm = 0; arm < EVD_PLAN_MAX_ARMS; arm++)
-        for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
-            free(medians[arm][m]);
+    free(vals);
     json_decref(arms_json);
     json_decref(cmps);
-    json_decref(clusters);
-    evd_analysis_free(a);
-    free(row);
+    return out;
+}
+
+json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
+                                       const json_t *rows, bool partial, int64_t counts[3])
+{
+    struct xstate *x = xstate_new("", request, arms, cases, rows);
+    json_t *out = x ? xstate_json(x, partial) : NULL;
+    for (int i = 0; i < 3; i++)
+        counts[i] = x ? x->counts[i] : 0;
+    xstate_free(x);
     return out;
 }
 
@@ -205,7 +263,7 @@ static json_t *analysis_now(PGconn *c, const char *id, bool partial, int64_t cou
     if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
         return NULL;
     json_t *request = json_loads(shape.request, 0, NULL);
-    json_t *rows = request ? evd_store_experiment_cells(c, id, err) : NULL;
+    json_t *rows = request ? evd_store_experiment_cells(c, id, -1, err) : NULL;
     json_t *an = rows ? evd_engine_experiment_analysis(request, (unsigned)shape.arms,
                                                        (size_t)shape.case_count, rows, partial,
                                                        counts)
@@ -300,33 +358,93 @@ enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, co
 
 /* ---- the analyst thread ---------------------------------------------------------- */
 
+/* How long an experiment's state stays in memory after its last change. */
+#define ANALYST_KEEP_MS 30000
+/* Change numbers are drawn before their transactions commit, so a change may become
+ * visible after a later one was read: the analyst reads again the last ones it saw (taking
+ * a case in twice changes nothing). The final analysis is rebuilt from every case. */
+#define ANALYST_REREAD 512
+
+/* The state of `id`, brought up to date: built from every case the first time, then from
+ * the cases changed since. NULL with *err. */
+static struct xstate *analyst_state(PGconn *c, struct xstate **states, const char *id,
+                                    struct evd_err *err)
+{
+    struct xstate *x = *states;
+    while (x != NULL && strcmp(x->id, id) != 0)
+        x = x->next;
+    json_t *rows = NULL;
+    if (x != NULL) {
+        int64_t after = x->seen > ANALYST_REREAD ? x->seen - ANALYST_REREAD : 0;
+        if ((rows = evd_store_experiment_cells(c, id, after, err)) == NULL)
+            return NULL;
+        xstate_apply(x, rows);
+    } else {
+        struct evd_store_experiment_shape shape;
+        if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
+            return NULL;
+        json_t *request = json_loads(shape.request, 0, NULL);
+        if (request != NULL && (rows = evd_store_experiment_cells(c, id, -1, err)) != NULL)
+            x = xstate_new(id, request, (unsigned)shape.arms, (size_t)shape.case_count, rows);
+        if (x == NULL && err != NULL && err->code == EVD_OK)
+            evd_err_set(err, EVD_ENOMEM, "out of memory");
+        json_decref(request);
+        evd_store_experiment_shape_clear(&shape);
+        if (x != NULL) {
+            x->next = *states;
+            *states = x;
+        }
+    }
+    json_decref(rows);
+    if (x != NULL)
+        x->used_ms = evd_now_ms();
+    return x;
+}
+
+/* Frees the states not used since `before`. */
+static void analyst_evict(struct xstate **states, int64_t before)
+{
+    for (struct xstate **p = states; *p != NULL;) {
+        struct xstate *x = *p;
+        if (x->used_ms < before) {
+            *p = x->next;
+            xstate_free(x);
+        } else {
+            p = &x->next;
+        }
+    }
+}
+
 void *evd_engine_analyst_main(void *arg)
 {
     struct evd_engine *e = arg;
     struct evd_listener *l = evd_engine_listener(e, NULL, NULL);
     PGconn *c = l ? evd_listener_conn(l) : NULL;
     unsigned round = 0;
+    struct xstate *states = NULL; /* this thread's */
     while (c != NULL && !atomic_load(&e->stopping)) {
         struct evd_err err = {0};
         if (!evd_listener_ensure(l)) {
             c = evd_listener_conn(l);
             continue;
         }
-        /* Rebuild every out-of-date analysis (each experiment at most once a period). */
+        /* Take in what changed in every out-of-date analysis (each at most once a period). */
         for (int n = 0; n < 64 && !atomic_load(&e->stopping); n++) {
             char id[64];
-            int64_t seq = 0, counts[3];
+            int64_t seq = 0;
             bool found = false;
             if (evd_store_experiment_take_dirty(c, id, &seq, &found, &err) != EVD_OK || !found)
                 break;
-            json_t *an = analysis_now(c, id, true, counts, &err);
+            struct xstate *x = analyst_state(c, &states, id, &err);
+            json_t *an = x ? xstate_json(x, true) : NULL;
             if (an != NULL)
-                evd_store_experiment_set_analysis(c, id, seq, an, counts, evd_now_ms(), &err);
+                evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(), &err);
             json_decref(an);
             if (err.code != EVD_OK)
                 evd_log(EVD_LOG_WARN, "could not rebuild an experiment's analysis",
                         "experiment_id", id, "error", err.msg, NULL);
         }
+        analyst_evict(&states, evd_now_ms() - ANALYST_KEEP_MS);
         if (++round % ANALYST_STALLED_EVERY == 0) {
             json_t *ids = evd_store_experiments_stalled(c, &err);
             size_t i;
@@ -343,6 +461,7 @@ void *evd_engine_analyst_main(void *arg)
         struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
         poll(&pfd, 1, ANALYST_PERIOD_MS);
     }
+    analyst_evict(&states, INT64_MAX);
     evd_listener_free(l);
     return NULL;
 }
@@ -380,32 +499,36 @@ static int next_inline(void *ctx, const char **json, size_t *len, struct evd_err
     return 1;
 }
 
-/* Stores inline cases as a dataset (the same one again when the name and cases match):
- * its id into dataset_id (size 64). */
-static enum evd_code store_inline(struct evd_engine *e, PGconn *c, const json_t *cases,
-                                  const char *name, char *dataset_id, struct evd_err *err)
+/* Normalizes inline cases exactly like a JSON upload: *cases (new array) and their hash. */
+static enum evd_code normalize_inline(struct evd_engine *e, const json_t *cases, json_t **out,
+                                      char sha[65], struct evd_err *err)
 {
     struct inline_cases ic = {json_array(), 0, NULL};
     size_t count = 0;
-    char sha[65];
-    json_t *row = NULL;
-    bool created = false;
-    enum evd_code rc;
     if (ic.texts == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     size_t max = e->opts.max_dataset_cases > 0 ? (size_t)e->opts.max_dataset_cases : 10000;
-    if ((rc = evd_dataset_normalize_cases(cases, max, collect_case, &ic, &count, sha, err)) !=
-        EVD_OK)
-        goto out;
+    enum evd_code rc = evd_dataset_normalize_cases(cases, max, collect_case, &ic, &count, sha, err);
+    if (rc != EVD_OK) {
+        json_decref(ic.texts);
+        return rc;
+    }
+    *out = ic.texts;
+    return EVD_OK;
+}
+
+/* Stores normalized inline cases as a dataset (the same one again when the name and cases
+ * match): *row is the dataset (new reference). */
+static enum evd_code store_inline(PGconn *c, json_t *cases, const char *sha, const char *name,
+                                  json_t **row, struct evd_err *err)
+{
+    struct inline_cases ic = {cases, 0, NULL};
+    bool created = false;
     char id[64];
     evd_new_id("ds_", id, sizeof(id));
-    if ((rc = evd_store_dataset_create(c, id, name, sha, count, evd_now_ms(), next_inline, &ic,
-                                       &row, &created, err)) != EVD_OK)
-        goto out;
-    snprintf(dataset_id, 64, "%s", json_string_value(json_object_get(row, "dataset_id")));
-out:
-    json_decref(row);
-    json_decref(ic.texts);
+    enum evd_code rc = evd_store_dataset_create(c, id, name, sha, json_array_size(cases),
+                                                evd_now_ms(), next_inline, &ic, row, &created,
+                                                err);
     free(ic.buf);
     return rc;
 }
@@ -475,25 +598,25 @@ enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, jso
         rc = evd_db_code(err);
         goto out;
     }
-    char id[64], dataset_id[64];
+    char id[64], dataset_id[64] = "", sha[65] = "";
     evd_new_id("exp_", id, sizeof(id));
     if (inline_cases != NULL) {
-        const char *name = json_string_value(json_object_get(normalized, "name"));
-        if ((rc = store_inline(e, c, inline_cases, name ? name : id, dataset_id, err)) != EVD_OK)
+        /* Stored only once every case passed the checks below. */
+        if ((rc = normalize_inline(e, inline_cases, &bodies, sha, err)) != EVD_OK)
             goto out;
     } else {
         snprintf(dataset_id, sizeof(dataset_id), "%s",
                  json_string_value(json_object_get(normalized, "dataset_id")));
-    }
-    if ((dataset = evd_store_dataset_get(c, dataset_id, err)) == NULL) {
-        rc = evd_db_code(err);
-        if (rc == EVD_ENOTFOUND)
-            rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
-        goto out;
-    }
-    if ((bodies = evd_store_dataset_bodies(c, dataset_id, err)) == NULL) {
-        rc = evd_db_code(err);
-        goto out;
+        if ((dataset = evd_store_dataset_get(c, dataset_id, err)) == NULL) {
+            rc = evd_db_code(err);
+            if (rc == EVD_ENOTFOUND)
+                rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
+            goto out;
+        }
+        if ((bodies = evd_store_dataset_bodies(c, dataset_id, err)) == NULL) {
+            rc = evd_db_code(err);
+            goto out;
+        }
     }
     ncases = json_array_size(bodies);
     uint64_t max_runs = e->opts.max_experiment_runs > 0 ? (uint64_t)e->opts.max_experiment_runs
@@ -514,6 +637,28 @@ enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, jso
             rc = err && err->code ? err->code : EVD_ENOMEM;
             goto out;
         }
+    }
+    /* The model, the output contract and the evaluator as an evaluation's start checks
+     * them, the evaluator's arguments rendered for the first case. */
+    json_t *variant = NULL, *evaluator = NULL;
+    if (ncases > 0) {
+        rc = evd_experiment_cell(normalized, json_array_get(bodies, 0), 0, &variant, &evaluator,
+                                 err);
+        if (rc == EVD_OK)
+            rc = evd_engine_check_start(e, c, json_object_get(normalized, "model"),
+                                        json_object_get(normalized, "output"),
+                                        json_is_object(evaluator) ? evaluator : NULL, err);
+        json_decref(variant);
+        json_decref(evaluator);
+        if (rc != EVD_OK)
+            goto out;
+    }
+    if (inline_cases != NULL) {
+        const char *name = json_string_value(json_object_get(normalized, "name"));
+        if ((rc = store_inline(c, bodies, sha, name ? name : id, &dataset, err)) != EVD_OK)
+            goto out;
+        snprintf(dataset_id, sizeof(dataset_id), "%s",
+                 json_string_value(json_object_get(dataset, "dataset_id")));
     }
     json_object_set_new(normalized, "dataset_id", json_string(dataset_id));
     unsigned arms = (unsigned)evd_experiment_arms(normalized);

@@ -54,9 +54,14 @@ CREATE TABLE experiment_cases (
     cells         jsonb NOT NULL DEFAULT '[]',
     flaky         boolean NOT NULL DEFAULT false,
     disagree      boolean NOT NULL DEFAULT false,
+    -- experiment_change_seq at the last write of cells: an analyst that has seen the
+    -- changes up to some number reads only the cases changed after it.
+    changed_seq   bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (experiment_id, case_index)
 );
 CREATE INDEX experiment_cases_id ON experiment_cases (experiment_id, case_id);
+CREATE INDEX experiment_cases_changed ON experiment_cases (experiment_id, changed_seq);
+CREATE SEQUENCE experiment_change_seq;
 
 CREATE TABLE experiment_runs (
     experiment_id text NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
@@ -128,11 +133,13 @@ $$;
 --              scheduled; o_schedule is evald_experiment_schedule's answer (-1: finalize)
 --   exhausted  the next run used up its attempts: the caller fails it (o_position,
 --              o_attempt the attempt to write as)
---   started    the next run is running with attempt o_attempt, the lease renewed
+--   started    the next run is running with attempt o_attempt; o_lease_left_ms of the
+--              job's lease are left
 CREATE FUNCTION evald_cell_next(p_job bigint, p_owner text, p_lease_ms bigint, p_now bigint,
                                 p_max_attempts integer,
                                 OUT o_outcome text, OUT o_position integer,
-                                OUT o_attempt integer, OUT o_schedule integer)
+                                OUT o_attempt integer, OUT o_schedule integer,
+                                OUT o_lease_left_ms bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     j jobs%ROWTYPE;
@@ -160,8 +167,15 @@ BEGIN
         o_outcome := 'done';
         RETURN;
     END IF;
-    UPDATE jobs SET lease_until = now() + make_interval(secs => p_lease_ms / 1000.0)
-    WHERE id = p_job;
+    -- The lease is renewed once a third of it has passed (the keeper renews it while a
+    -- cell is in flight); o_lease_left_ms tells the caller how much of it is left.
+    IF j.lease_until < now() + make_interval(secs => p_lease_ms * 2 / 3 / 1000.0) THEN
+        UPDATE jobs SET lease_until = now() + make_interval(secs => p_lease_ms / 1000.0)
+        WHERE id = p_job;
+        o_lease_left_ms := p_lease_ms;
+    ELSE
+        o_lease_left_ms := (extract(epoch FROM j.lease_until - now()) * 1000)::bigint;
+    END IF;
     o_position := r.position;
     IF r.attempt >= p_max_attempts THEN
         UPDATE experiment_runs SET status = 'running', started_at = p_now
@@ -209,10 +223,35 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    UPDATE experiment_cases SET cells = p_cells, flaky = p_flaky, disagree = p_disagree
+    UPDATE experiment_cases SET cells = p_cells, flaky = p_flaky, disagree = p_disagree,
+        changed_seq = nextval('experiment_change_seq')
     WHERE experiment_id = p_exp AND case_index = p_case;
+    -- Watchers hear of it from the analyst, which rebuilds the analysis and notifies
+    -- (twice a second at most): a notification per run would serialise the commits.
     UPDATE experiments SET dirty = true WHERE id = p_exp AND NOT dirty;
-    PERFORM pg_notify('evald_events', p_exp);
     RETURN true;
+END
+$$;
+
+-- evald_cell_finish of the cell just run (when p_position is not null), then
+-- evald_cell_next, in one statement: a case job pays one round trip and one commit a
+-- cell. 'lost' when the finished cell was not written (taken over or cancelled).
+CREATE FUNCTION evald_cell_step(p_job bigint, p_owner text, p_lease_ms bigint, p_now bigint,
+                                p_max_attempts integer, p_exp text, p_case integer,
+                                p_position integer, p_attempt integer, p_run jsonb,
+                                p_transcript jsonb, p_cells jsonb, p_flaky boolean,
+                                p_disagree boolean,
+                                OUT o_outcome text, OUT o_position integer,
+                                OUT o_attempt integer, OUT o_schedule integer,
+                                OUT o_lease_left_ms bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    IF p_position IS NOT NULL AND NOT evald_cell_finish(p_exp, p_case, p_position, p_attempt,
+            p_run, p_transcript, p_cells, p_flaky, p_disagree, p_now) THEN
+        o_outcome := 'lost';
+        RETURN;
+    END IF;
+    SELECT * INTO o_outcome, o_position, o_attempt, o_schedule, o_lease_left_ms
+    FROM evald_cell_next(p_job, p_owner, p_lease_ms, p_now, p_max_attempts);
 END
 $$;

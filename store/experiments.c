@@ -168,57 +168,8 @@ json_t *evd_store_experiment_list(PGconn *c, unsigned limit, const char *before,
     return evd_store_page_list(c, SQL_LIST, limit, before, next_cursor, err);
 }
 
-/*
- * An ascending page keyed by one integer of the experiment (case index, or a run's
- * case_index·10^4 + position). The first row (key -1) says whether the experiment exists,
- * so an unknown id is told apart from a page past the end; the cursor is
- * "<key>_<experiment id>" (store/page.h's shape), refused by another experiment.
- */
-static json_t *ascending_page(PGconn *c, const char *sql, const char *id, const char *extra,
-                              unsigned limit, const char *before, char **next_cursor,
-                              struct evd_err *err)
-{
-    *next_cursor = NULL;
-    struct evd_store_page pg;
-    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
-        return NULL;
-    if (pg.id != NULL && strcmp(pg.id, id) != 0) {
-        evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
-        return NULL;
-    }
-    const char *p[] = {id, pg.lim, pg.ts, extra};
-    PGresult *r = evd_db_query(c, sql, 4, p, err);
-    if (r == NULL)
-        return NULL;
-    json_t *out = NULL;
-    int n = PQntuples(r);
-    if (n == 0 || !PQgetisnull(r, 0, 0)) {
-        evd_err_set(err, EVD_ENOTFOUND, "experiment not found: %s", id);
-        goto out;
-    }
-    out = json_array();
-    for (int i = 1; out != NULL && i < n && (unsigned)(i - 1) < limit; i++) {
-        json_t *v = evd_db_col_json(r, i, 0);
-        if (v == NULL || json_array_append_new(out, v) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out != NULL && (unsigned)(n - 1) > limit) {
-        char cur[128];
-        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit, 1), id);
-        if ((*next_cursor = strdup(cur)) == NULL) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out == NULL)
-        evd_err_set(err, EVD_ENOMEM, "out of memory");
-out:
-    PQclear(r);
-    return out;
-}
-
+/* Ascending pages (store/page.h) keyed by case index, or for runs by
+ * case_index * 100000 + position. */
 static const char SQL_CASES_PAGE[] =
     "SELECT NULL::text, -1::bigint AS k FROM experiments WHERE id = $1"
     " UNION ALL (SELECT json_build_object('case_id', e.case_id, 'case_index', e.case_index,"
@@ -233,7 +184,8 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
                                    unsigned limit, const char *before, char **next_cursor,
                                    struct evd_err *err)
 {
-    return ascending_page(c, SQL_CASES_PAGE, id, filter, limit, before, next_cursor, err);
+    return evd_store_page_ascending(c, SQL_CASES_PAGE, "experiment", id, filter, limit, before,
+                                    next_cursor, err);
 }
 
 #define RUN_JSON(transcript)                                                                \
@@ -271,8 +223,8 @@ json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id
                                   unsigned limit, const char *before, bool with_transcript,
                                   char **next_cursor, struct evd_err *err)
 {
-    return ascending_page(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE, id, case_id,
-                          limit, before, next_cursor, err);
+    return evd_store_page_ascending(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE,
+                                    "experiment", id, case_id, limit, before, next_cursor, err);
 }
 
 enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,
@@ -343,53 +295,103 @@ enum evd_code evd_store_cell_case(PGconn *c, const char *id, int case_index, jso
     return rc;
 }
 
-enum evd_code evd_store_cell_next(PGconn *c, int64_t job_id, const char *owner, long lease_ms,
-                                  int64_t now, int max_attempts, enum evd_cell_next *outcome,
-                                  int *position, int *attempt, int *schedule,
-                                  struct evd_err *err)
+/* The text parameters of a finished cell: $6.. of evald_cell_step. */
+struct done_params {
+    char ci[16], pos[16], att[16];
+    char *run, *transcript, *cells;
+};
+
+static bool done_params(const struct evd_store_cell_done *d, struct done_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    if (d == NULL)
+        return true;
+    snprintf(p->ci, sizeof(p->ci), "%d", d->case_index);
+    snprintf(p->pos, sizeof(p->pos), "%d", d->position);
+    snprintf(p->att, sizeof(p->att), "%d", d->attempt);
+    p->run = dump(d->run);
+    p->transcript = d->transcript ? dump(d->transcript) : NULL;
+    p->cells = dump(d->cells);
+    return p->run != NULL && p->cells != NULL && (d->transcript == NULL || p->transcript);
+}
+
+static void done_params_free(struct done_params *p)
+{
+    free(p->run);
+    free(p->transcript);
+    free(p->cells);
+}
+
+enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, long lease_ms,
+                                  int64_t now, int max_attempts,
+                                  const struct evd_store_cell_done *done,
+                                  struct evd_store_cell_next *next, struct evd_err *err)
 {
     char job[32], lease[32], ts[32], max[16];
     I64(job, job_id);
     I64(lease, lease_ms);
     I64(ts, now);
     snprintf(max, sizeof(max), "%d", max_attempts);
-    const char *p[] = {job, owner, lease, ts, max};
-    PGresult *r = evd_db_query(
-        c, "SELECT * FROM evald_cell_next($1::bigint, $2, $3::bigint, $4::bigint, $5::int)", 5,
-        p, err);
+    struct done_params d;
+    memset(next, 0, sizeof(*next));
+    next->outcome = EVD_CELL_LOST;
+    if (!done_params(done, &d)) {
+        done_params_free(&d);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    const char *p[] = {job,
+                       owner,
+                       lease,
+                       ts,
+                       max,
+                       done ? done->experiment_id : NULL,
+                       done ? d.ci : NULL,
+                       done ? d.pos : NULL,
+                       done ? d.att : NULL,
+                       d.run,
+                       d.transcript,
+                       d.cells,
+                       done ? (done->flaky ? "t" : "f") : NULL,
+                       done ? (done->disagree ? "t" : "f") : NULL};
+    PGresult *r = evd_db_query(c,
+                               "SELECT * FROM evald_cell_step($1::bigint, $2, $3::bigint,"
+                               " $4::bigint, $5::int, $6, $7::int, $8::int, $9::int,"
+                               " $10::jsonb, $11::jsonb, $12::jsonb, $13::boolean,"
+                               " $14::boolean)",
+                               14, p, err);
+    done_params_free(&d);
     if (r == NULL)
         return evd_db_code(err);
-    const char *o = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "lost";
-    *outcome = strcmp(o, "started") == 0     ? EVD_CELL_STARTED
-               : strcmp(o, "exhausted") == 0 ? EVD_CELL_EXHAUSTED
-               : strcmp(o, "done") == 0      ? EVD_CELL_DONE
-               : strcmp(o, "gone") == 0      ? EVD_CELL_GONE
-                                             : EVD_CELL_LOST;
-    *position = PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 1)) : 0;
-    *attempt = PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 2)) : 0;
-    *schedule = PQntuples(r) == 1 && !PQgetisnull(r, 0, 3) ? atoi(PQgetvalue(r, 0, 3)) : 0;
+    if (PQntuples(r) == 1) {
+        const char *o = PQgetvalue(r, 0, 0);
+        next->outcome = strcmp(o, "started") == 0     ? EVD_CELL_STARTED
+                        : strcmp(o, "exhausted") == 0 ? EVD_CELL_EXHAUSTED
+                        : strcmp(o, "done") == 0      ? EVD_CELL_DONE
+                        : strcmp(o, "gone") == 0      ? EVD_CELL_GONE
+                                                      : EVD_CELL_LOST;
+        next->position = atoi(PQgetvalue(r, 0, 1));
+        next->attempt = atoi(PQgetvalue(r, 0, 2));
+        next->schedule = PQgetisnull(r, 0, 3) ? 0 : atoi(PQgetvalue(r, 0, 3));
+        next->lease_left_ms = PQgetisnull(r, 0, 4) ? 0 : evd_db_col_i64(r, 0, 4);
+    }
     PQclear(r);
     return EVD_OK;
 }
 
-enum evd_code evd_store_cell_finish(PGconn *c, const char *id, int case_index, int position,
-                                    int attempt, const json_t *run, const json_t *transcript,
-                                    const json_t *cells, bool flaky, bool disagree, int64_t now,
-                                    bool *written, struct evd_err *err)
+enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done *done,
+                                    int64_t now, bool *written, struct evd_err *err)
 {
-    char ci[16], pos[16], att[16], ts[32];
-    snprintf(ci, sizeof(ci), "%d", case_index);
-    snprintf(pos, sizeof(pos), "%d", position);
-    snprintf(att, sizeof(att), "%d", attempt);
+    char ts[32];
     I64(ts, now);
-    char *rt = dump(run), *tt = dump(transcript), *ct = dump(cells);
+    struct done_params d;
     *written = false;
-    enum evd_code rc;
-    if (rt == NULL || ct == NULL || (transcript != NULL && tt == NULL)) {
+    enum evd_code rc = EVD_OK;
+    if (!done_params(done, &d)) {
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
     }
-    const char *p[] = {id, ci, pos, att, rt, tt, ct, flaky ? "t" : "f", disagree ? "t" : "f", ts};
+    const char *p[] = {done->experiment_id, d.ci, d.pos, d.att, d.run, d.transcript, d.cells,
+                       done->flaky ? "t" : "f", done->disagree ? "t" : "f", ts};
     PGresult *r = evd_db_query(c,
                                "SELECT evald_cell_finish($1, $2::int, $3::int, $4::int,"
                                " $5::jsonb, $6::jsonb, $7::jsonb, $8::boolean, $9::boolean,"
@@ -401,11 +403,8 @@ enum evd_code evd_store_cell_finish(PGconn *c, const char *id, int case_index, i
     }
     *written = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     PQclear(r);
-    rc = EVD_OK;
 out:
-    free(rt);
-    free(tt);
-    free(ct);
+    done_params_free(&d);
     return rc;
 }
 
@@ -451,15 +450,19 @@ enum evd_code evd_store_cell_hand_back(PGconn *c, int64_t job_id, const char *ow
     return evd_db_exec(c, SQL_HAND_BACK, 6, p, err);
 }
 
-json_t *evd_store_experiment_cells(PGconn *c, const char *id, struct evd_err *err)
+json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after,
+                                   struct evd_err *err)
 {
-    const char *p[] = {id};
+    char af[32];
+    I64(af, after);
+    const char *p[] = {id, af};
     PGresult *r = evd_db_query(c,
                                "SELECT coalesce(json_agg(json_build_object('case_index',"
-                               " case_index, 'cluster', cluster, 'cells', cells)"
-                               " ORDER BY case_index), '[]')::text FROM experiment_cases"
-                               " WHERE experiment_id = $1",
-                               1, p, err);
+                               " case_index, 'cluster', cluster, 'cells', cells, 'changed_seq',"
+                               " changed_seq) ORDER BY case_index), '[]')::text"
+                               " FROM experiment_cases WHERE experiment_id = $1"
+                               " AND ($2::bigint < 0 OR changed_seq > $2::bigint)",
+                               2, p, err);
     if (r == NULL)
         return NULL;
     json_t *out = PQntuples(r) == 1 ? evd_db_col_json(r, 0, 0) : NULL;

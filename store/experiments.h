@@ -81,17 +81,34 @@ enum evd_cell_next {
     EVD_CELL_EXHAUSTED,
     EVD_CELL_STARTED,
 };
-/* evald_cell_next (migrations/0010): autocommits. *schedule is the scheduler's answer
- * for EVD_CELL_DONE (-1: every run terminal, finalize). */
-enum evd_code evd_store_cell_next(PGconn *c, int64_t job_id, const char *owner, long lease_ms,
-                                  int64_t now, int max_attempts, enum evd_cell_next *outcome,
-                                  int *position, int *attempt, int *schedule,
-                                  struct evd_err *err);
-/* evald_cell_finish: *written false when the run was taken over or cancelled. */
-enum evd_code evd_store_cell_finish(PGconn *c, const char *id, int case_index, int position,
-                                    int attempt, const json_t *run, const json_t *transcript,
-                                    const json_t *cells, bool flaky, bool disagree, int64_t now,
-                                    bool *written, struct evd_err *err);
+/* A finished cell to write (evald_cell_finish). */
+struct evd_store_cell_done {
+    const char *experiment_id;
+    int case_index, position, attempt;
+    const json_t *run;        /* the terminal run object */
+    const json_t *transcript; /* or NULL */
+    const json_t *cells;      /* the case's cells, one per arm */
+    bool flaky, disagree;
+};
+/* What evald_cell_next answered. */
+struct evd_store_cell_next {
+    enum evd_cell_next outcome;
+    int position, attempt; /* STARTED, EXHAUSTED */
+    int schedule;          /* DONE: the scheduler's answer (-1: every run terminal) */
+    int64_t lease_left_ms; /* STARTED, EXHAUSTED: what is left of the job's lease */
+};
+/*
+ * evald_cell_step (migrations/0010): writes `done` (when not NULL; EVD_CELL_LOST when it
+ * was not written: taken over or cancelled), then starts the next cell of job `job_id`.
+ * Autocommits: one round trip a cell.
+ */
+enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, long lease_ms,
+                                  int64_t now, int max_attempts,
+                                  const struct evd_store_cell_done *done,
+                                  struct evd_store_cell_next *next, struct evd_err *err);
+/* evald_cell_finish alone: *written false when the run was taken over or cancelled. */
+enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done *done,
+                                    int64_t now, bool *written, struct evd_err *err);
 /* The running run's metrics snapshot (one statement). */
 enum evd_code evd_store_cell_progress(PGconn *c, const char *id, int case_index, int position,
                                       int attempt, const json_t *metrics, struct evd_err *err);
@@ -101,9 +118,10 @@ enum evd_code evd_store_cell_hand_back(PGconn *c, int64_t job_id, const char *ow
                                        const char *id, int case_index, int position, int attempt,
                                        struct evd_err *err);
 
-/* The inputs of an analysis: per case {case_index, cluster, cells} in dataset order
- * (new array). */
-json_t *evd_store_experiment_cells(PGconn *c, const char *id, struct evd_err *err);
+/* The inputs of an analysis: per case {case_index, cluster, cells, changed_seq} in dataset
+ * order (new array), every case (after < 0) or those changed after change number `after`. */
+json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after,
+                                   struct evd_err *err);
 /* Takes the oldest experiment whose analysis is out of date and that no other process is
  * rebuilding: *id (size 64) and *seq; false when none. Autocommits. */
 enum evd_code evd_store_experiment_take_dirty(PGconn *c, char *id, int64_t *seq, bool *found,
