@@ -10,4 +10,4 @@ command -v node >/dev/null 2>&1 || { echo "SKIPPED: node is not installed; brows
 cd "$dir" || exit 1
 node --test units.test.mjs sessions.units.test.mjs experiments.units.test.mjs || exit 1
 # The specs script one shared stub: run them one after the other.
-exec "$dir/../stack.sh" node --test --test-concurrency=1 console.spec.mjs sessions.spec.mjs
+exec "$dir/../stack.sh" node --test --test-concurrency=1 console.spec.mjs sessions.spec.mjs experiments.spec.mjs
