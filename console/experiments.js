@@ -118,9 +118,9 @@ function mountNew(root, ctx) {
     }
 
     // A text input or textarea bound to get/set on the form state.
-    function bound(name, get, set, { area = false, rows = 3, placeholder, type = 'text' } = {}) {
+    function bound(name, get, set, { area = false, rows = 3, placeholder, type = 'text', list } = {}) {
         const el = h(area ? 'textarea' : 'input', {
-            id: `exp-${name}`, 'data-testid': `exp-field-${name}`, placeholder, rows: area ? rows : undefined, type: area ? undefined : type,
+            id: `exp-${name}`, 'data-testid': `exp-field-${name}`, placeholder, rows: area ? rows : undefined, type: area ? undefined : type, list,
             value: get(),
             oninput: (e) => {
                 set(e.target.value);
@@ -183,12 +183,26 @@ function mountNew(root, ctx) {
         st.datasets = res.datasets || [];
         renderDatasets();
     }).catch((e) => { if (!st.disposed) ctx.toast(`Could not load the datasets: ${e.message}`, 'error'); });
+    // The catalogue fills the model's suggestions; picking one sets its provider.
+    const modelList = h('datalist', { id: 'exp-models' });
+    const modelName = (m) => m.id || m.model || '';
     api.models().then((res) => {
-        const first = (res.models || []).find((m) => m.available);
-        if (first && !form.model && !st.disposed) {
-            form.model = first.model;
+        if (st.disposed) return;
+        const models = (res.models || []).filter((m) => modelName(m));
+        replace(modelList, models.map((m) => h('option', { value: modelName(m) }, `${m.provider || ''}${m.available === false ? ' (unavailable)' : ''}`)));
+        const modelInput = controls.get('model');
+        modelInput.addEventListener('change', () => {
+            const m = models.find((x) => modelName(x) === form.model);
+            if (m && m.provider) {
+                form.provider = m.provider;
+                controls.get('provider').value = m.provider;
+            }
+        });
+        const first = models.find((m) => m.available);
+        if (first && !form.model) {
+            form.model = modelName(first);
             form.provider = first.provider || '';
-            controls.get('model').value = form.model;
+            modelInput.value = form.model;
             controls.get('provider').value = form.provider;
         }
     }).catch(() => {});
@@ -239,7 +253,7 @@ function mountNew(root, ctx) {
             field('name', 'Name', bound('name', () => form.name, (v) => { form.name = v; }, { placeholder: 'e.g. qa-brevity' })),
             field('dimension', 'What differs', dimension)),
         h('div', { class: 'row2' },
-            field('model', 'Model', bound('model', () => form.model, (v) => { form.model = v; }, { placeholder: 'e.g. gpt-4.1-mini' })),
+            field('model', 'Model', [bound('model', () => form.model, (v) => { form.model = v; }, { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' }), modelList]),
             field('provider', 'Provider', bound('provider', () => form.provider, (v) => { form.provider = v; }, { placeholder: 'inferred from the model when empty' }))),
         h('h2', null, 'Arms'),
         armsBox,
