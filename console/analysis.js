@@ -87,11 +87,10 @@ export function experimentRequest(form) {
     if (!form.dataset_id) fail('dataset', 'choose a dataset or upload a file');
     else request.dataset_id = form.dataset_id;
     const fid = form.evaluator_function_id.trim();
-    if (fid) {
-        const args = form.evaluator_arguments.trim() ? jsonObject(form.evaluator_arguments) : {};
-        if (!args) fail('evaluator_arguments', 'evaluator.arguments must be a JSON object');
-        request.evaluator = { function_id: fid, arguments: args || {} };
-    }
+    if (!fid) fail('evaluator_function_id', 'evaluator is required');
+    const args = form.evaluator_arguments.trim() ? jsonObject(form.evaluator_arguments) : {};
+    if (!args) fail('evaluator_arguments', 'evaluator.arguments must be a JSON object');
+    request.evaluator = { function_id: fid, arguments: args || {} };
     const repeats = wholeNumber(form.repeats);
     if (repeats === null || repeats < 1) fail('repeats', 'repeats must be a whole number of at least 1');
     request.repeats = repeats;
@@ -247,6 +246,18 @@ export function forestScale(rows, { left = 0, right = 1, margin = 0 } = {}) {
     max += pad;
     const x = (v) => left + ((v - min) / (max - min)) * (right - left);
     return { min, max, x };
+}
+
+// Round tick values for an axis over [min, max]: multiples of the smallest step of 1, 2 or
+// 5 × 10^k that cuts the range into at most `count` steps; 0 is a tick when it is in range.
+export function niceTicks(min, max, count = 5) {
+    if (!(max > min)) return [min];
+    const raw = (max - min) / Math.max(1, count);
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) || 10 * p;
+    const out = [];
+    for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12)));
+    return out;
 }
 
 // Splits text into words and the whitespace between them (both kept, so the pieces join back

@@ -12,7 +12,7 @@
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
     MAX_TREATMENTS, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest,
-    fmtPp, forestScale, matrixCell, outputText, runPassed, uploadType, verdictBanner, wordDiff,
+    fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, uploadType, verdictBanner, wordDiff,
 } from './analysis.js';
 import { h, replace, svg } from './dom.js';
 import { DASH, fmtAgo, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal } from './format.js';
@@ -265,7 +265,7 @@ function mountNew(root, ctx) {
         h('h2', null, 'Evaluation'),
         h('div', { class: 'row2' },
             field('evaluator_function_id', 'Evaluator function', bound('evaluator_function_id', () => form.evaluator_function_id, (v) => { form.evaluator_function_id = v; }),
-                'Empty: runs are not evaluated (no verdict).'),
+                'Decides whether a run passed, e.g. eval::assert::normalized_text or eval::assert::exact.'),
             field('evaluator_arguments', 'Arguments (JSON)', bound('evaluator_arguments', () => form.evaluator_arguments, (v) => { form.evaluator_arguments = v; }, { area: true, rows: 2 }))),
         h('div', { class: 'grid3' },
             field('repeats', 'Repeats per arm and case', bound('repeats', () => form.repeats, (v) => { form.repeats = v; }, { type: 'number' })),
@@ -360,7 +360,8 @@ function forestPlot(exp) {
     }
     root.appendChild(svg('line', { x1: x(0), x2: x(0), y1: top - 8, y2: bottom, class: 'forest-zero', 'data-testid': 'forest-zero' }));
     root.appendChild(svg('line', { x1: FOREST_LEFT, x2: FOREST_RIGHT, y1: bottom, y2: bottom, class: 'axis' }));
-    for (const v of [min, 0, max]) {
+    for (const v of niceTicks(min, max, 8)) {
+        root.appendChild(svg('line', { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4, class: 'axis' }));
         root.appendChild(svg('text', { x: x(v), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, v === 0 ? '0' : fmtPp(v)));
     }
     root.appendChild(svg('text', { x: FOREST_RIGHT + 10, y: top - 8, class: 'tick' }, 'delta [interval]'));
@@ -401,6 +402,14 @@ function signed(v, kind) {
     if (!Number.isFinite(v)) return DASH;
     const text = fmtValue(Math.abs(v), kind);
     return v > 0 ? `+${text}` : v < 0 ? `−${text}` : text;
+}
+
+// The arms of an experiment: the analysis's, or (before the first analysis) the request's.
+function armList(exp) {
+    if (exp && Array.isArray(exp.arms) && exp.arms.length) return exp.arms;
+    const req = (exp && exp.request) || {};
+    const variants = [req.control || {}, ...(Array.isArray(req.treatments) ? req.treatments : [])];
+    return variants.map((v, i) => ({ index: i, label: v.label || 'ABCDE'[i], role: i === 0 ? 'control' : 'treatment' }));
 }
 
 function mountDetail(root, ctx, id) {
@@ -462,7 +471,7 @@ function mountDetail(root, ctx, id) {
                 !terminal ? h('span', { class: `live ${st.live}`, 'data-testid': 'exp-live' },
                     st.live === 'open' ? 'live' : st.live === 'retrying' ? 'reconnecting…' : 'connecting…') : null),
             h('p', { class: 'subtitle' },
-                `${(e.arms || []).map((a) => a.label).join(' vs ')} · ${req.dimension || 'prompt'} · ${model.model || ''}${model.provider ? ` (${model.provider})` : ''} · ${fmtInt(ds.case_count)} cases × ${fmtInt(req.repeats)} repeats · created ${fmtDate(e.created_at)}`),
+                `${armList(e).map((a) => a.label).join(' vs ')} · ${req.dimension || 'prompt'} · ${model.model || ''}${model.provider ? ` (${model.provider})` : ''} · ${fmtInt(ds.case_count)} cases × ${fmtInt(req.repeats)} repeats · created ${fmtDate(e.created_at)}`),
             h('p', { class: 'idline small muted' }, h('code', { 'data-testid': 'exp-id' }, e.experiment_id), ' · dataset ', h('code', null, ds.dataset_id || DASH)),
             h('div', { class: 'actions', 'data-testid': 'exp-actions' },
                 !terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-cancel', onclick: cancel }, 'Cancel') : null,
@@ -479,7 +488,7 @@ function mountDetail(root, ctx, id) {
             h('div', { class: 'progressbar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done },
                 h('span', { style: `width:${pct}%` })),
             h('p', { 'data-testid': 'exp-progress-text', 'data-done': done, 'data-total': total },
-                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} passed · ${fmtInt(p.failed_runs)} failed`));
+                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} passed · ${fmtInt(Math.max(0, done - (p.passed_runs || 0) - (p.failed_runs || 0)))} did not pass · ${fmtInt(p.failed_runs)} failed to run`));
     }
 
     function renderVerdicts() {
@@ -555,7 +564,7 @@ function mountDetail(root, ctx, id) {
 
     // ---- matrix
     function renderMatrix() {
-        const arms = (st.exp && st.exp.arms) || [];
+        const arms = armList(st.exp);
         const filterButton = (value, label) => h('button', {
             type: 'button', class: ['small', st.filter === value && 'primary'], 'aria-pressed': String(st.filter === value),
             'data-testid': `exp-filter-${value || 'all'}`, onclick: () => { if (st.filter !== value) { st.filter = value; loadCases(true); } },
@@ -680,7 +689,8 @@ function mountDetail(root, ctx, id) {
     function runBlock(run, control) {
         const passed = runPassed(run);
         const text = outputText(run.output);
-        const verdict = run.status !== 'completed' ? run.status : passed === true ? 'passed' : passed === false ? 'failed' : 'not evaluated';
+        const verdict = run.status !== 'completed' ? (passed === false ? 'missed criteria' : run.status)
+            : passed === true ? 'met criteria' : passed === false ? 'missed criteria' : 'not evaluated';
         const diff = control && run.arm !== control.arm ? wordDiff(outputText(control.output), text) : null;
         const failures = Array.isArray(run.failures) ? run.failures : [];
         return h('div', { class: 'exp-run', 'data-testid': 'exp-run', 'data-run-id': run.run_id, 'data-arm': run.arm, 'data-repeat': run.repeat, 'data-passed': String(passed) },
@@ -692,7 +702,11 @@ function mountDetail(root, ctx, id) {
             h('pre', { class: 'raw', 'data-testid': 'exp-run-output' }, text || '(no output)'),
             diff ? h('div', { class: 'diff', 'data-testid': 'exp-run-diff', title: `words removed from / added to the control's repeat ${control.repeat}` },
                 h('span', { class: 'muted small' }, `vs control repeat ${control.repeat}: `),
-                diff.map((p) => (p.op === 'same' ? p.text : h(p.op === 'add' ? 'ins' : 'del', null, p.text)))) : null,
+                diff.map((p) => {
+                    if (p.op === 'same') return p.text;
+                    const lead = p.text.startsWith(' ') ? ' ' : '';
+                    return [lead, h(p.op === 'add' ? 'ins' : 'del', null, p.text.slice(lead.length))];
+                })) : null,
             run.session_id ? h('p', { class: 'small muted' }, 'session ', h('code', null, run.session_id)) : null);
     }
 
@@ -700,7 +714,7 @@ function mountDetail(root, ctx, id) {
         const c = st.selected;
         els.caseView.hidden = !c;
         if (!c) return;
-        const arms = (st.exp && st.exp.arms) || [];
+        const arms = armList(st.exp);
         let body;
         if (st.runsError) body = h('p', { class: 'error-text' }, st.runsError);
         else if (!st.runs) body = h('p', { class: 'muted' }, 'Loading runs…');

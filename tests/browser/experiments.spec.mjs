@@ -73,7 +73,7 @@ else describe('experiments view', () => {
     async function shot(name) {
         mkdirSync(ARTIFACTS, { recursive: true });
         await page.evaluate(() => window.scrollTo(0, 0));
-        await page.locator('#main').screenshot({ path: path.join(ARTIFACTS, name), style: '.topbar { position: static !important; }' });
+        await page.locator('#main').screenshot({ path: path.join(ARTIFACTS, name), style: '.topbar { position: static !important; } .toast { display: none !important; }' });
     }
 
     const currentId = () => (/#\/experiments\/(exp_[0-9a-f]+)/.exec(page.url()) || [])[1] || null;
@@ -171,8 +171,9 @@ else describe('experiments view', () => {
         assert.equal(exp.analysis.partial, false);
         assert.equal(exp.progress.total_runs, 36);
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-progress-text]')?.dataset.done === '36', null, { timeout: 10000 });
-        assert.equal(await page.textContent('[data-testid=exp-progress-text]'), `36/36 runs finished · ${exp.progress.passed_runs} passed · ${exp.progress.failed_runs} failed`);
         assert.equal(exp.progress.passed_runs, 18 + 4, 'the stub decided 22 passes');
+        assert.equal(exp.progress.failed_runs, 0);
+        assert.equal(await page.textContent('[data-testid=exp-progress-text]'), '36/36 runs finished · 22 passed · 14 did not pass · 0 failed to run');
 
         // The verdict: mean paired difference (0 + 2/3 + 1 × 4) / 6 = 7/9, clearly above 0.
         const cmp = exp.comparisons[0];
@@ -282,12 +283,16 @@ else describe('experiments view', () => {
             control: { label: 'v1', prompt: 'CTRL {{question}}' },
             treatments: [{ label: 'v2', prompt: 'TREAT {{question}}' }],
             dataset_id: ds.dataset_id,
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: 'late' } },
             repeats: 1,
         });
         assert.equal(start.status, 202, JSON.stringify(start.data));
         const id = start.data.experiment_id;
         await page.goto(`${BASE}/#/experiments/${id}`);
         await page.waitForSelector('[data-testid=exp-cancel]');
+        // Running: the view follows the event stream.
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-live]')?.textContent === 'live', null, { timeout: 10000 });
+        assert.notEqual(await page.getAttribute('[data-testid=exp-status]', 'data-status'), 'cancelled');
         await page.click('[data-testid=exp-cancel]');
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-status]')?.dataset.status === 'cancelled', null, { timeout: 15000 });
         assert.equal((await http('GET', `${BASE}/v1/experiments/${id}`)).data.status, 'cancelled');

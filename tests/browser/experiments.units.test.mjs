@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, fmtPp, forestScale, matrixCell,
+    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, fmtPp, forestScale, matrixCell, niceTicks,
     outputText, runPassed, tokenize, uploadType, verdictBanner, wordDiff,
 } from '../../console/analysis.js';
 
@@ -49,9 +49,9 @@ test('cluster_by, min_effect, advanced JSON and several treatments reach the req
     assert.deepEqual(request.treatments[1], { prompt: 'Be brief: {{question}}', system_prompt: 'terse' }, 'an empty label is left to the server');
 });
 
-test('an empty evaluator id sends no evaluator', () => {
-    const { request } = experimentRequest(form({ evaluator_function_id: '  ' }));
-    assert.equal('evaluator' in request, false);
+test('an evaluator is required, as on the server', () => {
+    assert.deepEqual(errorsOf(form({ evaluator_function_id: '  ' })), ['evaluator_function_id: evaluator is required']);
+    assert.deepEqual(experimentRequest(form({ evaluator_arguments: '' })).request.evaluator, { function_id: 'eval::assert::normalized_text', arguments: {} });
 });
 
 test('every client check names its field, and a request with errors is null', () => {
@@ -165,6 +165,14 @@ test('the forest scale always shows zero, every interval and the margin', () => 
     const flat = forestScale([]);
     assert.ok(flat.max > flat.min);
     assert.equal(fmtPp(-0.0001), '0 pp');
+});
+
+test('axis ticks are round, in range, and hold zero', () => {
+    assert.deepEqual(niceTicks(-0.096, 1.298, 8), [0, 0.2, 0.4, 0.6, 0.8, 1, 1.2]);
+    assert.deepEqual(niceTicks(-0.096, 1.298, 6), [0, 0.5, 1], 'at most 6 steps');
+    assert.deepEqual(niceTicks(-0.31, 0.2, 8), [-0.3, -0.2, -0.1, 0, 0.1, 0.2]);
+    assert.deepEqual(niceTicks(-0.011, 0.012, 4), [-0.01, 0, 0.01]);
+    assert.deepEqual(niceTicks(1, 1), [1]);
 });
 
 test('the word diff keeps every word once, in order, and marks only changes', () => {
