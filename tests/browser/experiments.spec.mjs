@@ -11,7 +11,7 @@
 // Without EVALD_URL it prints SKIPPED and passes.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -260,6 +260,14 @@ else describe('experiments view', () => {
             if (format === 'jsonl') assert.equal(JSON.parse(lines[0]).experiment_id, id);
             else assert.match(lines[0], /experiment_id/);
         }
+
+        // Clicking the link downloads the same records (with a token, through the Authorization header).
+        const [download] = await Promise.all([page.waitForEvent('download', { timeout: 15000 }), page.click('[data-testid=exp-export-jsonl]')]);
+        assert.equal(download.suggestedFilename(), `${id}.jsonl`);
+        const saved = readFileSync(await download.path(), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+        assert.equal(saved.length, 36);
+        assert.deepEqual(new Set(saved.map((r) => r.run_id)).size, 36);
+        assert.equal(saved.filter((r) => r.passed === true).length, 22);
 
         // The list shows it, newest first.
         await page.click('text=← Experiments');
