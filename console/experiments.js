@@ -329,13 +329,55 @@ function mountNew(root, ctx) {
 
 // ---------------------------------------------------------------- detail
 
-const FOREST_W = 760;
-const FOREST_LEFT = 130;
-const FOREST_RIGHT = 520;
+const FOREST_WIDE = 760;
+const FOREST_WIDE_LEFT = 130;
+const FOREST_WIDE_RIGHT = 520;
+const FOREST_SMALL = { w: 480, left: 70, right: 330 };
 const FOREST_ROW = 30;
 
-// The forest plot: one row per comparison, the pass-rate delta as a dot and its interval as a
-// line, the zero line, and ±min_effect shaded when set.
+// A forest plot: one row per treatment, its delta as a dot and its interval as a line with
+// ends, the zero line, ±margin shaded when given, round ticks. rows: [{label, treatment,
+// verdict, delta, low, high}]; fmt formats a value; ids: {row, zero} data-testids.
+function forestSvg(rows, { fmt, margin = 0, marginTitle = '', ids = {}, aria, metric, geometry = {} }) {
+    const { w, left, right } = { w: FOREST_WIDE, left: FOREST_WIDE_LEFT, right: FOREST_WIDE_RIGHT, ...geometry };
+    const top = 22;
+    const height = top + rows.length * FOREST_ROW + 26;
+    const { min, max, x } = forestScale(rows, { left, right, margin });
+    const root = svg('svg', { viewBox: `0 0 ${w} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet', 'aria-label': aria });
+    const bottom = top + rows.length * FOREST_ROW;
+    if (margin > 0) {
+        root.appendChild(svg('rect', { x: x(-margin), y: top - 6, width: x(margin) - x(-margin), height: bottom - top + 6, class: 'forest-margin', 'data-testid': ids.margin },
+            svg('title', null, marginTitle)));
+    }
+    root.appendChild(svg('line', { x1: x(0), x2: x(0), y1: top - 8, y2: bottom, class: 'forest-zero', 'data-testid': ids.zero }));
+    root.appendChild(svg('line', { x1: left, x2: right, y1: bottom, y2: bottom, class: 'axis' }));
+    for (const v of niceTicks(min, max, 8)) {
+        root.appendChild(svg('line', { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4, class: 'axis' }));
+        root.appendChild(svg('text', { x: x(v), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, v === 0 ? '0' : fmt(v)));
+    }
+    root.appendChild(svg('text', { x: right + 10, y: top - 8, class: 'tick' }, 'delta [interval]'));
+    const num = (v) => (Number.isFinite(v) ? v : '');
+    rows.forEach((r, i) => {
+        const cy = top + i * FOREST_ROW + FOREST_ROW / 2;
+        const g = svg('g', {
+            class: `forest-row v-${r.verdict || 'inconclusive'}`, 'data-testid': ids.row, 'data-treatment': r.treatment, 'data-metric': metric,
+            'data-delta': num(r.delta), 'data-low': num(r.low), 'data-high': num(r.high),
+        });
+        g.appendChild(svg('text', { x: left - 10, y: cy + 4, class: 'forest-label', 'text-anchor': 'end' }, r.label));
+        if (Number.isFinite(r.low) && Number.isFinite(r.high)) {
+            g.appendChild(svg('line', { x1: x(r.low), x2: x(r.high), y1: cy, y2: cy, class: 'forest-ci' }));
+            for (const v of [r.low, r.high]) g.appendChild(svg('line', { x1: x(v), x2: x(v), y1: cy - 5, y2: cy + 5, class: 'forest-ci' }));
+        }
+        if (Number.isFinite(r.delta)) g.appendChild(svg('circle', { cx: x(r.delta), cy, r: 5, class: 'forest-point' }));
+        g.appendChild(svg('text', { x: right + 10, y: cy + 4, class: 'tick' },
+            Number.isFinite(r.low) ? `${fmt(r.delta)} [${fmt(r.low)}, ${fmt(r.high)}]` : `${fmt(r.delta)} (no interval)`));
+        g.appendChild(svg('title', null, `${r.label}: ${r.verdict || 'no verdict'}`));
+        root.appendChild(g);
+    });
+    return root;
+}
+
+// The forest plot of the pass-rate deltas, ±min_effect shaded.
 function forestPlot(exp) {
     const comps = exp.comparisons || [];
     const margin = (exp.analysis && exp.analysis.min_effect) || 0;
@@ -346,43 +388,11 @@ function forestPlot(exp) {
         fig.appendChild(h('p', { class: 'chart-empty' }, 'no comparison yet'));
         return fig;
     }
-    const top = 22;
-    const height = top + rows.length * FOREST_ROW + 26;
-    const { min, max, x } = forestScale(rows, { left: FOREST_LEFT, right: FOREST_RIGHT, margin });
-    const root = svg('svg', {
-        viewBox: `0 0 ${FOREST_W} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
-        'aria-label': 'Forest plot of the pass-rate difference of every treatment against the control, with its confidence interval',
-    });
-    const bottom = top + rows.length * FOREST_ROW;
-    if (margin > 0) {
-        root.appendChild(svg('rect', { x: x(-margin), y: top - 6, width: x(margin) - x(-margin), height: bottom - top + 6, class: 'forest-margin', 'data-testid': 'forest-margin' },
-            svg('title', null, `±${fmtPp(margin).replace(/^\+/, '')}: the smallest effect that matters`)));
-    }
-    root.appendChild(svg('line', { x1: x(0), x2: x(0), y1: top - 8, y2: bottom, class: 'forest-zero', 'data-testid': 'forest-zero' }));
-    root.appendChild(svg('line', { x1: FOREST_LEFT, x2: FOREST_RIGHT, y1: bottom, y2: bottom, class: 'axis' }));
-    for (const v of niceTicks(min, max, 8)) {
-        root.appendChild(svg('line', { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4, class: 'axis' }));
-        root.appendChild(svg('text', { x: x(v), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, v === 0 ? '0' : fmtPp(v)));
-    }
-    root.appendChild(svg('text', { x: FOREST_RIGHT + 10, y: top - 8, class: 'tick' }, 'delta [interval]'));
-    rows.forEach((r, i) => {
-        const cy = top + i * FOREST_ROW + FOREST_ROW / 2;
-        const g = svg('g', {
-            class: `forest-row v-${r.verdict || 'inconclusive'}`, 'data-testid': 'forest-interval', 'data-treatment': r.treatment,
-            'data-delta': Number.isFinite(r.delta) ? r.delta : '', 'data-low': Number.isFinite(r.low) ? r.low : '', 'data-high': Number.isFinite(r.high) ? r.high : '',
-        });
-        g.appendChild(svg('text', { x: FOREST_LEFT - 10, y: cy + 4, class: 'forest-label', 'text-anchor': 'end' }, r.label));
-        if (Number.isFinite(r.low) && Number.isFinite(r.high)) {
-            g.appendChild(svg('line', { x1: x(r.low), x2: x(r.high), y1: cy, y2: cy, class: 'forest-ci' }));
-            for (const v of [r.low, r.high]) g.appendChild(svg('line', { x1: x(v), x2: x(v), y1: cy - 5, y2: cy + 5, class: 'forest-ci' }));
-        }
-        if (Number.isFinite(r.delta)) g.appendChild(svg('circle', { cx: x(r.delta), cy, r: 5, class: 'forest-point' }));
-        g.appendChild(svg('text', { x: FOREST_RIGHT + 10, y: cy + 4, class: 'tick' },
-            Number.isFinite(r.low) ? `${fmtPp(r.delta)} [${fmtPp(r.low)}, ${fmtPp(r.high)}]` : `${fmtPp(r.delta)} (no interval)`));
-        g.appendChild(svg('title', null, `${r.label}: ${r.verdict || 'inconclusive'}`));
-        root.appendChild(g);
-    });
-    fig.appendChild(root);
+    fig.appendChild(forestSvg(rows, {
+        fmt: fmtPp, margin, marginTitle: `±${fmtPp(margin).replace(/^\+/, '')}: the smallest effect that matters`,
+        ids: { row: 'forest-interval', zero: 'forest-zero', margin: 'forest-margin' },
+        aria: 'Forest plot of the pass-rate difference of every treatment against the control, with its confidence interval',
+    }));
     return fig;
 }
 
@@ -539,6 +549,24 @@ function mountDetail(root, ctx, id) {
                 })))));
     }
 
+    // One small forest plot per metric whose deltas or intervals are not all zero.
+    function metricForests(comps) {
+        const names = [];
+        for (const c of comps) for (const [k] of metricEntries(c.metrics)) if (k && !names.includes(k)) names.push(k);
+        return names.map((k) => {
+            const [label, kind] = METRIC_LABELS[k] || [k, 'count'];
+            const rows = comps.map((c) => {
+                const m = (metricEntries(c.metrics).find(([n]) => n === k) || [])[1] || {};
+                const verdict = Number.isFinite(m.ci_high) && m.ci_high < 0 ? 'better' : Number.isFinite(m.ci_low) && m.ci_low > 0 ? 'worse' : 'inconclusive';
+                return { label: c.label, treatment: c.treatment, verdict, delta: m.delta, low: m.ci_low, high: m.ci_high };
+            });
+            if (!rows.some((r) => [r.delta, r.low, r.high].some((v) => Number.isFinite(v) && v !== 0))) return null;
+            return h('figure', { class: 'chart forest', 'data-testid': `exp-forest-${k}` },
+                h('figcaption', null, `${label}: treatment − control (lower is better)`),
+                forestSvg(rows, { fmt: (v) => signed(v, kind), ids: { row: 'forest-metric-interval' }, metric: k, geometry: FOREST_SMALL, aria: `Forest plot of the ${label} difference of every treatment against the control` }));
+        }).filter(Boolean);
+    }
+
     function renderMetrics() {
         const comps = st.exp.comparisons || [];
         const tables = comps.map((c) => {
@@ -559,7 +587,9 @@ function mountDetail(root, ctx, id) {
                 }))));
         }).filter(Boolean);
         els.metrics.hidden = !tables.length;
-        replace(els.metrics, h('h2', null, 'Cost and efficiency'), tables);
+        const plots = metricForests(comps);
+        replace(els.metrics, h('h2', null, 'Cost and efficiency'),
+            plots.length ? h('div', { class: 'forest-grid' }, plots) : null, tables);
     }
 
     // ---- matrix

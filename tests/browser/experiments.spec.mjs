@@ -199,6 +199,13 @@ else describe('experiments view', () => {
         const ci = await intervals.locator('line.forest-ci').first().boundingBox();
         assert.ok(zero && ci && ci.x > zero.x + zero.width, `the interval (${ci && ci.x}) lies right of zero (${zero && zero.x})`);
 
+        // The metric forests: the stub's usage gives every case 8 + 1 tokens for the treatment
+        // and 12 + 1 for the control, so the total-token delta is −4 with the interval [−4, −4].
+        const tokens = page.locator('[data-testid=exp-forest-total_tokens] [data-testid=forest-metric-interval]');
+        assert.equal(await tokens.count(), 1);
+        assert.deepEqual([await tokens.getAttribute('data-delta'), await tokens.getAttribute('data-low'), await tokens.getAttribute('data-high')], ['-4', '-4', '-4']);
+        assert.equal(await page.locator('[data-testid=exp-forest-output_tokens]').count(), 0, 'an all-zero metric gets no plot');
+
         // The matrix: rows = cases, columns = arms, x/k passes.
         await page.waitForSelector('[data-testid=exp-case-row]');
         const matrix = async () => page.$$eval('[data-testid=exp-case-row]', (rows) => rows.map((r) => ({
