@@ -5,7 +5,8 @@
 // stub script decides, watches it finish, and checks the verdict banner against the API, the
 // forest plot (one interval per treatment, right of the zero line), the matrix's x/k counts,
 // the flaky and disagree filters, a case's runs with the word diff against the control, the
-// export links and the list. A second, slow experiment is cancelled from the detail view.
+// export links and the list. A second experiment, one case fast and two slow, is followed
+// live (progress, matrix, partial banner over the event stream) and cancelled from the view.
 // Screenshots: experiment-form.png and experiment-detail.png in $EVALD_ARTIFACTS_DIR. The
 // stub script is global: run this file alone or with --test-concurrency=1 (package.json does).
 // Without EVALD_URL it prints SKIPPED and passes.
@@ -283,11 +284,12 @@ else describe('experiments view', () => {
         assert.equal(await page.getAttribute('[data-testid=exp-row]', 'data-id'), id);
     });
 
-    test('a running experiment is cancelled from its detail view', { timeout: 60000 }, async () => {
+    test('a running experiment updates live, shows its partial analysis, and is cancelled from its detail view', { timeout: 60000 }, async () => {
+        // c1 answers at once (control "no", treatment "yes"); c2 and c3 wait 10 s on the stub.
         const dsRes = await fetch(`${BASE}/v1/datasets?name=${encodeURIComponent(`slow-${suffix}.csv`)}`, {
             method: 'POST',
             headers: { 'Content-Type': 'text/csv', ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}) },
-            body: 'question\nSLOWEXP one\nSLOWEXP two\n',
+            body: 'question\nquick\nSLOWEXP one\nSLOWEXP two\n',
         });
         assert.ok(dsRes.status === 201 || dsRes.status === 200, `upload: ${dsRes.status}`);
         const ds = await dsRes.json();
@@ -298,20 +300,35 @@ else describe('experiments view', () => {
             control: { label: 'v1', prompt: 'CTRL {{question}}' },
             treatments: [{ label: 'v2', prompt: 'TREAT {{question}}' }],
             dataset_id: ds.dataset_id,
-            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: 'late' } },
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: 'yes' } },
             repeats: 1,
+            concurrency: 3,
         });
         assert.equal(start.status, 202, JSON.stringify(start.data));
         const id = start.data.experiment_id;
         await page.goto(`${BASE}/#/experiments/${id}`);
+        await page.evaluate(() => { window.__sameDocument = true; });
         await page.waitForSelector('[data-testid=exp-cancel]');
-        // Running: the view follows the event stream.
+        // Running: the view follows the event stream, and the quick case's runs arrive in the
+        // progress, the banner and the matrix without a reload.
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-live]')?.textContent === 'live', null, { timeout: 10000 });
-        assert.notEqual(await page.getAttribute('[data-testid=exp-status]', 'data-status'), 'cancelled');
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-progress-text]')?.dataset.done === '2', null, { timeout: 15000 });
+        assert.equal(await page.getAttribute('[data-testid=exp-progress-text]', 'data-total'), '6');
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-cell][data-arm="1"]')?.dataset.evaluated === '1', null, { timeout: 15000 });
+        const cells = await page.$$eval('[data-testid=exp-case-row]', (rows) => rows.map((r) => [r.dataset.caseId,
+            ...[...r.querySelectorAll('[data-testid=exp-cell]')].map((c) => `${c.textContent}${c.classList.contains('pending') ? ' pending' : ''}`)]));
+        assert.deepEqual(cells, [['c1', '0/1', '1/1'], ['c2', '0/0 pending', '0/0 pending'], ['c3', '0/0 pending', '0/0 pending']]);
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-verdict]')?.dataset.partial === 'true', null, { timeout: 15000 });
+        assert.equal(await page.locator('[data-testid=exp-partial]').count(), 1);
+        assert.match(await page.textContent('[data-testid=exp-verdict-figures]'), /no interval yet \(fewer than 2 paired cases\) .* 1 paired case$/);
+        assert.equal(await page.getAttribute('[data-testid=exp-status]', 'data-status'), 'running');
+
         await page.click('[data-testid=exp-cancel]');
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-status]')?.dataset.status === 'cancelled', null, { timeout: 15000 });
         assert.equal((await http('GET', `${BASE}/v1/experiments/${id}`)).data.status, 'cancelled');
         assert.equal(await page.locator('[data-testid=exp-cancel]').count(), 0);
         assert.equal(await page.locator('[data-testid=exp-delete]').count(), 1);
+        assert.equal(await page.locator('[data-testid=exp-live]').count(), 0, 'the stream is closed');
+        assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page was not reloaded');
     });
 });
