@@ -6,7 +6,7 @@
 // a word diff against the control, export, cancel and delete). The detail follows the
 // experiment's event stream while it runs; progress events update the bar at once and, at
 // most every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first
-// page is re-read at most every 4 s (later pages only at the end), so a 10,000-case
+// page is re-read at most every 4 s (not once later pages are loaded), so a 10,000-case
 // experiment is never reloaded whole per event. mountExperiments() returns {dispose}, which
 // closes the stream and stops the timers. All text is inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
@@ -668,7 +668,7 @@ function mountDetail(root, ctx, id) {
 
     // Re-reads the first page in place while running (only when no later page is loaded).
     async function refreshFirstPage() {
-        if (st.next && st.cases.length > 100) return;
+        if (st.cases.length > 100) return;
         const seq = ++casesSeq;
         try {
             const res = await api.experimentCases(id, { filter: st.filter, limit: 100 });
