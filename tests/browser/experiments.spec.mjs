@@ -32,7 +32,7 @@ if (skip) console.log(`SKIPPED: experiments view browser test: ${skip}`);
 const CASES = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot'];
 const STUB_SCRIPT = {
     rules: [
-        { when: { prompt_contains: 'SLOWEXP' }, latency_ms: 10000, reply: { text: 'late' } },
+        { when: { prompt_contains: 'SLOWEXP' }, latency_ms: 30000, reply: { text: 'late' } },
         { when: { prompt_contains: 'TREAT ' }, reply: { text: 'yes' }, usage: { input_tokens: 8, output_tokens: 1 } },
         { when: { prompt_contains: 'CTRL alpha' }, reply: { text: 'yes' }, usage: { input_tokens: 12, output_tokens: 1 } },
         { when: { prompt_contains: 'CTRL bravo' }, times: 1, reply: { text: 'yes' }, usage: { input_tokens: 12, output_tokens: 1 } },
@@ -285,7 +285,7 @@ else describe('experiments view', () => {
     });
 
     test('a running experiment updates live, shows its partial analysis, and is cancelled from its detail view', { timeout: 60000 }, async () => {
-        // c1 answers at once (control "no", treatment "yes"); c2 and c3 wait 10 s on the stub.
+        // c1 answers at once (control "no", treatment "yes"); c2 and c3 wait 30 s on the stub (longer than the checks below).
         const dsRes = await fetch(`${BASE}/v1/datasets?name=${encodeURIComponent(`slow-${suffix}.csv`)}`, {
             method: 'POST',
             headers: { 'Content-Type': 'text/csv', ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}) },
