@@ -116,6 +116,40 @@ export function experimentRequest(form) {
     return { request: errors.length ? null : request, errors };
 }
 
+// The form of an existing experiment ("edit as new"): its request, with the dataset the
+// experiment ran on (also when the request had inline cases). Absent fields keep the defaults.
+export function experimentToForm(exp) {
+    const f = defaultExperimentForm();
+    const req = (exp && exp.request) || {};
+    const text = (v, d = '') => (typeof v === 'string' ? v : d);
+    const arm = (v, i) => ({
+        label: text(v && v.label, 'ABCDE'[i] || ''),
+        prompt: text(v && v.prompt),
+        system_prompt: text(v && v.system_prompt),
+    });
+    f.name = text(req.name, text(exp && exp.name));
+    f.dimension = req.dimension === 'system_prompt' ? 'system_prompt' : 'prompt';
+    f.model = text(req.model && req.model.model);
+    f.provider = text(req.model && req.model.provider);
+    f.control = arm(req.control, 0);
+    if (Array.isArray(req.treatments) && req.treatments.length) f.treatments = req.treatments.slice(0, MAX_TREATMENTS).map((t, i) => arm(t, i + 1));
+    if (req.evaluator && typeof req.evaluator === 'object') {
+        f.evaluator_function_id = text(req.evaluator.function_id);
+        f.evaluator_arguments = JSON.stringify(req.evaluator.arguments ?? {});
+    }
+    if (Number.isInteger(req.repeats)) f.repeats = String(req.repeats);
+    if (Number.isInteger(req.concurrency)) f.concurrency = String(req.concurrency);
+    const an = req.analysis || {};
+    if (typeof an.alpha === 'number') f.alpha = String(an.alpha);
+    if (typeof an.min_effect === 'number') f.min_effect = String(an.min_effect);
+    f.cluster_by = text(an.cluster_by);
+    f.dataset_id = text(exp && exp.dataset && exp.dataset.dataset_id, text(req.dataset_id));
+    const extra = {};
+    for (const k of ['limits', 'functions', 'output', 'metadata']) if (req[k] !== undefined && req[k] !== null) extra[k] = req[k];
+    f.extra = Object.keys(extra).length ? JSON.stringify(extra, null, 2) : '';
+    return f;
+}
+
 // The form field a server 400 detail is about, or null (shown above the submit button).
 export function experimentFieldForDetail(detail) {
     const d = String(detail || '');

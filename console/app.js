@@ -1,5 +1,5 @@
 // Entry point of the console: hash routing (#/, #/new, #/new?from=<id>, #/evaluations/<id>,
-// #/sessions?ids=…&baseline=…, #/experiments, #/experiments/new, #/experiments/<id>),
+// #/sessions?ids=…&baseline=…, #/experiments, #/experiments/new?from=<id>, #/experiments/<id>),
 // the token and confirmation dialogs, the toast line, and the wiring between the history
 // sidebar and the main view. One view is mounted in <main> at a time; the previous one is
 // disposed (its event stream and timers stopped) before the next mounts.
@@ -75,7 +75,7 @@ function parseHash() {
     if ((m = /^\/evaluations\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'detail', id: m[1] };
     if (path === '/sessions') return { name: 'sessions', params };
     if (path === '/experiments') return { name: 'experiments', page: 'list' };
-    if (path === '/experiments/new') return { name: 'experiments', page: 'new' };
+    if (path === '/experiments/new') return { name: 'experiments', page: 'new', from: params.get('from') };
     if ((m = /^\/experiments\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'experiments', page: 'detail', id: m[1] };
     return { name: 'home' };
 }

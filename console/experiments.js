@@ -11,7 +11,7 @@
 // closes the stream and stops the timers. All text is inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
-    MAX_TREATMENTS, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest,
+    MAX_TREATMENTS, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm,
     fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, uploadType, verdictBanner, wordDiff,
 } from './analysis.js';
 import { h, replace, svg } from './dom.js';
@@ -19,7 +19,7 @@ import { DASH, fmtAgo, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal } from './f
 
 // root: <main>; ctx: app context; r: {page: 'list'|'new'|'detail', id}. Returns {dispose}.
 export function mountExperiments(root, ctx, r) {
-    if (r.page === 'new') return mountNew(root, ctx);
+    if (r.page === 'new') return mountNew(root, ctx, r.from);
     if (r.page === 'detail') return mountDetail(root, ctx, r.id);
     return mountList(root, ctx);
 }
@@ -100,9 +100,26 @@ function mountList(root, ctx) {
 
 // ---------------------------------------------------------------- create form
 
-function mountNew(root, ctx) {
-    const form = defaultExperimentForm();
+// from: an experiment id whose request pre-fills the form ("edit as new"), or null.
+function mountNew(root, ctx, from) {
     const st = { datasets: [], disposed: false, uploading: false };
+    if (from) {
+        replace(root, h('p', { class: 'muted boot' }, 'Loading the experiment…'));
+        let disposed = false;
+        let inner = null;
+        api.experiment(from).then((exp) => {
+            if (!disposed) inner = buildForm(root, ctx, experimentToForm(exp), st);
+        }).catch((e) => {
+            if (disposed) return;
+            ctx.toast(`Could not load experiment ${from}: ${e.message}`, 'error');
+            inner = buildForm(root, ctx, defaultExperimentForm(), st);
+        });
+        return { dispose() { disposed = true; if (inner) inner.dispose(); } };
+    }
+    return buildForm(root, ctx, defaultExperimentForm(), st);
+}
+
+function buildForm(root, ctx, form, st) {
     const errorEls = new Map();
     const controls = new Map();
     const formEl = h('form', { class: 'card exp-form', 'data-testid': 'exp-form', novalidate: true });
@@ -174,7 +191,8 @@ function mountNew(root, ctx) {
     function renderDatasets() {
         replace(datasetSelect, h('option', { value: '' }, st.datasets.length ? 'Choose a dataset…' : 'No datasets yet: upload a file'),
             st.datasets.map((d) => h('option', { value: d.dataset_id, selected: d.dataset_id === form.dataset_id },
-                `${d.name} · ${fmtInt(d.case_count)} case${d.case_count === 1 ? '' : 's'} · ${short(d.dataset_id)}`)));
+                `${d.name} · ${fmtInt(d.case_count)} case${d.case_count === 1 ? '' : 's'} · ${short(d.dataset_id)}`)),
+            form.dataset_id && !st.datasets.some((d) => d.dataset_id === form.dataset_id) ? h('option', { value: form.dataset_id }, form.dataset_id) : null);
         datasetSelect.value = form.dataset_id;
     }
     renderDatasets();
@@ -245,8 +263,8 @@ function mountNew(root, ctx) {
     const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'exp-submit' }, 'Start experiment');
     const dimension = h('select', {
         id: 'exp-dimension', 'data-testid': 'exp-field-dimension', onchange: (e) => { form.dimension = e.target.value; },
-    }, h('option', { value: 'prompt', selected: true }, 'prompt (same system prompt, different prompts)'),
-    h('option', { value: 'system_prompt' }, 'system prompt (same prompt, different system prompts)'));
+    }, h('option', { value: 'prompt', selected: form.dimension === 'prompt' }, 'prompt (same system prompt, different prompts)'),
+    h('option', { value: 'system_prompt', selected: form.dimension === 'system_prompt' }, 'system prompt (same prompt, different system prompts)'));
 
     replace(formEl,
         h('div', { class: 'row2' },
@@ -485,6 +503,7 @@ function mountDetail(root, ctx, id) {
             h('p', { class: 'idline small muted' }, h('code', { 'data-testid': 'exp-id' }, e.experiment_id), ' · dataset ', h('code', null, ds.dataset_id || DASH)),
             h('div', { class: 'actions', 'data-testid': 'exp-actions' },
                 !terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-cancel', onclick: cancel }, 'Cancel') : null,
+                h('a', { class: 'button', href: `#/experiments/new?from=${encodeURIComponent(id)}`, 'data-testid': 'exp-edit' }, 'Edit as new'),
                 h('span', { class: 'muted small export-label' }, 'Export runs:'), exportLink('jsonl'), exportLink('csv'),
                 terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-delete', onclick: remove }, 'Delete') : null));
     }

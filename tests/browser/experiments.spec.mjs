@@ -277,8 +277,18 @@ else describe('experiments view', () => {
         assert.deepEqual(new Set(saved.map((r) => r.run_id)).size, 36);
         assert.equal(saved.filter((r) => r.passed === true).length, 22);
 
+        // Edit as new: the form comes back with this experiment's settings and dataset.
+        await page.click('[data-testid=exp-edit]');
+        await page.waitForSelector('[data-testid=exp-form]');
+        assert.equal(await page.inputValue('[data-testid=exp-field-name]'), `browser-${suffix}`);
+        assert.equal(await page.inputValue('[data-testid=exp-field-control_prompt]'), 'CTRL {{question}}');
+        assert.equal(await page.inputValue('[data-testid=exp-field-treatment_0_prompt]'), 'TREAT {{ question }}');
+        assert.equal(await page.inputValue('[data-testid=exp-field-treatment_0_label]'), 'v2');
+        assert.equal(await page.inputValue('[data-testid=exp-field-concurrency]'), '3');
+        assert.equal(await page.inputValue('[data-testid=exp-field-dataset]'), datasetId);
+
         // The list shows it, newest first.
-        await page.click('text=← Experiments');
+        await page.click('[data-testid=nav-experiments]');
         await page.waitForSelector(`[data-testid=exp-row][data-id="${id}"]`);
         assert.equal(await page.getAttribute(`[data-testid=exp-row][data-id="${id}"]`, 'data-status'), 'completed');
         assert.equal(await page.getAttribute('[data-testid=exp-row]', 'data-id'), id);

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, fmtPp, forestScale, matrixCell, niceTicks,
+    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, fmtPp, forestScale, matrixCell, niceTicks,
     outputText, runPassed, tokenize, uploadType, verdictBanner, wordDiff,
 } from '../../console/analysis.js';
 
@@ -84,6 +84,21 @@ test('labels are checked as the server defaults them (A, B, C… in arm order)',
     const h = form();
     for (let i = 1; i < 5; i++) h.treatments.push({ ...defaultTreatment(i), label: `T${i}`, prompt: `p${i}` });
     assert.deepEqual(errorsOf(h), ['treatments: treatments must contain between 1 and 4 variants']);
+});
+
+test('edit as new: a stored request gives back a form that builds the same request', () => {
+    const f = form({ name: 'qa', cluster_by: 'topic', min_effect: '0.05', repeats: '4', extra: '{"metadata":{"team":"qa"}}' });
+    f.control.system_prompt = 'be kind';
+    f.treatments[0].system_prompt = 'be kind';
+    f.treatments.push({ label: 'C', prompt: 'third {{question}}', system_prompt: 'be kind' });
+    const { request } = experimentRequest(f);
+    const back = experimentToForm({ name: 'qa', request: { ...request, dataset_id: undefined }, dataset: { dataset_id: f.dataset_id } });
+    assert.deepEqual(experimentRequest(back), { request, errors: [] });
+    assert.equal(back.extra, '{\n  "metadata": {\n    "team": "qa"\n  }\n}');
+    const empty = experimentToForm({ request: { control: { prompt: 'x', system_prompt: null } } });
+    assert.equal(empty.control.system_prompt, '', 'null (none) reads back as an empty field');
+    assert.equal(empty.repeats, '3');
+    assert.equal(empty.treatments.length, 1);
 });
 
 test('server details are placed at their field', () => {
