@@ -46,7 +46,7 @@ enum evd_code evd_compare_request_decode(const json_t *body, struct evd_compare_
  */
 struct evd_compare_source {
     const char *session_id;
-    const char *kind;        /* "session" or "evaluation_run" */
+    const char *kind;        /* "session", "evaluation_run" or "experiment_run" */
     const char *title;       /* may be NULL */
     const json_t *session;   /* the metadata projection, copied into the item */
     const char *turn_status; /* queued|running|completed|failed|cancelled, NULL before any */

@@ -54,6 +54,9 @@ struct evd_engine_options {
     long lease_ms;
     long sweep_interval_ms;
     long max_runs;
+    long max_concurrency;     /* an experiment's concurrency at most */
+    long max_experiment_runs; /* an experiment's runs at most */
+    long max_dataset_cases;   /* inline experiment cases at most */
     /* Evaluators and agent functions served elsewhere (the iii engine); NULL = none.
      * Borrowed; must outlive evd_engine_stop. */
     const struct evd_engine_remote *remote;

@@ -71,7 +71,7 @@ struct evd_engine {
 
     pthread_t *workers;
     size_t nworkers;
-    pthread_t keeper, sweeper;
+    pthread_t keeper, sweeper, analyst;
     bool threads_started;
 
     pthread_mutex_t inflight_mu;
@@ -179,6 +179,48 @@ void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct ev
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
 void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+
+/* experiment case execution (engine/cells.c): a claimed job of kind 'cell', whose cells
+ * run one after another until the case is done, the lease is lost or the engine stops */
+void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+
+/*
+ * The kinds of job (engine/jobs.c): a worker hands every claimed job to the entry of its
+ * kind. `attempt` is the attempt the claim started (kind 'run' in the ordinary case: the
+ * claim and the start are one statement), 0 when the kind starts its own work; the
+ * outcome of a run goes to the writer thread with `outstanding` as the worker's flag. A
+ * new kind is one entry and its function; docs/architecture.md says where it goes.
+ */
+struct evd_job_kind {
+    const char *name; /* jobs.kind */
+    void (*process)(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                    int attempt, bool *outstanding);
+};
+/* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
+const struct evd_job_kind *evd_engine_job_kind(const char *name);
+
+/* experiments (engine/experiments.c) */
+struct evd_analysis_cell;
+/* A case's analysis cell as stored in experiment_cases.cells. New reference. */
+json_t *evd_engine_cell_json(const struct evd_analysis_cell *cell, uint32_t failed);
+/* {arms, comparisons, analysis} from stored case rows (NULL: no run yet); counts[3] =
+ * terminal, passed and failed runs. New reference, or NULL on ENOMEM. */
+json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
+                                       const json_t *rows, bool partial, int64_t counts[3]);
+/* Finishes `id` when every run is terminal and no case job is left (its own transaction). */
+enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, const char *id,
+                                             struct evd_err *err);
+/* Records experiment.completed (webhooks, the iii trigger) in the caller's transaction. */
+enum evd_code evd_engine_experiment_event(PGconn *c, const char *id, const json_t *payload,
+                                          int64_t now, struct evd_err *err);
+/* The analyst thread: rebuilds out-of-date analyses, finishes stalled experiments. */
+void *evd_engine_analyst_main(void *arg);
+
+/* A connection of the engine's own (store/listen.h) on `channels` (NULL: none). */
+struct evd_listener;
+typedef void (*evd_engine_notify_fn)(void *arg, const char *channel, const char *payload);
+struct evd_listener *evd_engine_listener(struct evd_engine *e, const char *const *channels,
+                                         evd_engine_notify_fn on_notify);
 /*
  * The agent review evaluator (engine/review.c). _check validates evaluator.arguments when
  * an evaluation starts (messages name evaluator.arguments.<field>, the reviewer's model is
@@ -195,10 +237,10 @@ enum evd_code evd_engine_review(const struct evd_providers *providers, const jso
                                 struct evd_cancel *cancel, json_t **answer, json_t **transcript,
                                 struct evd_err *err);
 
-/* hub (engine/hub.c) */
+/* change hub (engine/hub.c) */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
 
-/* in-flight registry (engine/threads.c) */
+/* in-flight registry (engine/inflight.c) */
 int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
                             struct evd_cancel *cancel, int64_t deadline_mono);
 /* Ends a slot; the reason it was triggered, REASON_LEASE when its token's lease deadline
@@ -209,6 +251,13 @@ enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
 enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
 /* True when a renewal found the lease of a held slot gone. */
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
+/* For the keeper's renewal: triggers the slots past their scenario deadline and writes
+ * the job ids of every slot into ids; returns how many. */
+size_t evd_engine_inflight_due(struct evd_engine *e, int64_t ids[EVD_MAX_INFLIGHT]);
+/* What the renewal found for ids[0..n): a renewed slot's calls may go on until `until`
+ * (evd_mono_ms), a slot whose lease is gone is triggered (or, with the writer, lost). */
+void evd_engine_inflight_renewed(struct evd_engine *e, const int64_t *ids,
+                                 const enum evd_lease_state *state, size_t n, int64_t until);
 /* Triggers the in-flight runs of an evaluation (position 0 = all of them). */
 void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
                                 enum inflight_reason reason);

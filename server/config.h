@@ -24,6 +24,8 @@ struct evd_config {
     long lease_ms;           /* EVALD_LEASE_MS */
     char *api_token;         /* EVALD_API_TOKEN; NULL = no auth */
     long max_runs;           /* EVALD_MAX_RUNS */
+    long max_concurrency;    /* EVALD_MAX_CONCURRENCY */
+    long max_experiment_runs; /* EVALD_MAX_EXPERIMENT_RUNS */
     long max_dataset_cases;  /* EVALD_MAX_DATASET_CASES */
     long max_dataset_bytes;  /* EVALD_MAX_DATASET_BYTES */
     char *providers_file;    /* EVALD_PROVIDERS_FILE */

@@ -191,6 +191,9 @@ int main(int argc, char **argv)
         .lease_ms = cfg.lease_ms,
         .sweep_interval_ms = cfg.sweep_interval_ms,
         .max_runs = cfg.max_runs,
+        .max_concurrency = cfg.max_concurrency,
+        .max_experiment_runs = cfg.max_experiment_runs,
+        .max_dataset_cases = cfg.max_dataset_cases,
         .remote = iii ? evd_iii_remote(iii) : NULL,
     };
     engine = evd_engine_start(&eopts, &err);

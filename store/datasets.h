@@ -52,7 +52,8 @@ json_t *evd_store_dataset_list(PGconn *c, unsigned limit, const char *before, ch
 json_t *evd_store_dataset_cases(PGconn *c, const char *id, unsigned limit, const char *before,
                                 char **next_cursor, struct evd_err *err);
 
-/* Deletes the dataset and its cases: EVD_OK, or EVD_ENOTFOUND when unknown. */
+/* Deletes the dataset and its cases: EVD_OK, EVD_ENOTFOUND when unknown, EVD_ECONFLICT
+ * while a queued or running experiment uses it. */
 enum evd_code evd_store_dataset_delete(PGconn *c, const char *id, struct evd_err *err);
 
 #endif

@@ -448,6 +448,25 @@ static const char SQL_COMPARE[] =
     "  WHEN r.status = 'running' AND r.started_at > 0 THEN greatest($2::bigint - r.started_at, 0)"
     "  END"
     " FROM want w JOIN runs r ON r.session_id = w.id JOIN evaluations e ON e.id = r.evaluation_id"
+    " UNION ALL"
+    " SELECT w.ord, w.id, 'experiment_run',"
+    "  coalesce(CASE WHEN r.arm = 0 THEN x.request->'control'->>'label'"
+    "  ELSE x.request->'treatments'->(r.arm - 1)->>'label' END, 'arm ' || r.arm)"
+    "  || ' · case ' || c.case_id || ' · run ' || r.repeat,"
+    "  jsonb_build_object('status', r.status, 'experiment_id', r.experiment_id,"
+    "  'experiment_status', x.status, 'run_id', r.run_id, 'case_id', c.case_id, 'arm', r.arm,"
+    "  'repeat', r.repeat, 'model', x.request->'model', 'metadata', x.request->'metadata',"
+    "  'created_at', x.created_at, 'updated_at', x.updated_at)::text,"
+    "  CASE r.status WHEN 'pending' THEN 'queued' ELSE r.status END, r.metrics::text,"
+    "  r.progress::text,"
+    "  CASE WHEN r.status IN ('completed', 'failed', 'cancelled') THEN"
+    "  coalesce((r.benchmark->>'wall_time_ms')::bigint,"
+    "  CASE WHEN r.started_at > 0 THEN r.completed_at - r.started_at END)"
+    "  WHEN r.status = 'running' AND r.started_at > 0 THEN greatest($2::bigint - r.started_at, 0)"
+    "  END"
+    " FROM want w JOIN experiment_runs r ON r.session_id = w.id"
+    " JOIN experiments x ON x.id = r.experiment_id"
+    " JOIN experiment_cases c ON c.experiment_id = r.experiment_id AND c.case_index = r.case_index"
     " ORDER BY 1";
 
 json_t *evd_store_compare_read(PGconn *c, const char *const *ids, size_t n, int64_t now,
@@ -502,7 +521,11 @@ json_t *evd_store_compare_evaluations(PGconn *c, const char *const *ids, size_t 
     }
     const char *p[] = {arr};
     PGresult *r = evd_db_query(
-        c, "SELECT DISTINCT evaluation_id FROM runs WHERE session_id = ANY($1::text[])", 1, p, err);
+        c,
+        "SELECT DISTINCT evaluation_id FROM runs WHERE session_id = ANY($1::text[])"
+        " UNION SELECT DISTINCT experiment_id FROM experiment_runs"
+        " WHERE session_id = ANY($1::text[])",
+        1, p, err);
     free(arr);
     if (r == NULL)
         return NULL;

@@ -114,14 +114,15 @@ enum evd_code evd_store_session_delete(PGconn *c, const char *id, bool *deleted,
 /*
  * One read of everything a comparison needs for ids[0..n), ad-hoc sessions and
  * evaluation runs alike, in one statement. Returns an array with one object per id that
- * exists (in ids order): {ord, session_id, kind:"session"|"evaluation_run", title,
+ * exists (in ids order): {ord, session_id, kind:"session"|"evaluation_run"|"experiment_run", title,
  * session (metadata projection), turn_status, metrics?, progress?, wall_time_ms?}, where
  * stored JSON that does not parse is reported as {"unreadable": "<column>"} members.
  * `now` dates the wall time of what is running. New reference, or NULL with err.
  */
 json_t *evd_store_compare_read(PGconn *c, const char *const *ids, size_t n, int64_t now,
                                struct evd_err *err);
-/* The evaluation ids of those of ids[0..n) that are evaluation runs' sessions. */
+/* The evaluation and experiment ids of those of ids[0..n) that are their runs' sessions
+ * (what to watch for changes). */
 json_t *evd_store_compare_evaluations(PGconn *c, const char *const *ids, size_t n,
                                       struct evd_err *err);
 

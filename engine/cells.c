@@ -1,0 +1,411 @@
+/*
+ * Execution of one claimed case job of an experiment (kind 'cell'): the case's cells, one
+ * after another in the planned order (domain/plan.h), each in three phases like an
+ * evaluation run (runner.c):
+ *   1. evald_cell_next starts the next open cell with attempt+1 and renews the job's
+ *      lease, or ends the job when the case is done (then the next cases are scheduled,
+ *      and the experiment finished when nothing is left);
+ *   2. the scenario (scenario.h) with no lock held, the cell's templates rendered for the
+ *      case, a cancel token registered in flight under the experiment id;
+ *   3. evald_cell_finish writes the run if it still runs with this attempt, with the
+ *      case's analysis cells recomputed from its runs, and marks the analysis out of date.
+ * A shutdown or a lost lease hands the running cell back (attempt not counted).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "domain/analysis.h"
+#include "domain/experiment.h"
+#include "domain/limits.h"
+#include "domain/plan.h"
+#include "domain/run.h"
+#include "engine/internal.h"
+#include "engine/scenario.h"
+#include "store/db.h"
+#include "store/experiments.h"
+
+/* What a case job keeps while it runs its cells. */
+struct case_ctx {
+    const char *experiment_id;
+    int case_index;
+    unsigned arms;
+    uint32_t repeats;
+    json_t *request; /* normalized */
+    json_t *body;    /* the case {id, vars, expected, metadata} */
+    json_t *done;    /* terminal runs of the case [{position, arm, repeat, status, passed,
+                        benchmark}] */
+    struct evd_limits limits;
+};
+
+struct cell_progress {
+    PGconn *c;
+    const struct case_ctx *x;
+    int position;
+    int attempt;
+};
+
+static void on_progress(void *ctx, json_t *metrics)
+{
+    struct cell_progress *p = ctx;
+    struct evd_err err = {0};
+    if (evd_store_cell_progress(p->c, p->x->experiment_id, p->x->case_index, p->position,
+                                p->attempt, metrics, &err) != EVD_OK)
+        evd_log(EVD_LOG_DEBUG, "could not record cell progress", "experiment_id",
+                p->x->experiment_id, "error", err.msg, NULL);
+}
+
+/* A running cell's run object: the API's fields, and the seed's for the evaluator input. */
+static json_t *cell_run_new(const struct case_ctx *x, int position, unsigned arm,
+                            uint32_t repeat, int64_t started_at)
+{
+    char session[160], run_id[64];
+    evd_plan_experiment_session_id(x->experiment_id, (uint32_t)x->case_index, arm, repeat,
+                                   session, sizeof(session));
+    snprintf(run_id, sizeof(run_id), "case%d-arm%u-rep%u", x->case_index, arm, (unsigned)repeat);
+    return json_pack("{s:s, s:s, s:s, s:O, s:i, s:i, s:i, s:i, s:s, s:I, s:[]}", "run_id", run_id,
+                     "session_id", session, "role", arm == 0 ? "control" : "treatment",
+                     "case_id", json_object_get(x->body, "id"), "case_index", x->case_index,
+                     "arm", (int)arm, "repeat", (int)repeat, "position", position, "status",
+                     "running", "started_at", (json_int_t)started_at, "failures");
+}
+
+/* The analysis run of a terminal run row {position, arm, status, passed, benchmark}. */
+static void analysis_run(const struct case_ctx *x, const json_t *r, struct evd_analysis_run *out)
+{
+    memset(out, 0, sizeof(*out));
+    const json_t *passed = json_object_get(r, "passed");
+    out->evaluated = json_is_boolean(passed);
+    out->passed = json_is_true(passed);
+    int position = (int)json_integer_value(json_object_get(r, "position"));
+    /* First in its repeat: the repeat's first position (plan.h). */
+    out->first = (position - 1) % (int)x->arms == 0;
+    const json_t *bench = json_object_get(r, "benchmark");
+    for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
+        const json_t *v = json_object_get(bench, evd_analysis_metric_names[m]);
+        if (json_is_number(v)) {
+            out->metric_mask |= 1u << m;
+            out->metric[m] = json_number_value(v);
+        }
+    }
+}
+
+/* The case's cells from its terminal runs: a new array (one object per arm), and whether
+ * an arm is flaky and whether the arms' case pass rates differ. */
+static json_t *case_cells(const struct case_ctx *x, bool *flaky, bool *disagree)
+{
+    json_t *cells = json_array();
+    struct evd_analysis_run *runs = calloc(x->repeats + 1, sizeof(*runs));
+    double *scratch = calloc(x->repeats + 1, sizeof(double));
+    double rate0 = -1;
+    *flaky = *disagree = false;
+    for (unsigned arm = 0; cells && runs && scratch && arm < x->arms; arm++) {
+        size_t n = 0;
+        uint32_t failed = 0;
+        size_t i;
+        const json_t *r;
+        json_array_foreach(x->done, i, r)
+        {
+            if (json_integer_value(json_object_get(r, "arm")) != (json_int_t)arm ||
+                n >= x->repeats + 1)
+                continue;
+            failed += strcmp(json_string_value(json_object_get(r, "status")), "failed") == 0;
+            analysis_run(x, r, &runs[n++]);
+        }
+        struct evd_analysis_cell cell;
+        evd_analysis_cell_from_runs(runs, n, scratch, &cell);
+        if (cell.evaluated > 0) {
+            *flaky |= cell.passed > 0 && cell.passed < cell.evaluated;
+            double rate = (double)cell.passed / cell.evaluated;
+            if (rate0 < 0)
+                rate0 = rate;
+            else if (rate != rate0)
+                *disagree = true;
+        }
+        json_array_append_new(cells, evd_engine_cell_json(&cell, failed));
+    }
+    if (runs == NULL || scratch == NULL || json_array_size(cells) != x->arms) {
+        json_decref(cells);
+        cells = NULL;
+    }
+    free(runs);
+    free(scratch);
+    return cells;
+}
+
+/* A terminal cell waiting to be written by the next step (evd_store_cell_step). */
+struct pending {
+    bool set;
+    int position, attempt;
+    json_t *run, *transcript, *cells;
+    bool flaky, disagree;
+};
+
+static void pending_clear(struct pending *p)
+{
+    json_decref(p->run);
+    json_decref(p->transcript);
+    json_decref(p->cells);
+    memset(p, 0, sizeof(*p));
+}
+
+static void pending_done(const struct case_ctx *x, const struct pending *p,
+                         struct evd_store_cell_done *d)
+{
+    *d = (struct evd_store_cell_done){
+        .experiment_id = x->experiment_id,
+        .case_index = x->case_index,
+        .position = p->position,
+        .attempt = p->attempt,
+        .run = p->run,
+        .transcript = p->transcript,
+        .cells = p->cells,
+        .flaky = p->flaky,
+        .disagree = p->disagree,
+    };
+}
+
+/* Folds a terminal cell into the case and keeps it for the next write (steals run and
+ * transcript); false on ENOMEM (nothing kept). */
+static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int attempt,
+                        json_t *run, json_t *transcript)
+{
+    json_t *row = json_pack("{s:i, s:O, s:O, s:O, s:O}", "position", position, "arm",
+                            json_object_get(run, "arm"), "repeat", json_object_get(run, "repeat"),
+                            "status", json_object_get(run, "status"), "passed",
+                            json_object_get(run, "passed") ? json_object_get(run, "passed")
+                                                           : json_null());
+    json_t *bench = json_object_get(run, "benchmark");
+    if (row != NULL && bench != NULL)
+        json_object_set(row, "benchmark", bench);
+    if (row == NULL || json_array_append_new(x->done, row) != 0) {
+        json_decref(run);
+        json_decref(transcript);
+        return false;
+    }
+    bool flaky, disagree;
+    json_t *cells = case_cells(x, &flaky, &disagree);
+    if (cells == NULL) {
+        json_array_remove(x->done, json_array_size(x->done) - 1);
+        json_decref(run);
+        json_decref(transcript);
+        evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
+                x->experiment_id, "error", "out of memory", NULL);
+        return false;
+    }
+    *p = (struct pending){true, position, attempt, run, transcript, cells, flaky, disagree};
+    return true;
+}
+
+/* Fails a cell whose attempts were all interrupted (phase setup). */
+static bool fail_exhausted(struct case_ctx *x, struct pending *p, int position, int attempt)
+{
+    uint32_t repeat;
+    unsigned arm;
+    evd_plan_cell_at(x->arms, (uint32_t)position, &repeat, &arm);
+    int64_t now = evd_now_ms();
+    json_t *run = cell_run_new(x, position, arm, repeat, now);
+    char msg[160];
+    snprintf(msg, sizeof(msg),
+             "run was interrupted %d times (its process crashed, or was stopped or cut off "
+             "from the database past its lease); attempts exhausted",
+             attempt);
+    if (run == NULL || evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0) {
+        json_decref(run);
+        return false;
+    }
+    return finish_cell(x, p, position, attempt, run, NULL);
+}
+
+enum cell_end { CELL_FINISHED, CELL_STOP };
+
+/* Phases 2 and 3 of cell `position`, started with `attempt`. */
+static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                              struct case_ctx *x, int position, int attempt, struct pending *p)
+{
+    struct evd_err err = {0};
+    uint32_t repeat;
+    unsigned arm;
+    evd_plan_cell_at(x->arms, (uint32_t)position, &repeat, &arm);
+    json_t *variant = NULL, *evaluator = NULL, *run = NULL;
+    struct evd_cancel *cancel = NULL;
+    struct evd_scenario_outcome out = {0};
+    enum cell_end end = CELL_STOP;
+    int slot = -1;
+    int64_t started_at = evd_now_ms();
+    if (evd_experiment_cell(x->request, x->body, arm, &variant, &evaluator, &err) != EVD_OK) {
+        /* Checked at the start for every case: only a change of the rules gets here. */
+        run = cell_run_new(x, position, arm, repeat, started_at);
+        if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0) {
+            end = finish_cell(x, p, position, attempt, run, NULL) ? CELL_FINISHED : CELL_STOP;
+            run = NULL; /* finish_cell's */
+        }
+        goto out;
+    }
+    run = cell_run_new(x, position, arm, repeat, started_at);
+    cancel = evd_cancel_new();
+    if (run == NULL || cancel == NULL)
+        goto out;
+    /* The in-flight registry knows a cell by its experiment id and case. */
+    struct evd_store_job reg = *job;
+    snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", x->experiment_id);
+    int64_t deadline = evd_mono_ms() + (int64_t)x->limits.scenario_timeout_seconds * 1000;
+    slot = evd_engine_inflight_add(e, &reg, attempt, cancel, deadline);
+
+    struct cell_progress pctx = {c, x, position, attempt};
+    const json_t *sp = json_object_get(variant, "system_prompt");
+    const json_t *ev = evaluator;
+    const struct evd_scenario scenario = {
+        .subject_id = x->experiment_id,
+        .session_id = json_string_value(json_object_get(run, "session_id")),
+        .prompt = json_string_value(json_object_get(variant, "prompt")),
+        .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
+        .model = json_object_get(x->request, "model"),
+        .limits_json = json_object_get(x->request, "limits"),
+        .limits = &x->limits,
+        .functions = json_object_get(x->request, "functions"),
+        .output = json_object_get(x->request, "output"),
+        .metadata = json_object_get(x->request, "metadata"),
+        .evaluator_function_id = json_string_value(json_object_get(ev, "function_id")),
+        .evaluator_arguments = json_object_get(ev, "arguments"),
+        .progress = on_progress,
+        .progress_ctx = &pctx,
+    };
+    evd_scenario_run(e, c, &scenario, run, cancel, started_at, &out);
+    enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
+    slot = -1;
+    if (out.not_started)
+        goto out; /* the lease runs out and the cell is tried again */
+    if (reason == REASON_LEASE && !out.interrupted)
+        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
+    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
+        if (reason == REASON_LEASE)
+            evd_log(EVD_LOG_WARN, "lease not renewed in time; experiment run handed back",
+                    "experiment_id", x->experiment_id, NULL);
+        if (evd_db_ensure(c) &&
+            evd_store_cell_hand_back(c, job->id, e->owner, x->experiment_id, x->case_index,
+                                     position, attempt, &err) != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not hand an experiment run back; its lease runs out",
+                    "experiment_id", x->experiment_id, "error", err.msg, NULL);
+        goto out;
+    }
+    if (reason == REASON_CANCELLED)
+        goto out; /* cancelled, or the job taken away: nothing to write */
+    if (reason == REASON_DEADLINE) {
+        int64_t now = evd_now_ms();
+        char msg[128];
+        snprintf(msg, sizeof(msg), "run exceeded %llus wall-clock limit",
+                 (unsigned long long)x->limits.scenario_timeout_seconds);
+        json_t *fresh = cell_run_new(x, position, arm, repeat, started_at);
+        if (fresh == NULL)
+            goto out;
+        evd_run_record_outcome(fresh, NULL, out.metrics, (uint64_t)(now - started_at), now);
+        evd_run_fail(fresh, EVD_PHASE_AWAIT, NULL, msg, now);
+        json_decref(run);
+        run = fresh;
+    }
+    end = finish_cell(x, p, position, attempt, run, json_incref(out.transcript)) ? CELL_FINISHED
+                                                                                : CELL_STOP;
+    run = NULL; /* finish_cell's */
+out:
+    if (slot >= 0)
+        evd_engine_inflight_remove(e, slot);
+    evd_scenario_outcome_clear(&out);
+    evd_cancel_free(cancel);
+    json_decref(run);
+    json_decref(variant);
+    json_decref(evaluator);
+    return end;
+}
+
+/* Reads the experiment's request and the case; false (logged) when they cannot be read. */
+static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ctx *x)
+{
+    struct evd_err err = {0};
+    struct evd_store_experiment_shape shape = {0};
+    x->experiment_id = job->ref;
+    x->case_index = job->run_position;
+    if (evd_store_experiment_shape(c, job->ref, &shape, &err) != EVD_OK)
+        goto fail;
+    x->arms = (unsigned)shape.arms;
+    x->repeats = (uint32_t)shape.repeats;
+    x->request = json_loads(shape.request, 0, NULL);
+    evd_store_experiment_shape_clear(&shape);
+    if (x->request == NULL) {
+        evd_err_set(&err, EVD_EINTERNAL, "stored request cannot be decoded");
+        goto fail;
+    }
+    if (evd_limits_decode(json_object_get(x->request, "limits"), &x->limits, &err) != EVD_OK ||
+        evd_store_cell_case(c, job->ref, job->run_position, &x->body, &x->done, &err) != EVD_OK)
+        goto fail;
+    return true;
+fail:
+    if (err.code != EVD_ENOTFOUND) /* a deleted experiment: its job goes at the next claim */
+        evd_log(EVD_LOG_WARN, "could not start an experiment case", "experiment_id", job->ref,
+                "error", err.msg, NULL);
+    return false;
+}
+
+void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+{
+    struct case_ctx x = {0};
+    struct pending pend = {0};
+    if (!load_case(c, job, &x))
+        goto out;
+    for (;;) {
+        struct evd_err err = {0};
+        struct evd_store_cell_done done;
+        if (pend.set)
+            pending_done(&x, &pend, &done);
+        if (atomic_load(&e->stopping)) {
+            /* The last finished cell is written; the next one stays for whoever comes. */
+            bool written;
+            if (pend.set && evd_db_ensure(c) &&
+                evd_store_cell_finish(c, &done, evd_now_ms(), &written, &err) != EVD_OK)
+                evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
+                        job->ref, "error", err.msg, NULL);
+            break;
+        }
+        struct evd_store_cell_next next;
+        struct evd_store_job cur = *job;
+        int64_t sent = evd_mono_ms();
+        evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
+        enum evd_code rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms,
+                                               evd_now_ms(), EVD_MAX_ATTEMPTS,
+                                               pend.set ? &done : NULL, &next, &err);
+        pending_clear(&pend);
+        if (rc != EVD_OK) {
+            /* A finished cell not written is run again once the lease runs out. */
+            evd_log(EVD_LOG_WARN, "could not step an experiment case", "experiment_id",
+                    job->ref, "error", err.msg, NULL);
+            break;
+        }
+        if (next.outcome == EVD_CELL_LOST || next.outcome == EVD_CELL_GONE)
+            break;
+        if (next.outcome == EVD_CELL_DONE) {
+            if (next.schedule > 0)
+                evd_engine_wake(e, next.schedule);
+            if (next.schedule == -1 &&
+                evd_engine_experiment_finalize(e, c, job->ref, &err) != EVD_OK)
+                evd_log(EVD_LOG_WARN, "could not finish an experiment; the analyst retries",
+                        "experiment_id", job->ref, "error", err.msg, NULL);
+            break;
+        }
+        if (next.outcome == EVD_CELL_EXHAUSTED) {
+            if (!fail_exhausted(&x, &pend, next.position, next.attempt))
+                break;
+            continue;
+        }
+        /* No call may outlast the lease as it stood when the step was sent. */
+        cur.claimed_mono = sent - (e->opts.lease_ms - next.lease_left_ms);
+        if (run_cell(e, c, &cur, &x, next.position, next.attempt, &pend) != CELL_FINISHED)
+            break;
+    }
+out:
+    pending_clear(&pend);
+    json_decref(x.request);
+    json_decref(x.body);
+    json_decref(x.done);
+}

@@ -1,0 +1,1091 @@
+/*
+ * Experiments: starting one, reading it, cancelling and deleting it, its analysis (built
+ * from the per-case cells the case jobs write, engine/cells.c), and the analyst thread
+ * that rebuilds the analysis of running experiments and finishes those a crash left
+ * without a job. See experiments.h and docs/experiments.md.
+ */
+#include "engine/experiments.h"
+
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "domain/analysis.h"
+#include "domain/dataset.h"
+#include "domain/experiment.h"
+#include "domain/plan.h"
+#include "engine/internal.h"
+#include "store/datasets.h"
+#include "store/experiments.h"
+#include "store/listen.h"
+
+/* How often the analyst looks for out-of-date analyses, and for stalled experiments. */
+#define ANALYST_PERIOD_MS 500
+#define ANALYST_STALLED_EVERY 10
+
+static bool live_status(const char *s)
+{
+    return strcmp(s, "queued") == 0 || strcmp(s, "running") == 0;
+}
+
+/* ---- cells ---------------------------------------------------------------------- */
+
+json_t *evd_engine_cell_json(const struct evd_analysis_cell *cell, uint32_t failed)
+{
+    json_t *medians = json_object();
+    for (unsigned j = 0; medians != NULL && j < EVD_ANALYSIS_METRICS; j++)
+        if (cell->metric_mask & (1u << j))
+            json_object_set_new(medians, evd_analysis_metric_names[j], json_real(cell->median[j]));
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:o*}", "runs", (int)cell->runs, "evaluated",
+                     (int)cell->evaluated, "passed", (int)cell->passed, "failed", (int)failed,
+                     "first_runs", (int)cell->first_runs, "first_passed",
+                     (int)cell->first_passed, "medians", medians);
+}
+
+/* The cell stored as JSON back into a struct; *failed its failed runs. */
+static void cell_of_json(const json_t *j, struct evd_analysis_cell *cell, uint32_t *failed)
+{
+    memset(cell, 0, sizeof(*cell));
+    cell->runs = (uint32_t)json_integer_value(json_object_get(j, "runs"));
+    cell->evaluated = (uint32_t)json_integer_value(json_object_get(j, "evaluated"));
+    cell->passed = (uint32_t)json_integer_value(json_object_get(j, "passed"));
+    cell->first_runs = (uint32_t)json_integer_value(json_object_get(j, "first_runs"));
+    cell->first_passed = (uint32_t)json_integer_value(json_object_get(j, "first_passed"));
+    *failed = (uint32_t)json_integer_value(json_object_get(j, "failed"));
+    const json_t *medians = json_object_get(j, "medians");
+    for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
+        const json_t *v = json_object_get(medians, evd_analysis_metric_names[m]);
+        if (json_is_number(v)) {
+            cell->metric_mask |= 1u << m;
+            cell->median[m] = json_number_value(v);
+        }
+    }
+}
+
+/* ---- analysis ------------------------------------------------------------------- */
+
+static const char *arm_label(const json_t *request, unsigned arm)
+{
+    const json_t *v = arm == 0 ? json_object_get(request, "control")
+                               : json_array_get(json_object_get(request, "treatments"), arm - 1);
+    return json_string_value(json_object_get(v, "label"));
+}
+
+
+/*
+ * The analysis of one experiment held in memory: the accumulator (domain/analysis.h) and
+ * the row of cells of every case, so that a changed case costs O(arms) to take in.
+ */
+struct xstate {
+    char id[64];
+    json_t *request;
+    unsigned arms;
+    size_t cases;
+    const char *cluster_by; /* borrowed from request */
+    json_t *clusters;       /* cluster key -> index */
+    uint32_t *cluster;      /* per case */
+    struct evd_analysis_cell *cells; /* cases x arms */
+    uint32_t *failed;                /* cases x arms */
+    struct evd_analysis *a;
+    int64_t counts[3]; /* terminal, passed, failed runs */
+    int64_t seen;      /* the highest change number taken in */
+    int64_t used_ms;
+    struct xstate *next;
+};
+
+static void xstate_free(struct xstate *x)
+{
+    if (x == NULL)
+        return;
+    json_decref(x->request);
+    json_decref(x->clusters);
+    free(x->cluster);
+    free(x->cells);
+    free(x->failed);
+    evd_analysis_free(x->a);
+    free(x);
+}
+
+/* Takes in changed case rows {case_index, cells, changed_seq} (a row seen before is a
+ * no-op: its cells replace themselves). */
+static void xstate_apply(struct xstate *x, const json_t *rows)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        json_int_t ci = json_integer_value(json_object_get(r, "case_index"));
+        if (ci < 1 || (size_t)ci > x->cases)
+            continue;
+        size_t k = (size_t)ci - 1;
+        const json_t *cells = json_object_get(r, "cells");
+        for (unsigned arm = 0; arm < x->arms && arm < json_array_size(cells); arm++) {
+            struct evd_analysis_cell cell, *old = &x->cells[k * x->arms + arm];
+            uint32_t failed = 0;
+            cell_of_json(json_array_get(cells, arm), &cell, &failed);
+            x->counts[0] += (int64_t)cell.runs - old->runs;
+            x->counts[1] += (int64_t)cell.passed - old->passed;
+            x->counts[2] += (int64_t)failed - x->failed[k * x->arms + arm];
+            x->failed[k * x->arms + arm] = failed;
+            evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
+        }
+        json_int_t seq = json_integer_value(json_object_get(r, "changed_seq"));
+        if (seq > x->seen)
+            x->seen = seq;
+    }
+}
+
+/* A state from every case's row (rows: all cases, or NULL before any run). */
+static struct xstate *xstate_new(const char *id, const json_t *request, unsigned arms,
+                                 size_t cases, const json_t *rows)
+{
+    struct xstate *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return NULL;
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    x->request = json_deep_copy(request);
+    x->arms = arms;
+    x->cases = cases;
+    x->clusters = json_object();
+    x->cluster = calloc(cases + 1, sizeof(*x->cluster));
+    x->cells = calloc((cases + 1) * arms, sizeof(*x->cells));
+    x->failed = calloc((cases + 1) * arms, sizeof(*x->failed));
+    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
+        x->failed == NULL)
+        goto fail;
+    const json_t *an = json_object_get(x->request, "analysis");
+    x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
+    size_t i;
+    const json_t *r;
+    if (x->cluster_by != NULL) {
+        json_array_foreach(rows, i, r)
+        {
+            const char *key = json_string_value(json_object_get(r, "cluster"));
+            json_int_t ci = json_integer_value(json_object_get(r, "case_index"));
+            if (key == NULL || ci < 1 || (size_t)ci > cases)
+                continue;
+            json_t *idx = json_object_get(x->clusters, key);
+            if (idx == NULL) {
+                idx = json_integer((json_int_t)json_object_size(x->clusters));
+                json_object_set_new(x->clusters, key, idx);
+            }
+            x->cluster[ci - 1] = (uint32_t)json_integer_value(idx);
+        }
+    }
+    struct evd_analysis_config cfg = {
+        .arms = arms,
+        .cases = cases,
+        .clusters = x->cluster_by != NULL ? json_object_size(x->clusters) : 0,
+        .alpha = json_number_value(json_object_get(an, "alpha")),
+        .min_effect = json_number_value(json_object_get(an, "min_effect")),
+    };
+    if (cfg.alpha <= 0)
+        cfg.alpha = EVD_EXPERIMENT_DEFAULT_ALPHA;
+    if (x->cluster_by != NULL && cfg.clusters == 0)
+        cfg.clusters = 1;
+    if ((x->a = evd_analysis_new(&cfg)) == NULL)
+        goto fail;
+    xstate_apply(x, rows);
+    return x;
+fail:
+    xstate_free(x);
+    return NULL;
+}
+
+/* {arms, comparisons, analysis} of the state. New reference, or NULL on ENOMEM. */
+static json_t *xstate_json(const struct xstate *x, bool partial)
+{
+    json_t *arms_json = json_array(), *cmps = json_array(), *out = NULL;
+    double *vals = malloc((x->cases + 1) * sizeof(double));
+    if (arms_json == NULL || cmps == NULL || vals == NULL)
+        goto out;
+    for (unsigned arm = 0; arm < x->arms; arm++) {
+        json_t *aj = evd_analysis_arm_json(x->a, arm, arm_label(x->request, arm));
+        json_t *med = json_object();
+        if (aj == NULL || med == NULL) {
+            json_decref(aj);
+            json_decref(med);
+            goto out;
+        }
+        /* The arm's medians: the median over its cases of their per-case medians. */
+        for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
+            size_t n = 0;
+            for (size_t k = 0; k < x->cases; k++) {
+                const struct evd_analysis_cell *cell = &x->cells[k * x->arms + arm];
+                if (cell->metric_mask & (1u << m))
+                    vals[n++] = cell->median[m];
+            }
+            double v;
+            if (n > 0 && evd_stats_median(vals, n, &v))
+                json_object_set_new(med, evd_analysis_metric_names[m], json_real(v));
+        }
+        json_object_set_new(aj, "medians", med);
+        json_array_append_new(arms_json, aj);
+        if (arm > 0) {
+            json_t *cj = evd_analysis_comparison_json(x->a, arm, arm_label(x->request, arm));
+            if (cj == NULL)
+                goto out;
+            json_array_append_new(cmps, cj);
+        }
+    }
+    json_t *info = evd_analysis_info_json(x->a, x->cluster_by, partial);
+    if (info == NULL)
+        goto out;
+    out = json_pack("{s:o, s:o, s:o}", "arms", arms_json, "comparisons", cmps, "analysis", info);
+    arms_json = cmps = NULL;
+out:
+    free(vals);
+    json_decref(arms_json);
+    json_decref(cmps);
+    return out;
+}
+
+json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
+                                       const json_t *rows, bool partial, int64_t counts[3])
+{
+    struct xstate *x = xstate_new("", request, arms, cases, rows);
+    json_t *out = x ? xstate_json(x, partial) : NULL;
+    for (int i = 0; i < 3; i++)
+        counts[i] = x ? x->counts[i] : 0;
+    xstate_free(x);
+    return out;
+}
+
+/* The analysis of `id` now, from its stored cells. */
+static json_t *analysis_now(PGconn *c, const char *id, bool partial, int64_t counts[3],
+                            struct evd_err *err)
+{
+    struct evd_store_experiment_shape shape;
+    if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
+        return NULL;
+    json_t *request = json_loads(shape.request, 0, NULL);
+    json_t *rows = request ? evd_store_experiment_cells(c, id, -1, err) : NULL;
+    json_t *an = rows ? evd_engine_experiment_analysis(request, (unsigned)shape.arms,
+                                                       (size_t)shape.case_count, rows, partial,
+                                                       counts)
+                      : NULL;
+    if (request == NULL)
+        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
+    else if (rows != NULL && an == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    json_decref(rows);
+    json_decref(request);
+    evd_store_experiment_shape_clear(&shape);
+    return an;
+}
+
+/* ---- finishing ------------------------------------------------------------------ */
+
+/* The experiment.completed payload: {experiment_id, status, timestamp, verdicts}. */
+static json_t *completed_event(const char *id, const char *status, const json_t *analysis,
+                               int64_t now)
+{
+    json_t *verdicts = json_array();
+    size_t i;
+    const json_t *cj;
+    json_array_foreach(json_object_get(analysis, "comparisons"), i, cj)
+        json_array_append_new(verdicts,
+                              json_pack("{s:O, s:O, s:O}", "treatment",
+                                        json_object_get(cj, "treatment"), "label",
+                                        json_object_get(cj, "label"), "verdict",
+                                        json_object_get(cj, "verdict")));
+    return json_pack("{s:s, s:s, s:I, s:o}", "experiment_id", id, "status", status, "timestamp",
+                     (json_int_t)now, "verdicts", verdicts);
+}
+
+/*
+ * Makes `id` terminal in the caller's transaction, which holds its lock: `status` given
+ * (cancelled), or completed (failed when no run completed). The final analysis, the
+ * counts, and the completion event in the same transaction.
+ */
+static enum evd_code finish_locked(PGconn *c, const char *id, const char *status,
+                                   struct evd_err *err)
+{
+    int64_t counts[3], now = evd_now_ms();
+    json_t *an = analysis_now(c, id, false, counts, err);
+    if (an == NULL)
+        return evd_db_code(err);
+    enum evd_code rc = EVD_OK;
+    if (status == NULL) {
+        int64_t completed = 0, total = 0;
+        if ((rc = evd_store_experiment_outcomes(c, id, &completed, &total, err)) != EVD_OK)
+            goto out;
+        status = completed > 0 || total == 0 ? "completed" : "failed";
+    }
+    bool done = false;
+    if ((rc = evd_store_experiment_finish(c, id, status, an, now, &done, err)) != EVD_OK ||
+        !done)
+        goto out;
+    json_t *event = completed_event(id, status, an, now);
+    if (event == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = evd_engine_experiment_event(c, id, event, now, err);
+    json_decref(event);
+    if (rc == EVD_OK)
+        evd_log(EVD_LOG_INFO, "experiment finished", "experiment_id", id, "status", status,
+                NULL);
+out:
+    json_decref(an);
+    return rc;
+}
+
+enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, const char *id,
+                                             struct evd_err *err)
+{
+    (void)e;
+    char status[16];
+    enum evd_code rc = evd_db_begin(c, err);
+    if (rc == EVD_OK)
+        rc = evd_store_experiment_lock(c, id, status, err);
+    if (rc == EVD_OK && live_status(status)) {
+        /* A case job may exist again (a schedule raced this): then it finishes it. */
+        int sched = 0;
+        rc = evd_store_experiment_schedule(c, id, e->owner, &sched, err);
+        if (rc == EVD_OK && sched == -1)
+            rc = finish_locked(c, id, NULL, err);
+    }
+    if (rc == EVD_OK)
+        rc = evd_db_commit(c, err);
+    evd_db_rollback(c);
+    return rc;
+}
+
+/* ---- the analyst thread ---------------------------------------------------------- */
+
+/* How long an experiment's state stays in memory after its last change. */
+#define ANALYST_KEEP_MS 30000
+/* Change numbers are drawn before their transactions commit, so a change may become
+ * visible after a later one was read: the analyst reads again the last ones it saw (taking
+ * a case in twice changes nothing). The final analysis is rebuilt from every case. */
+#define ANALYST_REREAD 512
+
+/* The state of `id`, brought up to date: built from every case the first time, then from
+ * the cases changed since. NULL with *err. */
+static struct xstate *analyst_state(PGconn *c, struct xstate **states, const char *id,
+                                    struct evd_err *err)
+{
+    struct xstate *x = *states;
+    while (x != NULL && strcmp(x->id, id) != 0)
+        x = x->next;
+    json_t *rows = NULL;
+    if (x != NULL) {
+        int64_t after = x->seen > ANALYST_REREAD ? x->seen - ANALYST_REREAD : 0;
+        if ((rows = evd_store_experiment_cells(c, id, after, err)) == NULL)
+            return NULL;
+        xstate_apply(x, rows);
+    } else {
+        struct evd_store_experiment_shape shape;
+        if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
+            return NULL;
+        json_t *request = json_loads(shape.request, 0, NULL);
+        if (request != NULL && (rows = evd_store_experiment_cells(c, id, -1, err)) != NULL)
+            x = xstate_new(id, request, (unsigned)shape.arms, (size_t)shape.case_count, rows);
+        if (x == NULL && err != NULL && err->code == EVD_OK)
+            evd_err_set(err, EVD_ENOMEM, "out of memory");
+        json_decref(request);
+        evd_store_experiment_shape_clear(&shape);
+        if (x != NULL) {
+            x->next = *states;
+            *states = x;
+        }
+    }
+    json_decref(rows);
+    if (x != NULL)
+        x->used_ms = evd_now_ms();
+    return x;
+}
+
+/* Frees the states not used since `before`. */
+static void analyst_evict(struct xstate **states, int64_t before)
+{
+    for (struct xstate **p = states; *p != NULL;) {
+        struct xstate *x = *p;
+        if (x->used_ms < before) {
+            *p = x->next;
+            xstate_free(x);
+        } else {
+            p = &x->next;
+        }
+    }
+}
+
+void *evd_engine_analyst_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    struct evd_listener *l = evd_engine_listener(e, NULL, NULL);
+    PGconn *c = l ? evd_listener_conn(l) : NULL;
+    unsigned round = 0;
+    struct xstate *states = NULL; /* this thread's */
+    while (c != NULL && !atomic_load(&e->stopping)) {
+        struct evd_err err = {0};
+        if (!evd_listener_ensure(l)) {
+            c = evd_listener_conn(l);
+            continue;
+        }
+        /* Take in what changed in every out-of-date analysis (each at most once a period). */
+        for (int n = 0; n < 64 && !atomic_load(&e->stopping); n++) {
+            char id[64];
+            int64_t seq = 0;
+            bool found = false;
+            if (evd_store_experiment_take_dirty(c, id, &seq, &found, &err) != EVD_OK || !found)
+                break;
+            struct xstate *x = analyst_state(c, &states, id, &err);
+            json_t *an = x ? xstate_json(x, true) : NULL;
+            if (an != NULL)
+                evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(), &err);
+            json_decref(an);
+            if (err.code != EVD_OK)
+                evd_log(EVD_LOG_WARN, "could not rebuild an experiment's analysis",
+                        "experiment_id", id, "error", err.msg, NULL);
+        }
+        analyst_evict(&states, evd_now_ms() - ANALYST_KEEP_MS);
+        if (++round % ANALYST_STALLED_EVERY == 0) {
+            json_t *ids = evd_store_experiments_stalled(c, &err);
+            size_t i;
+            json_t *v;
+            json_array_foreach(ids, i, v)
+            {
+                struct evd_err ferr = {0};
+                if (evd_engine_experiment_finalize(e, c, json_string_value(v), &ferr) != EVD_OK)
+                    evd_log(EVD_LOG_WARN, "could not finish an experiment", "experiment_id",
+                            json_string_value(v), "error", ferr.msg, NULL);
+            }
+            json_decref(ids);
+        }
+        struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
+        poll(&pfd, 1, ANALYST_PERIOD_MS);
+    }
+    analyst_evict(&states, INT64_MAX);
+    evd_listener_free(l);
+    return NULL;
+}
+
+/* ---- starting ------------------------------------------------------------------- */
+
+struct inline_cases {
+    json_t *texts; /* compact JSON of each normalized case */
+    size_t next;
+    char *buf;
+};
+
+static enum evd_code collect_case(void *ctx, size_t position, const json_t *c, struct evd_err *err)
+{
+    (void)position;
+    struct inline_cases *ic = ctx;
+    if (json_array_append(ic->texts, (json_t *)c) != 0)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return EVD_OK;
+}
+
+static int next_inline(void *ctx, const char **json, size_t *len, struct evd_err *err)
+{
+    struct inline_cases *ic = ctx;
+    if (ic->next >= json_array_size(ic->texts))
+        return 0;
+    free(ic->buf);
+    ic->buf = json_dumps(json_array_get(ic->texts, ic->next++), JSON_COMPACT);
+    if (ic->buf == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        return -1;
+    }
+    *json = ic->buf;
+    *len = strlen(ic->buf);
+    return 1;
+}
+
+/* Stores inline cases as a dataset (the same one again when the name and cases match):
+ * its id into dataset_id (size 64). */
+static enum evd_code store_inline(struct evd_engine *e, PGconn *c, const json_t *cases,
+                                  const char *name, char *dataset_id, struct evd_err *err)
+{
+    struct inline_cases ic = {json_array(), 0, NULL};
+    size_t count = 0;
+    char sha[65];
+    json_t *row = NULL;
+    bool created = false;
+    enum evd_code rc;
+    if (ic.texts == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    size_t max = e->opts.max_dataset_cases > 0 ? (size_t)e->opts.max_dataset_cases : 10000;
+    if ((rc = evd_dataset_normalize_cases(cases, max, collect_case, &ic, &count, sha, err)) !=
+        EVD_OK)
+        goto out;
+    char id[64];
+    evd_new_id("ds_", id, sizeof(id));
+    if ((rc = evd_store_dataset_create(c, id, name, sha, count, evd_now_ms(), next_inline, &ic,
+                                       &row, &created, err)) != EVD_OK)
+        goto out;
+    snprintf(dataset_id, 64, "%s", json_string_value(json_object_get(row, "dataset_id")));
+out:
+    json_decref(row);
+    json_decref(ic.texts);
+    free(ic.buf);
+    return rc;
+}
+
+/* "{1,0,0,1}" of n ints. */
+static char *int_array(const unsigned *v, size_t n)
+{
+    struct evd_buf b = {0};
+    evd_buf_append(&b, "{", 1);
+    for (size_t i = 0; i < n; i++) {
+        char s[16];
+        int k = snprintf(s, sizeof(s), "%s%u", i ? "," : "", v[i]);
+        evd_buf_append(&b, s, (size_t)k);
+    }
+    if (evd_buf_append(&b, "}", 2) != 0) {
+        evd_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+/* A text[] literal of strings (each quoted and escaped), NULL entries as NULL. */
+static char *text_array(char **v, size_t n)
+{
+    struct evd_buf b = {0};
+    int rc = evd_buf_append(&b, "{", 1);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i)
+            rc |= evd_buf_append(&b, ",", 1);
+        if (v[i] == NULL) {
+            rc |= evd_buf_append(&b, "NULL", 4);
+            continue;
+        }
+        rc |= evd_buf_append(&b, "\"", 1);
+        for (const char *s = v[i]; *s && rc == 0; s++) {
+            if (*s == '"' || *s == '\\')
+                rc |= evd_buf_append(&b, "\\", 1);
+            rc |= evd_buf_append(&b, s, 1);
+        }
+        rc |= evd_buf_append(&b, "\"", 1);
+    }
+    if (rc != 0 || evd_buf_append(&b, "}", 2) != 0) {
+        evd_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, json_t **response,
+                                   struct evd_err *err)
+{
+    struct evd_experiment_limits lim = {
+        .max_repeats = (uint32_t)(e->opts.max_runs > 0 ? e->opts.max_runs : 100),
+        .max_concurrency = (uint32_t)(e->opts.max_concurrency > 0 ? e->opts.max_concurrency : 256),
+    };
+    json_t *normalized = NULL, *bodies = NULL, *dataset = NULL, *analysis = NULL;
+    const json_t *inline_cases = NULL;
+    char **clusters = NULL;
+    char *request_text = NULL, *analysis_text = NULL, *clusters_text = NULL;
+    char *plan_arms = NULL, *plan_repeats = NULL;
+    size_t ncases = 0;
+    PGconn *c = NULL;
+    enum evd_code rc = evd_experiment_request(body, &lim, &normalized, &inline_cases, err);
+    if (rc != EVD_OK)
+        return rc;
+    if ((c = evd_db_acquire(e->opts.db, err)) == NULL) {
+        rc = evd_db_code(err);
+        goto out;
+    }
+    char id[64], dataset_id[64];
+    evd_new_id("exp_", id, sizeof(id));
+    if (inline_cases != NULL) {
+        const char *name = json_string_value(json_object_get(normalized, "name"));
+        if ((rc = store_inline(e, c, inline_cases, name ? name : id, dataset_id, err)) != EVD_OK)
+            goto out;
+    } else {
+        snprintf(dataset_id, sizeof(dataset_id), "%s",
+                 json_string_value(json_object_get(normalized, "dataset_id")));
+    }
+    if ((dataset = evd_store_dataset_get(c, dataset_id, err)) == NULL) {
+        rc = evd_db_code(err);
+        if (rc == EVD_ENOTFOUND)
+            rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
+        goto out;
+    }
+    if ((bodies = evd_store_dataset_bodies(c, dataset_id, err)) == NULL) {
+        rc = evd_db_code(err);
+        goto out;
+    }
+    ncases = json_array_size(bodies);
+    uint64_t max_runs = e->opts.max_experiment_runs > 0 ? (uint64_t)e->opts.max_experiment_runs
+                                                        : 100000;
+    if ((rc = evd_experiment_check_size(normalized, ncases, max_runs, err)) != EVD_OK)
+        goto out;
+    const bool clustered =
+        json_is_string(json_object_get(json_object_get(normalized, "analysis"), "cluster_by"));
+    if ((clusters = calloc(ncases + 1, sizeof(char *))) == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ncases; i++) {
+        const json_t *cs = json_array_get(bodies, i);
+        if ((rc = evd_experiment_check_case(normalized, cs, err)) != EVD_OK)
+            goto out;
+        if (clustered && (clusters[i] = evd_experiment_cluster_key(normalized, cs, err)) == NULL) {
+            rc = err && err->code ? err->code : EVD_ENOMEM;
+            goto out;
+        }
+    }
+    json_object_set_new(normalized, "dataset_id", json_string(dataset_id));
+    unsigned arms = (unsigned)evd_experiment_arms(normalized);
+    unsigned repeats = (unsigned)json_integer_value(json_object_get(normalized, "repeats"));
+    unsigned conc = (unsigned)json_integer_value(json_object_get(normalized, "concurrency"));
+    unsigned *pa = calloc((size_t)arms * repeats, sizeof(unsigned));
+    unsigned *pr = calloc((size_t)arms * repeats, sizeof(unsigned));
+    for (unsigned pos = 1; pa && pr && pos <= arms * repeats; pos++) {
+        uint32_t rep;
+        unsigned arm;
+        evd_plan_cell_at(arms, pos, &rep, &arm);
+        pa[pos - 1] = arm;
+        pr[pos - 1] = rep;
+    }
+    if (pa && pr) {
+        plan_arms = int_array(pa, (size_t)arms * repeats);
+        plan_repeats = int_array(pr, (size_t)arms * repeats);
+    }
+    free(pa);
+    free(pr);
+    int64_t counts[3];
+    analysis = evd_engine_experiment_analysis(normalized, arms, ncases, NULL, true, counts);
+    request_text = json_dumps(normalized, JSON_COMPACT);
+    analysis_text = analysis ? json_dumps(analysis, JSON_COMPACT) : NULL;
+    clusters_text = clustered ? text_array(clusters, ncases) : NULL;
+    if (plan_arms == NULL || plan_repeats == NULL || request_text == NULL ||
+        analysis_text == NULL || (clustered && clusters_text == NULL)) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    const struct evd_store_experiment_new x = {
+        .id = id,
+        .name = json_string_value(json_object_get(normalized, "name")),
+        .request = request_text,
+        .dataset_id = dataset_id,
+        .sha256 = json_string_value(json_object_get(dataset, "sha256")),
+        .arms = (int)arms,
+        .repeats = (int)repeats,
+        .concurrency = (int)conc,
+        .case_count = (int)ncases,
+        .analysis = analysis_text,
+        .clusters = clusters_text,
+        .plan_arms = plan_arms,
+        .plan_repeats = plan_repeats,
+        .now = evd_now_ms(),
+    };
+    /* The dataset's row lock keeps a concurrent delete from taking the cases away. */
+    bool found = false;
+    if ((rc = evd_db_begin(c, err)) != EVD_OK ||
+        (rc = evd_store_dataset_lock_share(c, dataset_id, &found, err)) != EVD_OK) {
+        evd_db_rollback(c);
+        goto out;
+    }
+    if (!found) {
+        rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
+        evd_db_rollback(c);
+        goto out;
+    }
+    if ((rc = evd_store_experiment_create(c, &x, e->owner, err)) != EVD_OK ||
+        (rc = evd_db_commit(c, err)) != EVD_OK) {
+        evd_db_rollback(c);
+        goto out;
+    }
+    char total[32];
+    snprintf(total, sizeof(total), "%llu", (unsigned long long)ncases * arms * repeats);
+    evd_log(EVD_LOG_INFO, "experiment started", "experiment_id", id, "dataset_id", dataset_id,
+            "runs", total, NULL);
+    evd_engine_wake(e, conc);
+    *response = json_pack("{s:s, s:s}", "experiment_id", id, "status", "queued");
+    if (*response == NULL)
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+out:
+    if (c != NULL)
+        evd_db_release(e->opts.db, c);
+    for (size_t i = 0; clusters != NULL && i < ncases; i++)
+        free(clusters[i]);
+    free(clusters);
+    free(request_text);
+    free(analysis_text);
+    free(clusters_text);
+    free(plan_arms);
+    free(plan_repeats);
+    json_decref(normalized);
+    json_decref(bodies);
+    json_decref(dataset);
+    json_decref(analysis);
+    return rc;
+}
+
+/* ---- reading -------------------------------------------------------------------- */
+
+/* Runs fn(c, ...) on a pool connection. */
+#define WITH_CONN(e, err, expr)                                                             \
+    do {                                                                                    \
+        PGconn *c_ = evd_db_acquire((e)->opts.db, (err));                                   \
+        if (c_ == NULL)                                                                     \
+            return evd_db_code(err);                                                        \
+        PGconn *c = c_;                                                                     \
+        expr;                                                                               \
+        evd_db_release((e)->opts.db, c_);                                                   \
+    } while (0)
+
+/* The stored row with its analysis members lifted to the top. */
+static json_t *document(json_t *row)
+{
+    json_t *an = json_incref(json_object_get(row, "analysis"));
+    json_object_del(row, "analysis");
+    const char *keys[] = {"arms", "comparisons", "analysis"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = json_object_get(an, keys[i]);
+        json_object_set(row, keys[i], v ? v : json_null());
+    }
+    /* The arms' failed_runs are the analysis's bookkeeping, not the contract's. */
+    size_t i;
+    json_t *arm;
+    json_array_foreach(json_object_get(row, "arms"), i, arm)
+        json_object_del(arm, "failed_runs");
+    json_decref(an);
+    return row;
+}
+
+enum evd_code evd_experiment_get(struct evd_engine *e, const char *id, json_t **experiment,
+                                 struct evd_err *err)
+{
+    json_t *row = NULL;
+    WITH_CONN(e, err, row = evd_store_experiment_get(c, id, err));
+    if (row == NULL)
+        return evd_db_code(err);
+    /* The stored analysis is a copy: the document may be changed freely. */
+    json_t *an = json_deep_copy(json_object_get(row, "analysis"));
+    json_object_set_new(row, "analysis", an);
+    *experiment = document(row);
+    return EVD_OK;
+}
+
+enum evd_code evd_experiment_progress(struct evd_engine *e, const char *id, json_t **progress,
+                                      struct evd_err *err)
+{
+    json_t *row = NULL;
+    WITH_CONN(e, err, row = evd_store_experiment_progress(c, id, err));
+    if (row == NULL)
+        return evd_db_code(err);
+    *progress = row;
+    return EVD_OK;
+}
+
+/* {<key>: items, next_cursor?}; steals items and next. */
+static enum evd_code page(json_t *items, char *next, const char *key, json_t **response,
+                          struct evd_err *err)
+{
+    if (items == NULL) {
+        free(next);
+        return evd_db_code(err);
+    }
+    *response = json_pack("{s:o}", key, items);
+    if (*response != NULL && next != NULL)
+        json_object_set_new(*response, "next_cursor", json_string(next));
+    free(next);
+    return *response ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
+}
+
+enum evd_code evd_experiment_list(struct evd_engine *e, unsigned limit, const char *before,
+                                  json_t **response, struct evd_err *err)
+{
+    json_t *items = NULL;
+    char *next = NULL;
+    WITH_CONN(e, err, items = evd_store_experiment_list(c, limit, before, &next, err));
+    return page(items, next, "experiments", response, err);
+}
+
+/* A stored case row as the API shows it: {case_id, case_index, vars, expected, metadata,
+ * arms: [{index, passed, evaluated, runs, medians}], flaky, disagree}. */
+static void case_row(json_t *row, int repeats)
+{
+    json_t *cells = json_incref(json_object_get(row, "cells"));
+    json_object_del(row, "cells");
+    json_object_del(row, "cluster");
+    json_t *arms = json_array();
+    size_t i;
+    json_t *cell;
+    json_array_foreach(cells, i, cell)
+        json_array_append_new(
+            arms, json_pack("{s:i, s:O, s:O, s:i, s:O}", "index", (int)i, "passed",
+                            json_object_get(cell, "passed"), "evaluated",
+                            json_object_get(cell, "evaluated"), "runs", repeats, "medians",
+                            json_object_get(cell, "medians")));
+    json_object_set_new(row, "arms", arms);
+    json_decref(cells);
+}
+
+enum evd_code evd_experiment_cases(struct evd_engine *e, const char *id, const char *filter,
+                                   unsigned limit, const char *before, json_t **response,
+                                   struct evd_err *err)
+{
+    if (filter != NULL && strcmp(filter, "flaky") != 0 && strcmp(filter, "disagree") != 0)
+        return evd_err_set(err, EVD_EINVAL, "filter must be flaky or disagree");
+    json_t *items = NULL;
+    char *next = NULL;
+    struct evd_store_experiment_shape shape = {0};
+    WITH_CONN(e, err, {
+        if (evd_store_experiment_shape(c, id, &shape, err) == EVD_OK)
+            items = evd_store_experiment_cases(c, id, filter, limit, before, &next, err);
+    });
+    /* A case that has not run yet shows every arm with nothing evaluated. */
+    size_t i;
+    json_t *row;
+    json_array_foreach(items, i, row)
+    {
+        json_t *cells = json_object_get(row, "cells");
+        while (json_array_size(cells) < (size_t)shape.arms)
+            json_array_append_new(cells, json_pack("{s:i, s:i, s:{}}", "passed", 0, "evaluated",
+                                                   0, "medians"));
+        case_row(row, shape.repeats);
+    }
+    evd_store_experiment_shape_clear(&shape);
+    return page(items, next, "cases", response, err);
+}
+
+enum evd_code evd_experiment_runs(struct evd_engine *e, const char *id, const char *case_id,
+                                  unsigned limit, const char *before, json_t **response,
+                                  struct evd_err *err)
+{
+    json_t *items = NULL;
+    char *next = NULL;
+    WITH_CONN(e, err,
+              items = evd_store_experiment_runs(c, id, case_id, limit, before, true, &next, err));
+    return page(items, next, "runs", response, err);
+}
+
+/* ---- cancel and delete ----------------------------------------------------------- */
+
+enum evd_code evd_experiment_cancel(struct evd_engine *e, const char *id, json_t **response,
+                                    struct evd_err *err)
+{
+    PGconn *c = evd_db_acquire(e->opts.db, err);
+    if (c == NULL)
+        return evd_db_code(err);
+    char status[16];
+    enum evd_code rc = evd_db_begin(c, err);
+    if (rc == EVD_OK)
+        rc = evd_store_experiment_lock(c, id, status, err);
+    if (rc == EVD_OK && status[0] == '\0')
+        rc = evd_err_set(err, EVD_ENOTFOUND, "experiment not found: %s", id);
+    if (rc == EVD_OK && live_status(status)) {
+        rc = evd_store_experiment_cancel_runs(c, id, evd_now_ms(), err);
+        if (rc == EVD_OK)
+            rc = finish_locked(c, id, "cancelled", err);
+        if (rc == EVD_OK)
+            snprintf(status, sizeof(status), "cancelled");
+    }
+    if (rc == EVD_OK)
+        rc = evd_db_commit(c, err);
+    evd_db_rollback(c);
+    evd_db_release(e->opts.db, c);
+    if (rc == EVD_OK) {
+        *response = json_pack("{s:s, s:s}", "experiment_id", id, "status", status);
+        if (*response == NULL)
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    return rc;
+}
+
+enum evd_code evd_experiment_delete(struct evd_engine *e, const char *id, struct evd_err *err)
+{
+    enum evd_code rc = EVD_OK;
+    WITH_CONN(e, err, rc = evd_store_experiment_delete(c, id, err));
+    return rc;
+}
+
+/* ---- export --------------------------------------------------------------------- */
+
+#define EXPORT_PAGE 200
+
+struct evd_experiment_export {
+    struct evd_engine *e;
+    char id[64];
+    bool csv;
+    bool header_done;
+    bool done;
+    char *cursor;
+    json_t *labels; /* arm -> label */
+};
+
+enum evd_code evd_experiment_export_open(struct evd_engine *e, const char *id, const char *format,
+                                         struct evd_experiment_export **out, struct evd_err *err)
+{
+    if (format == NULL)
+        format = "jsonl";
+    if (strcmp(format, "jsonl") != 0 && strcmp(format, "csv") != 0)
+        return evd_err_set(err, EVD_EINVAL, "format must be jsonl or csv");
+    struct evd_store_experiment_shape shape = {0};
+    enum evd_code rc = EVD_OK;
+    WITH_CONN(e, err, rc = evd_store_experiment_shape(c, id, &shape, err));
+    if (rc != EVD_OK)
+        return rc;
+    struct evd_experiment_export *x = calloc(1, sizeof(*x));
+    json_t *request = json_loads(shape.request, 0, NULL);
+    if (x == NULL || request == NULL || (x->labels = json_array()) == NULL) {
+        free(x);
+        json_decref(request);
+        evd_store_experiment_shape_clear(&shape);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    for (unsigned arm = 0; arm < (unsigned)shape.arms; arm++) {
+        const char *l = arm_label(request, arm);
+        json_array_append_new(x->labels, l ? json_string(l) : json_null());
+    }
+    json_decref(request);
+    evd_store_experiment_shape_clear(&shape);
+    x->e = e;
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    x->csv = strcmp(format, "csv") == 0;
+    *out = x;
+    return EVD_OK;
+}
+
+const char *evd_experiment_export_type(const struct evd_experiment_export *x)
+{
+    return x->csv ? "text/csv" : "application/x-ndjson";
+}
+
+/* One CSV field, quoted when it must be (RFC 4180). */
+static void csv_field(struct evd_buf *out, const char *s, bool first)
+{
+    if (!first)
+        evd_buf_append(out, ",", 1);
+    if (s == NULL)
+        return;
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        evd_buf_append(out, s, strlen(s));
+        return;
+    }
+    evd_buf_append(out, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '"')
+            evd_buf_append(out, "\"", 1);
+        evd_buf_append(out, s, 1);
+    }
+    evd_buf_append(out, "\"", 1);
+}
+
+static const char *const EXPORT_FIELDS[] = {
+    "experiment_id", "run_id", "session_id", "case_id", "case_index", "arm", "label", "repeat",
+    "position", "status", "passed", "score", "output"};
+#define NEXPORT (sizeof(EXPORT_FIELDS) / sizeof(EXPORT_FIELDS[0]))
+
+/* The export record of an API run object. New reference. */
+static json_t *export_record(const struct evd_experiment_export *x, const json_t *run)
+{
+    json_t *rec = json_object();
+    json_object_set_new(rec, "experiment_id", json_string(x->id));
+    for (size_t i = 1; i < NEXPORT; i++) {
+        const char *k = EXPORT_FIELDS[i];
+        if (strcmp(k, "label") == 0) {
+            json_t *l = json_array_get(x->labels, (size_t)json_integer_value(
+                                                      json_object_get(run, "arm")));
+            json_object_set(rec, k, l ? l : json_null());
+            continue;
+        }
+        const json_t *v = json_object_get(run, k);
+        json_object_set(rec, k, v ? (json_t *)v : json_null());
+    }
+    const json_t *bench = json_object_get(run, "benchmark");
+    for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
+        const json_t *v = json_object_get(bench, evd_analysis_metric_names[m]);
+        json_object_set(rec, evd_analysis_metric_names[m], v ? (json_t *)v : json_null());
+    }
+    return rec;
+}
+
+int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *out,
+                               struct evd_err *err)
+{
+    if (x->done)
+        return 0;
+    if (x->csv && !x->header_done) {
+        for (size_t i = 0; i < NEXPORT; i++)
+            csv_field(out, EXPORT_FIELDS[i], i == 0);
+        for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
+            csv_field(out, evd_analysis_metric_names[m], false);
+        evd_buf_append(out, "\r\n", 2);
+        x->header_done = true;
+        return 1;
+    }
+    json_t *items = NULL;
+    char *next = NULL;
+    PGconn *c = evd_db_acquire(x->e->opts.db, err);
+    if (c == NULL)
+        return -1;
+    items = evd_store_experiment_runs(c, x->id, NULL, EXPORT_PAGE, x->cursor, false, &next, err);
+    evd_db_release(x->e->opts.db, c);
+    if (items == NULL) {
+        free(next);
+        return -1;
+    }
+    size_t i;
+    json_t *run;
+    json_array_foreach(items, i, run)
+    {
+        json_t *rec = export_record(x, run);
+        if (rec == NULL)
+            continue;
+        if (!x->csv) {
+            char *line = json_dumps(rec, JSON_COMPACT);
+            if (line != NULL) {
+                evd_buf_append(out, line, strlen(line));
+                evd_buf_append(out, "\n", 1);
+            }
+            free(line);
+        } else {
+            const char *key;
+            json_t *v;
+            bool first = true;
+            json_object_foreach(rec, key, v)
+            {
+                char *text = NULL;
+                if (json_is_string(v) && strcmp(key, "output") != 0)
+                    csv_field(out, json_string_value(v), first);
+                else if (json_is_null(v) && strcmp(key, "output") != 0)
+                    csv_field(out, NULL, first);
+                else {
+                    text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+                    csv_field(out, text, first);
+                }
+                free(text);
+                first = false;
+            }
+            evd_buf_append(out, "\r\n", 2);
+        }
+        json_decref(rec);
+    }
+    json_decref(items);
+    free(x->cursor);
+    x->cursor = next;
+    if (next == NULL)
+        x->done = true;
+    return 1;
+}
+
+void evd_experiment_export_free(struct evd_experiment_export *x)
+{
+    if (x == NULL)
+        return;
+    free(x->cursor);
+    json_decref(x->labels);
+    free(x);
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+enum evd_code evd_engine_experiment_event(PGconn *c, const char *id, const json_t *payload,
+                                          int64_t now, struct evd_err *err)
+{
+    (void)c, (void)id, (void)payload, (void)now, (void)err;
+    return EVD_OK;
+}

@@ -1,0 +1,45 @@
+/*
+ * The kinds of job the workers execute: one table, one entry a kind (internal.h). The
+ * claim (evald_claim) is the same for every kind; what differs is the execution, and
+ * where its outcome is written.
+ */
+#include <string.h>
+
+#include "engine/internal.h"
+
+static void process_run(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                        int attempt, bool *outstanding)
+{
+    if (attempt > 0)
+        evd_engine_process_started(e, c, job, attempt, outstanding);
+    else
+        evd_engine_process_job(e, c, job, outstanding);
+}
+
+static void process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                            int attempt, bool *outstanding)
+{
+    (void)attempt, (void)outstanding;
+    evd_engine_process_session(e, c, job);
+}
+
+static void process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+                         int attempt, bool *outstanding)
+{
+    (void)attempt, (void)outstanding;
+    evd_engine_process_cell(e, c, job);
+}
+
+static const struct evd_job_kind KINDS[] = {
+    {"run", process_run},         /* an evaluation run (engine/runner.c) */
+    {"session", process_session}, /* a session turn (engine/session_runner.c) */
+    {"cell", process_cell},       /* an experiment case (engine/cells.c) */
+};
+
+const struct evd_job_kind *evd_engine_job_kind(const char *name)
+{
+    for (size_t i = 0; i < sizeof(KINDS) / sizeof(KINDS[0]); i++)
+        if (strcmp(KINDS[i].name, name) == 0)
+            return &KINDS[i];
+    return NULL;
+}

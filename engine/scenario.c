@@ -1,0 +1,225 @@
+/* One scenario: the agent turn, then the evaluator; see scenario.h. */
+#include "engine/scenario.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "domain/evaluators.h"
+#include "domain/request.h"
+#include "domain/run.h"
+#include "store/db.h"
+#include "store/tools.h"
+
+/*
+ * Scores a run with its evaluator: a built-in, the agent review, an HTTP tool of that
+ * id, or else a function of the iii engine when the adapter is configured (at least
+ * once, within invocation_timeout_seconds). On success *evaluation is the validated
+ * EvaluatorResponseV1 (new reference). The agent review also leaves its reviewer's turns
+ * in *review (new reference or NULL).
+ */
+static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const struct evd_scenario *view,
+                              const json_t *run, json_t *tools, struct evd_cancel *cancel,
+                              json_t **evaluation, json_t **review, struct evd_err *err)
+{
+    enum evd_code rc = EVD_OK;
+    json_t *input = evd_run_evaluator_input(view->subject_id, run, view->evaluator_arguments);
+    json_t *answer = NULL;
+    if (input == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    if (evd_evaluator_is_agent_review(view->evaluator_function_id)) {
+        rc = evd_engine_review(e->opts.providers, input, view->limits, tools, cancel, &answer,
+                               review, err);
+    } else if (evd_evaluator_is_builtin(view->evaluator_function_id)) {
+        struct evd_evaluator_input in;
+        if ((rc = evd_request_evaluator_input(input, &in, err)) == EVD_OK)
+            rc = evd_evaluator_run(view->evaluator_function_id, &in, &answer, err);
+    } else {
+        struct evd_tool tool;
+        evd_db_ensure(c); /* a restart of PostgreSQL during the run broke it */
+        rc = evd_store_tool_get(c, view->evaluator_function_id, &tool, err);
+        const struct evd_engine_remote *remote = e->opts.remote;
+        if (rc == EVD_ENOTFOUND && remote != NULL) {
+            int64_t timeout = (int64_t)view->limits->invocation_timeout_seconds * 1000;
+            evd_err_clear(err);
+            answer = remote->call(remote->ctx, view->evaluator_function_id, input, timeout, cancel,
+                                  true, err);
+            rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
+        } else if (rc == EVD_ENOTFOUND) {
+            rc = evd_err_set(err, EVD_ENOTFOUND, "no evaluator function %s is registered",
+                             view->evaluator_function_id);
+        } else if (rc == EVD_OK) {
+            long timeout = tool.timeout_ms;
+            long cap = (long)view->limits->invocation_timeout_seconds * 1000;
+            answer = evd_harness_post_json(tool.url, input, timeout < cap ? timeout : cap,
+                                           view->session_id, cancel, err);
+            rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
+            evd_store_tool_clear(&tool);
+        }
+    }
+    if (rc == EVD_OK)
+        rc = evd_evaluator_check_response(answer, evaluation, err);
+    json_decref(answer);
+    json_decref(input);
+    return rc;
+}
+
+/* How long a run waits for the list of the iii engine's functions. */
+#define REMOTE_LIST_TIMEOUT_MS 5000
+
+/* The remote functions as a harness function source, bound to the run's cancel token. */
+struct remote_source {
+    const struct evd_engine_remote *remote;
+    struct evd_cancel *cancel;
+};
+
+static json_t *remote_source_call(void *ctx, const char *function_id, json_t *payload,
+                                  int64_t timeout_ms, struct evd_err *err)
+{
+    const struct remote_source *s = ctx;
+    /* A tool call may have effects: it is never repeated behind the model's back. */
+    return s->remote->call(s->remote->ctx, function_id, payload, timeout_ms, s->cancel, false, err);
+}
+
+/* True when a function policy could allow anything (a non-empty allow list). */
+static bool policy_may_allow(const json_t *policy)
+{
+    return json_is_object(policy) && json_array_size(json_object_get(policy, "allow")) > 0;
+}
+
+
+static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *review)
+{
+    json_t *t = out->transcript ? json_deep_copy(out->transcript) : json_object();
+    if (t != NULL && out->spans != NULL)
+        json_object_set(t, "spans", out->spans);
+    if (t != NULL && review != NULL)
+        json_object_set(t, "evaluator", review);
+    return t;
+}
+
+void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario *s, json_t *run,
+                      struct evd_cancel *cancel, int64_t started_at,
+                      struct evd_scenario_outcome *res)
+{
+    struct evd_err err = {0};
+    struct evd_harness_outcome out = {0};
+    json_t *tools = NULL, *evaluation = NULL, *review = NULL, *remote_fns = NULL;
+    struct remote_source source = {e->opts.remote, cancel};
+    struct evd_harness_dispatch dispatch = {0};
+    memset(res, 0, sizeof(*res));
+
+    /* Registered HTTP tools matter only to a policy that may allow one, and to the agent
+     * review (whose reviewer has a policy of its own). */
+    bool review_eval = s->evaluator_function_id != NULL &&
+                       evd_evaluator_is_agent_review(s->evaluator_function_id);
+    if (policy_may_allow(s->functions) || review_eval)
+        tools = evd_store_tools_json(c, &err);
+    else
+        tools = json_array();
+    if (tools == NULL) {
+        evd_log(EVD_LOG_WARN, "could not prepare run", "subject_id", s->subject_id, "error",
+                err.msg, NULL);
+        res->not_started = true;
+        goto out;
+    }
+    struct evd_harness_input in = {
+        .session_id = s->session_id,
+        .prompt = s->prompt,
+        .system_prompt = s->system_prompt,
+        .model = (json_t *)s->model,
+        .limits = (json_t *)s->limits_json,
+        .functions = (json_t *)s->functions,
+        .output = (json_t *)s->output,
+        .metadata = (json_t *)s->metadata,
+        .tools = tools,
+        .progress = s->progress,
+        .progress_ctx = s->progress_ctx,
+    };
+    if (e->opts.remote != NULL && policy_may_allow(s->functions)) {
+        struct evd_err lerr = {0};
+        remote_fns = e->opts.remote->functions(e->opts.remote->ctx, (json_t *)s->functions,
+                                               REMOTE_LIST_TIMEOUT_MS, &lerr);
+        if (remote_fns == NULL) {
+            evd_log(EVD_LOG_WARN,
+                    "could not list the iii engine's functions; the run sees "
+                    "HTTP tools only",
+                    "subject_id", s->subject_id, "error", lerr.msg, NULL);
+        } else {
+            dispatch = (struct evd_harness_dispatch){remote_fns, remote_source_call, &source};
+            in.dispatch = &dispatch;
+        }
+    }
+    evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
+
+    res->interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
+    int64_t now = evd_now_ms();
+    bool needs_evaluation = s->evaluator_function_id != NULL && out.output != NULL &&
+                            !json_is_null(out.output);
+    if (out.status == EVD_HARNESS_COMPLETED && out.output != NULL &&
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now) ==
+            0 &&
+        needs_evaluation) {
+        /* The harness does not snapshot its final generation (the outcome follows at
+         * once); an evaluator that calls out may take a while, so snapshot it here. */
+        if (!evd_evaluator_is_builtin(s->evaluator_function_id) && out.metrics != NULL &&
+            s->progress != NULL) {
+            json_t *snap = json_deep_copy(out.metrics);
+            if (snap != NULL && json_object_set_new(snap, "complete", json_false()) == 0)
+                s->progress(s->progress_ctx, snap);
+            json_decref(snap);
+        }
+        int64_t t0 = evd_now_ms();
+        struct evd_err everr = {0};
+        if (evaluate(e, c, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+            res->interrupted = evd_cancel_is_set(cancel); /* a failure the token may cause */
+            evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
+                         evd_now_ms());
+        } else {
+            /* The evaluator call is a span of the run's trace too. */
+            int64_t t1 = evd_now_ms();
+            if (out.spans && json_is_array(out.spans)) {
+                json_array_append_new(out.spans,
+                                      json_pack("{s:s, s:s, s:I, s:I, s:s, s:{s:s}}", "name",
+                                                s->evaluator_function_id, "kind", "evaluator",
+                                                "start_ms", (json_int_t)t0, "end_ms",
+                                                (json_int_t)t1, "status", "ok", "attributes",
+                                                "function_id", s->evaluator_function_id));
+                json_t *traces = evd_harness_traces_from_spans(in.session_id, out.spans);
+                if (traces && out.metrics)
+                    json_object_set_new(out.metrics, "traces", traces);
+                else
+                    json_decref(traces);
+            }
+            now = evd_now_ms();
+            evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)(now - started_at), now);
+            evd_run_complete(run, s->limits, evaluation);
+        }
+    } else if (out.status == EVD_HARNESS_COMPLETED) {
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
+        evd_run_complete(run, s->limits, NULL);
+    } else {
+        enum evd_phase phase = EVD_PHASE_SEND;
+        if (out.phase == NULL || !evd_phase_parse(out.phase, &phase))
+            phase = EVD_PHASE_SEND;
+        evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
+        evd_run_fail(run, phase, NULL, out.result_error ? out.result_error : "run failed", now);
+    }
+    res->transcript = transcript_of(&out, review);
+    res->metrics = out.metrics ? json_incref(out.metrics) : NULL;
+out:
+    evd_harness_outcome_clear(&out);
+    json_decref(tools);
+    json_decref(remote_fns);
+    json_decref(evaluation);
+    json_decref(review);
+}
+
+void evd_scenario_outcome_clear(struct evd_scenario_outcome *out)
+{
+    json_decref(out->metrics);
+    json_decref(out->transcript);
+    out->metrics = out->transcript = NULL;
+}

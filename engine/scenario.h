@@ -1,0 +1,55 @@
+/*
+ * One scenario, the part every kind of run shares (engine-internal): the agent turn on
+ * the harness with the registered HTTP tools and the iii engine's functions its policy
+ * allows, then the evaluator (built-in, agent review, HTTP tool or iii function), recorded
+ * into the run object in the seed's way (evd_run_record_outcome, evd_run_complete,
+ * evd_run_fail). An evaluation run (engine/runner.c) and an experiment cell
+ * (engine/cells.c) differ only in where the scenario comes from and where the run goes.
+ * No lock is held and nothing is written here except the progress snapshots the caller's
+ * callback makes.
+ */
+#ifndef EVD_ENGINE_SCENARIO_H
+#define EVD_ENGINE_SCENARIO_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "domain/limits.h"
+#include "engine/internal.h"
+
+struct evd_scenario {
+    const char *subject_id;            /* evaluation or experiment id: logs, evaluator input */
+    const char *session_id;            /* the run's session id (X-Evald-Session) */
+    const char *prompt;
+    const char *system_prompt;         /* NULL = none */
+    const json_t *model;
+    const json_t *limits_json;         /* the request's limits member */
+    const struct evd_limits *limits;   /* decoded */
+    const json_t *functions;           /* FunctionPolicy */
+    const json_t *output;              /* OutputContract */
+    const json_t *metadata;            /* or NULL */
+    const char *evaluator_function_id; /* NULL: no evaluator */
+    const json_t *evaluator_arguments; /* or NULL */
+    void (*progress)(void *ctx, json_t *metrics); /* snapshots while it runs, or NULL */
+    void *progress_ctx;
+};
+
+struct evd_scenario_outcome {
+    bool not_started;   /* it could not be prepared (the database failed): the run is as it
+                         * was; the attempt counts and the run is tried again after its lease */
+    bool interrupted;   /* the cancel token stopped a call, or may have failed the evaluator */
+    json_t *metrics;    /* the harness's final metrics (new reference, or NULL) */
+    json_t *transcript; /* the turns, spans and the reviewer's turns (new reference) */
+};
+
+/*
+ * Runs scenario `s` for `run` (a running run object, updated in place to its terminal
+ * status, unless the token stops it) under `cancel`. `started_at` is the run's start
+ * (evd_now_ms). Fills *out; the caller clears it with evd_scenario_outcome_clear.
+ */
+void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario *s, json_t *run,
+                      struct evd_cancel *cancel, int64_t started_at,
+                      struct evd_scenario_outcome *out);
+void evd_scenario_outcome_clear(struct evd_scenario_outcome *out);
+
+#endif

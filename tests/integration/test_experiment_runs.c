@@ -1,0 +1,266 @@
+/*
+ * How an experiment's runs are executed, seen from the stub model server with the real
+ * evald processes and a real PostgreSQL: the cells of a case reach the provider one after
+ * another in the planned order (a Williams design for three arms), never two of a case at
+ * once, cases run `concurrency` at a time; and an evald killed with SIGKILL in the middle
+ * of an experiment loses nothing: the survivor finishes it, and every run is counted once.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "domain/plan.h"
+#include "tests/support/itest.h"
+#include "tests/support/testutil.h"
+
+static char db_url[1024];
+static char db_name[64];
+static struct evd_t_proc stub;
+static char env_base[300], env_key[] = "OPENAI_API_KEY=stub-key";
+
+static void setup(void)
+{
+    evd_t_db_create(db_url, sizeof(db_url), db_name);
+}
+
+static void teardown(void)
+{
+    evd_t_stop(&stub, SIGTERM, 5000);
+    evd_t_db_drop(db_name);
+}
+
+/* The stub answering "OK" after `latency_ms`, and evald's environment pointing at it. */
+static void start_stub(int latency_ms)
+{
+    char script[256];
+    snprintf(script, sizeof(script),
+             "{\"default\":{\"latency_ms\":%d,\"reply\":{\"text\":\"OK\"},"
+             "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}}",
+             latency_ms);
+    ck_assert_int_eq(evd_t_stub_start(&stub, script, NULL), 0);
+    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
+}
+
+static void start_evald(struct evd_t_proc *p, const char *workers)
+{
+    char *env[] = {env_base, env_key, "EVALD_SWEEP_INTERVAL_MS=300", "EVALD_LEASE_MS=1500",
+                   (char *)workers, NULL};
+    ck_assert_int_eq(evd_t_evald_start(p, db_url, env), 0);
+}
+
+/* Starts an experiment of `cases` cases ("q1".."qN") over `arms` arms; returns its id
+ * (static buffer). */
+static const char *start_experiment(const struct evd_t_proc *p, int cases, int arms, int repeats,
+                                    int concurrency)
+{
+    json_t *cs = json_array(), *treatments = json_array();
+    for (int i = 1; i <= cases; i++)
+        json_array_append_new(cs, json_pack("{s:{s:s+}, s:s}", "vars", "q", "question ",
+                                            i % 2 ? "odd" : "even", "expected", "OK"));
+    for (int a = 1; a < arms; a++) {
+        char prompt[64];
+        snprintf(prompt, sizeof(prompt), "Variant %d: {{q}}", a);
+        json_array_append_new(treatments, json_pack("{s:s}", "prompt", prompt));
+    }
+    json_t *body = json_pack(
+        "{s:s, s:{s:s, s:s}, s:{s:s}, s:o, s:o, s:{s:s, s:{s:s}}, s:i, s:i}", "dimension",
+        "prompt", "model", "model", "stub-model", "provider", "openai", "control", "prompt",
+        "Control: {{q}}", "treatments", treatments, "cases", cs, "evaluator", "function_id",
+        "eval::assert::exact", "arguments", "expected", "{{expected}}", "repeats", repeats,
+        "concurrency", concurrency);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/experiments", p->base);
+    long status = 0;
+    json_t *r = evd_t_http_json("POST", url, text, &status);
+    free(text);
+    ck_assert_msg(status == 202, "start answered %ld", status);
+    static char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    return id;
+}
+
+/* Polls the experiment until it is terminal; returns its document. */
+static json_t *wait_terminal(const struct evd_t_proc *p, const char *id, int timeout_ms)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s", p->base, id);
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        long status = 0;
+        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        if (status == 200 && st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+            return doc;
+        json_decref(doc);
+        usleep(100 * 1000);
+    }
+    ck_abort_msg("experiment %s did not finish in %d ms", id, timeout_ms);
+    return NULL;
+}
+
+/* Parses "<id>_<case>_<arm>_<repeat>"; false for another session. */
+static bool parse_session(const char *session, const char *id, int *ci, int *arm, int *rep)
+{
+    size_t n = strlen(id);
+    return session && strncmp(session, id, n) == 0 && session[n] == '_' &&
+           sscanf(session + n + 1, "%d_%d_%d", ci, arm, rep) == 3;
+}
+
+static const char *session_of(const json_t *req)
+{
+    const json_t *h = json_object_get(req, "headers");
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)h, key, v)
+    {
+        if (strcasecmp(key, "X-Evald-Session") == 0)
+            return json_string_value(v);
+    }
+    return NULL;
+}
+
+/* Three arms, two repeats: each case's cells reach the provider in the Williams order of
+ * domain/plan.h, one at a time (each arrives after the previous one was answered), and
+ * at most `concurrency` cases are in flight at once. */
+START_TEST(three_arms_reach_the_provider_in_the_planned_order)
+{
+    start_stub(60);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=8");
+    enum { CASES = 6, ARMS = 3, REPEATS = 2, CONC = 2 };
+    const char *id = start_experiment(&p, CASES, ARMS, REPEATS, CONC);
+    char xid[64];
+    snprintf(xid, sizeof(xid), "%s", id);
+    json_t *doc = wait_terminal(&p, xid, 60000);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
+    json_t *progress = json_object_get(doc, "progress");
+    ck_assert_int_eq(json_integer_value(json_object_get(progress, "total_runs")),
+                     CASES * ARMS * REPEATS);
+    ck_assert_int_eq(json_integer_value(json_object_get(progress, "passed_runs")),
+                     CASES * ARMS * REPEATS);
+    json_decref(doc);
+
+    json_t *log = evd_t_stub_requests(&stub, 0);
+    json_t *reqs = json_object_get(log, "requests");
+    int seen[CASES + 1] = {0};
+    int64_t last_at[CASES + 1] = {0};
+    size_t i;
+    json_t *req;
+    json_array_foreach(reqs, i, req)
+    {
+        int ci, arm, rep;
+        if (!parse_session(session_of(req), xid, &ci, &arm, &rep))
+            continue;
+        ck_assert(ci >= 1 && ci <= CASES);
+        /* The k-th request of a case is the cell at position k of the plan. */
+        uint32_t want_rep;
+        unsigned want_arm;
+        evd_plan_cell_at(ARMS, (uint32_t)seen[ci] + 1, &want_rep, &want_arm);
+        ck_assert_msg(arm == (int)want_arm && rep == (int)want_rep,
+                      "case %d request %d: arm %d repeat %d, planned arm %u repeat %u", ci,
+                      seen[ci] + 1, arm, rep, want_arm, (unsigned)want_rep);
+        int64_t at = json_integer_value(json_object_get(req, "received_at_ms"));
+        /* The previous cell of the case was answered (60 ms) before this one was sent. */
+        if (seen[ci] > 0)
+            ck_assert_msg(at - last_at[ci] >= 55, "case %d: cells %d and %d %lld ms apart", ci,
+                          seen[ci], seen[ci] + 1, (long long)(at - last_at[ci]));
+        last_at[ci] = at;
+        seen[ci]++;
+    }
+    for (int ci = 1; ci <= CASES; ci++)
+        ck_assert_int_eq(seen[ci], ARMS * REPEATS);
+    json_decref(log);
+    json_t *stats = evd_t_stub_stats(&stub);
+    ck_assert_int_le(json_integer_value(json_object_get(stats, "max_in_flight")), CONC);
+    ck_assert_int_eq(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
+    json_decref(stats);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+/* Two evald processes share an experiment; one is killed with SIGKILL while its cells are
+ * in flight. The other takes the killed one's cases over once their leases run out: the
+ * experiment completes, every run passed exactly once in the record, and no run was ever
+ * at the provider twice at once. */
+START_TEST(kill_9_mid_experiment_counts_every_run_once)
+{
+    start_stub(250);
+    struct evd_t_proc a, b;
+    start_evald(&a, "EVALD_WORKERS=4");
+    start_evald(&b, "EVALD_WORKERS=4");
+    enum { CASES = 16, ARMS = 2, REPEATS = 2, CONC = 8 };
+    char xid[64];
+    snprintf(xid, sizeof(xid), "%s", start_experiment(&a, CASES, ARMS, REPEATS, CONC));
+    /* Wait until both processes have cells in flight and a few runs finished. */
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+             " AND status = 'completed'",
+             xid);
+    for (int waited = 0; waited < 20000; waited += 50) {
+        char *v = evd_t_sql(db_url, sql);
+        long done = v ? atol(v) : 0;
+        free(v);
+        if (done >= 8)
+            break;
+        usleep(50 * 1000);
+    }
+    ck_assert_int_eq(evd_t_stop(&a, SIGKILL, 5000), 128 + SIGKILL);
+
+    json_t *doc = wait_terminal(&b, xid, 60000);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
+    json_t *progress = json_object_get(doc, "progress");
+    ck_assert_int_eq(json_integer_value(json_object_get(progress, "total_runs")),
+                     CASES * ARMS * REPEATS);
+    ck_assert_int_eq(json_integer_value(json_object_get(progress, "terminal_runs")),
+                     CASES * ARMS * REPEATS);
+    ck_assert_int_eq(json_integer_value(json_object_get(progress, "passed_runs")),
+                     CASES * ARMS * REPEATS);
+    /* The analysis counts each run once: every case evaluated `REPEATS` times an arm. */
+    json_t *arms = json_object_get(doc, "arms");
+    for (size_t k = 0; k < json_array_size(arms); k++) {
+        json_t *pooled = json_object_get(json_array_get(arms, k), "pooled");
+        ck_assert_int_eq(json_integer_value(json_object_get(pooled, "evaluated")),
+                         CASES * REPEATS);
+        ck_assert_int_eq(json_integer_value(json_object_get(pooled, "passed")), CASES * REPEATS);
+    }
+    json_decref(doc);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+             " AND status = 'completed' AND passed",
+             xid);
+    char *v = evd_t_sql(db_url, sql);
+    ck_assert_str_eq(v, "64");
+    free(v);
+    /* Some runs were interrupted by the kill and run again: at least one attempt 2. */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s' AND attempt > 1",
+             xid);
+    v = evd_t_sql(db_url, sql);
+    ck_assert_msg(v && atol(v) >= 1, "no run was taken over after the kill (%s)", v);
+    free(v);
+    json_t *stats = evd_t_stub_stats(&stub);
+    ck_assert_int_eq(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
+    json_decref(stats);
+    ck_assert_int_eq(evd_t_stop(&b, SIGTERM, 10000), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("experiment_runs");
+    TCase *tc = tcase_create("experiment_runs");
+    tcase_set_timeout(tc, 180);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, three_arms_reach_the_provider_in_the_planned_order);
+    tcase_add_test(tc, kill_9_mid_experiment_counts_every_run_once);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
