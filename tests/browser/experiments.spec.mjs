@@ -6,7 +6,8 @@
 // forest plot (one interval per treatment, right of the zero line), the matrix's x/k counts,
 // the flaky and disagree filters, a case's runs with the word diff against the control, the
 // export links and the list. A second experiment, one case fast and two slow, is followed
-// live (progress, matrix, partial banner over the event stream) and cancelled from the view.
+// live (progress, matrix, partial banner over the event stream) and cancelled from the view;
+// a third, of 230 inline cases, has its matrix read page by page.
 // Screenshots: experiment-form.png and experiment-detail.png in $EVALD_ARTIFACTS_DIR. The
 // stub script is global: run this file alone or with --test-concurrency=1 (package.json does).
 // Without EVALD_URL it prints SKIPPED and passes.
@@ -328,9 +329,11 @@ else describe('experiments view', () => {
         const cells = await page.$$eval('[data-testid=exp-case-row]', (rows) => rows.map((r) => [r.dataset.caseId,
             ...[...r.querySelectorAll('[data-testid=exp-cell]')].map((c) => `${c.textContent}${c.classList.contains('pending') ? ' pending' : ''}`)]));
         assert.deepEqual(cells, [['c1', '0/1', '1/1'], ['c2', '0/0 pending', '0/0 pending'], ['c3', '0/0 pending', '0/0 pending']]);
-        await page.waitForFunction(() => document.querySelector('[data-testid=exp-verdict]')?.dataset.partial === 'true', null, { timeout: 15000 });
+        // The analysis follows (read at most every 1.5 s): one paired case, no interval yet.
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-verdict]')?.dataset.partial === 'true'
+            && / 1 paired case$/.test(document.querySelector('[data-testid=exp-verdict-figures]')?.textContent || ''), null, { timeout: 15000 });
         assert.equal(await page.locator('[data-testid=exp-partial]').count(), 1);
-        assert.match(await page.textContent('[data-testid=exp-verdict-figures]'), /no interval yet \(fewer than 2 paired cases\) .* 1 paired case$/);
+        assert.equal(await page.textContent('[data-testid=exp-verdict-figures]'), 'pass rate +100 pp · no interval yet (fewer than 2 paired cases) · p (adjusted) — · MDE — · 1 paired case');
         assert.equal(await page.getAttribute('[data-testid=exp-status]', 'data-status'), 'running');
 
         await page.click('[data-testid=exp-cancel]');
@@ -340,5 +343,42 @@ else describe('experiments view', () => {
         assert.equal(await page.locator('[data-testid=exp-delete]').count(), 1);
         assert.equal(await page.locator('[data-testid=exp-live]').count(), 0, 'the stream is closed');
         assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page was not reloaded');
+    });
+
+    test('the matrix of a larger experiment pages 100 cases at a time', { timeout: COMPLETE_MS + 30000 }, async () => {
+        const n = 230;
+        const cases = Array.from({ length: n }, (_, i) => ({ id: `p${String(i + 1).padStart(3, '0')}`, vars: { question: `page ${i + 1}` }, expected: 'yes' }));
+        const start = await http('POST', `${BASE}/v1/experiments`, {
+            name: `paged-${suffix}`,
+            dimension: 'prompt',
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { label: 'v1', prompt: 'CTRL {{question}}' },
+            treatments: [{ label: 'v2', prompt: 'TREAT {{question}}' }],
+            cases,
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: '{{expected}}' } },
+            repeats: 1,
+            concurrency: 16,
+        });
+        assert.equal(start.status, 202, JSON.stringify(start.data));
+        const id = start.data.experiment_id;
+        await page.goto(`${BASE}/#/experiments/${id}`);
+        await page.waitForFunction(() => document.querySelector('[data-testid=exp-status]')?.dataset.status === 'completed', null, { timeout: COMPLETE_MS });
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid=exp-case-row]').length === 100, null, { timeout: 15000 });
+        const ids = async () => page.$$eval('[data-testid=exp-case-row]', (rows) => rows.map((r) => r.dataset.caseId));
+        assert.deepEqual(await ids(), cases.slice(0, 100).map((c) => c.id));
+        await page.click('[data-testid=exp-cases-more]');
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid=exp-case-row]').length === 200, null, { timeout: 15000 });
+        await page.click('[data-testid=exp-cases-more]');
+        await page.waitForFunction((want) => document.querySelectorAll('[data-testid=exp-case-row]').length === want, n, { timeout: 15000 });
+        assert.deepEqual(await ids(), cases.map((c) => c.id), 'every case once, in dataset order');
+        assert.equal(await page.locator('[data-testid=exp-cases-more]').count(), 0, 'no more pages');
+        const texts = await page.$$eval('[data-testid=exp-cell]', (els) => els.map((e) => `${e.dataset.arm}:${e.textContent}`));
+        assert.equal(texts.length, 2 * n);
+        assert.equal(texts.filter((t) => t === '0:0/1').length, n, 'the control missed every case');
+        assert.equal(texts.filter((t) => t === '1:1/1').length, n, 'the treatment met every case');
+        // A filter starts again from the first page: no case is flaky with one repeat.
+        await page.click('[data-testid=exp-filter-flaky]');
+        await page.waitForSelector('[data-testid=exp-cases-empty]', { timeout: 15000 });
+        assert.equal(await page.locator('[data-testid=exp-case-row]').count(), 0);
     });
 });
