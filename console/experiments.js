@@ -350,7 +350,7 @@ function buildForm(root, ctx, form, st) {
 const FOREST_WIDE = 760;
 const FOREST_WIDE_LEFT = 130;
 const FOREST_WIDE_RIGHT = 520;
-const FOREST_SMALL = { w: 480, left: 70, right: 330 };
+const FOREST_SMALL = { w: 560, left: 70, right: 330 };
 const FOREST_ROW = 30;
 
 // A forest plot: one row per treatment, its delta as a dot and its interval as a line with
