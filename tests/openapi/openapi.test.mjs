@@ -39,6 +39,15 @@ const ROUTES = [
   'GET /v1/datasets/{}',
   'DELETE /v1/datasets/{}',
   'GET /v1/datasets/{}/cases',
+  'POST /v1/experiments',
+  'GET /v1/experiments',
+  'GET /v1/experiments/{}',
+  'DELETE /v1/experiments/{}',
+  'GET /v1/experiments/{}/cases',
+  'GET /v1/experiments/{}/runs',
+  'GET /v1/experiments/{}/events',
+  'GET /v1/experiments/{}/export',
+  'POST /v1/experiments/{}/cancel',
   'POST /v1/evaluations',
   'GET /v1/evaluations',
   'GET /v1/evaluations/{}',
@@ -297,8 +306,8 @@ test('the REST resources extend the seed shapes without changing them', () => {
 
 test('every response carries an X-Request-Id header', () => {
   const missing = [];
-  for (const { key, op } of [...operations(), ...operations(api.webhooks).map((o) => ({ ...o, webhook: true }))]) {
-    if (key.startsWith('POST evalCompleted')) continue; // the receiver's answer, not evald's
+  for (const { key, op, webhook } of [...operations(), ...operations(api.webhooks).map((o) => ({ ...o, webhook: true }))]) {
+    if (webhook) continue; // a receiver's answer, not evald's
     for (const [status, , r] of responsesOf(op)) {
       const h = r.headers?.['X-Request-Id'];
       if (!h || h.$ref !== '#/components/headers/X-Request-Id') missing.push(`${key} ${status}`);
