@@ -350,14 +350,14 @@ function buildForm(root, ctx, form, st) {
 const FOREST_WIDE = 760;
 const FOREST_WIDE_LEFT = 130;
 const FOREST_WIDE_RIGHT = 520;
-const FOREST_SMALL = { w: 560, left: 70, right: 330 };
+const FOREST_SMALL = { w: 560, left: 70, right: 330, ticks: 4 };
 const FOREST_ROW = 30;
 
 // A forest plot: one row per treatment, its delta as a dot and its interval as a line with
 // ends, the zero line, ±margin shaded when given, round ticks. rows: [{label, treatment,
 // verdict, delta, low, high}]; fmt formats a value; ids: {row, zero} data-testids.
 function forestSvg(rows, { fmt, margin = 0, marginTitle = '', ids = {}, aria, metric, geometry = {} }) {
-    const { w, left, right } = { w: FOREST_WIDE, left: FOREST_WIDE_LEFT, right: FOREST_WIDE_RIGHT, ...geometry };
+    const { w, left, right, ticks } = { w: FOREST_WIDE, left: FOREST_WIDE_LEFT, right: FOREST_WIDE_RIGHT, ticks: 8, ...geometry };
     const top = 22;
     const height = top + rows.length * FOREST_ROW + 26;
     const { min, max, x } = forestScale(rows, { left, right, margin });
@@ -369,7 +369,7 @@ function forestSvg(rows, { fmt, margin = 0, marginTitle = '', ids = {}, aria, me
     }
     root.appendChild(svg('line', { x1: x(0), x2: x(0), y1: top - 8, y2: bottom, class: 'forest-zero', 'data-testid': ids.zero }));
     root.appendChild(svg('line', { x1: left, x2: right, y1: bottom, y2: bottom, class: 'axis' }));
-    for (const v of niceTicks(min, max, 8)) {
+    for (const v of niceTicks(min, max, ticks)) {
         root.appendChild(svg('line', { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4, class: 'axis' }));
         root.appendChild(svg('text', { x: x(v), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, v === 0 ? '0' : fmt(v)));
     }
