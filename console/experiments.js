@@ -429,6 +429,7 @@ function metricEntries(metrics) {
 function signed(v, kind) {
     if (!Number.isFinite(v)) return DASH;
     const text = fmtValue(Math.abs(v), kind);
+    if (/^\$?0( ms)?$/.test(text)) return text; // rounds to zero: no sign
     return v > 0 ? `+${text}` : v < 0 ? `−${text}` : text;
 }
 
