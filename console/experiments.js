@@ -518,7 +518,7 @@ function mountDetail(root, ctx, id) {
             h('div', { class: 'progressbar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done },
                 h('span', { style: `width:${pct}%` })),
             h('p', { 'data-testid': 'exp-progress-text', 'data-done': done, 'data-total': total },
-                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} passed · ${fmtInt(Math.max(0, done - (p.passed_runs || 0) - (p.failed_runs || 0)))} did not pass · ${fmtInt(p.failed_runs)} failed to run`));
+                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} met criteria · ${fmtInt(p.failed_runs)} missed criteria · ${fmtInt(Math.max(0, done - (p.passed_runs || 0) - (p.failed_runs || 0)))} not evaluated`));
     }
 
     function renderVerdicts() {

@@ -174,8 +174,8 @@ else describe('experiments view', () => {
         assert.equal(exp.progress.total_runs, 36);
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-progress-text]')?.dataset.done === '36', null, { timeout: 10000 });
         assert.equal(exp.progress.passed_runs, 18 + 4, 'the stub decided 22 passes');
-        assert.equal(exp.progress.failed_runs, 0);
-        assert.equal(await page.textContent('[data-testid=exp-progress-text]'), '36/36 runs finished · 22 passed · 14 did not pass · 0 failed to run');
+        assert.equal(exp.progress.failed_runs, 14, 'evaluated runs that did not pass');
+        assert.equal(await page.textContent('[data-testid=exp-progress-text]'), '36/36 runs finished · 22 met criteria · 14 missed criteria · 0 not evaluated');
 
         // The verdict: mean paired difference (0 + 2/3 + 1 × 4) / 6 = 7/9, clearly above 0.
         const cmp = exp.comparisons[0];
