@@ -899,22 +899,27 @@ enum evd_code evd_experiment_cancel(struct evd_engine *e, const char *id, json_t
     PGconn *c = evd_db_acquire(e->opts.db, err);
     if (c == NULL)
         return evd_db_code(err);
-    char status[16];
-    enum evd_code rc = evd_db_begin(c, err);
+    struct evd_store_experiment_shape shape = {0};
+    char status[16] = "";
+    enum evd_code rc = evd_store_experiment_shape(c, id, &shape, err);
     if (rc == EVD_OK)
-        rc = evd_store_experiment_lock(c, id, status, err);
-    if (rc == EVD_OK && status[0] == '\0')
-        rc = evd_err_set(err, EVD_ENOTFOUND, "experiment not found: %s", id);
+        snprintf(status, sizeof(status), "%s", shape.status);
+    evd_store_experiment_shape_clear(&shape);
     if (rc == EVD_OK && live_status(status)) {
-        rc = evd_store_experiment_cancel_runs(c, id, evd_now_ms(), err);
+        /* Jobs and runs first, the experiment's row last: the order of a case job's step. */
+        if ((rc = evd_db_begin(c, err)) == EVD_OK &&
+            (rc = evd_store_experiment_cancel_runs(c, id, evd_now_ms(), err)) == EVD_OK &&
+            (rc = evd_store_experiment_lock(c, id, status, err)) == EVD_OK) {
+            if (status[0] == '\0')
+                rc = evd_err_set(err, EVD_ENOTFOUND, "experiment not found: %s", id);
+            else if (live_status(status) &&
+                     (rc = finish_locked(c, id, "cancelled", err)) == EVD_OK)
+                snprintf(status, sizeof(status), "cancelled");
+        }
         if (rc == EVD_OK)
-            rc = finish_locked(c, id, "cancelled", err);
-        if (rc == EVD_OK)
-            snprintf(status, sizeof(status), "cancelled");
+            rc = evd_db_commit(c, err);
+        evd_db_rollback(c);
     }
-    if (rc == EVD_OK)
-        rc = evd_db_commit(c, err);
-    evd_db_rollback(c);
     evd_db_release(e->opts.db, c);
     if (rc == EVD_OK) {
         *response = json_pack("{s:s, s:s}", "experiment_id", id, "status", status);

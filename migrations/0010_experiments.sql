@@ -246,6 +246,15 @@ CREATE FUNCTION evald_cell_step(p_job bigint, p_owner text, p_lease_ms bigint, p
                                 OUT o_lease_left_ms bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
+    -- Locks in the order every transaction on an experiment takes them: the case's job,
+    -- then runs and cases, then the experiment row (a cancel deletes the jobs first and
+    -- locks the experiment last, so the two cannot wait for each other in a circle). A job
+    -- this owner no longer holds has nothing to write: its cell was taken over or cancelled.
+    PERFORM 1 FROM jobs WHERE id = p_job AND lease_owner = p_owner FOR UPDATE;
+    IF NOT FOUND THEN
+        o_outcome := 'lost';
+        RETURN;
+    END IF;
     IF p_position IS NOT NULL AND NOT evald_cell_finish(p_exp, p_case, p_position, p_attempt,
             p_run, p_transcript, p_cells, p_flaky, p_disagree, p_now) THEN
         o_outcome := 'lost';

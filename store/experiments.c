@@ -600,15 +600,19 @@ enum evd_code evd_store_experiment_cancel_runs(PGconn *c, const char *id, int64_
     char ts[32];
     I64(ts, now);
     const char *p[] = {id, ts};
-    enum evd_code rc = evd_db_exec(
-        c,
-        "UPDATE experiment_runs SET status = 'cancelled', passed = NULL, progress = NULL,"
-        " completed_at = $2::bigint, failures = failures || '[{\"phase\": \"cancel\","
-        " \"message\": \"experiment cancelled\"}]'::jsonb"
-        " WHERE experiment_id = $1 AND status IN ('pending', 'running')",
-        2, p, err);
+    /* The jobs first, then the runs (the order of a case job's step; the caller locks the
+     * experiment row after this): a step under way finishes before its job goes, and a
+     * later one finds no job and writes nothing. */
+    enum evd_code rc =
+        evd_db_exec(c, "DELETE FROM jobs WHERE kind = 'cell' AND ref = $1", 1, p, err);
     if (rc == EVD_OK)
-        rc = evd_db_exec(c, "DELETE FROM jobs WHERE kind = 'cell' AND ref = $1", 1, p, err);
+        rc = evd_db_exec(
+            c,
+            "UPDATE experiment_runs SET status = 'cancelled', passed = NULL, progress = NULL,"
+            " completed_at = $2::bigint, failures = failures || '[{\"phase\": \"cancel\","
+            " \"message\": \"experiment cancelled\"}]'::jsonb"
+            " WHERE experiment_id = $1 AND status IN ('pending', 'running')",
+            2, p, err);
     if (rc == EVD_OK)
         rc = evd_store_notify(c, EVD_CHANNEL_CANCEL, id, err);
     return rc;

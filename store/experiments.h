@@ -144,8 +144,9 @@ enum evd_code evd_store_experiment_lock(PGconn *c, const char *id, char status[1
 /* Counts of the runs by outcome: completed runs, and evaluated ones. */
 enum evd_code evd_store_experiment_outcomes(PGconn *c, const char *id, int64_t *completed,
                                             int64_t *total, struct evd_err *err);
-/* Cancels the experiment's open runs, deletes its jobs and tells the workers
- * (EVD_CHANNEL_CANCEL). The caller holds the lock (evd_store_experiment_lock). */
+/* Deletes the experiment's jobs, cancels its open runs and tells the workers
+ * (EVD_CHANNEL_CANCEL). The caller locks the experiment row afterwards, not before
+ * (the lock order of migrations/0010: jobs, runs and cases, the experiment). */
 enum evd_code evd_store_experiment_cancel_runs(PGconn *c, const char *id, int64_t now,
                                                struct evd_err *err);
 /* Deletes a terminal experiment: EVD_OK, EVD_ENOTFOUND, EVD_ECONFLICT when live. */

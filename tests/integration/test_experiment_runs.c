@@ -521,6 +521,38 @@ START_TEST(dataset_delete_waits_for_its_experiments)
 }
 END_TEST
 
+/* A cancel that comes while the case jobs take their first cells, or write them, neither
+ * deadlocks with them nor fails: every one answers 200 and leaves the experiment
+ * cancelled, with nothing running. */
+START_TEST(cancel_right_after_start_never_deadlocks)
+{
+    start_stub(150);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=16");
+    for (int i = 0; i < 16; i++) {
+        char xid[64], url[256];
+        snprintf(xid, sizeof(xid), "%s", start_experiment(&p, 4, 2, 3, 4));
+        usleep((useconds_t)(i % 4) * 60 * 1000); /* at the start, and while cells finish */
+        snprintf(url, sizeof(url), "%s/v1/experiments/%s/cancel", p.base, xid);
+        long status = 0;
+        json_t *r = evd_t_http_json("POST", url, "{}", &status);
+        ck_assert_msg(status == 200, "cancel %d answered %ld: %s", i, status,
+                      json_string_value(json_object_get(r, "detail")));
+        ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "cancelled");
+        json_decref(r);
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                 " AND status IN ('pending', 'running')",
+                 xid);
+        char *v = evd_t_sql(db_url, sql);
+        ck_assert_str_eq(v, "0");
+        free(v);
+    }
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_runs");
@@ -533,6 +565,7 @@ int main(void)
     tcase_add_test(tc, experiment_completed_fires_once);
     tcase_add_test(tc, calls_in_flight_hold_no_connection);
     tcase_add_test(tc, dataset_delete_waits_for_its_experiments);
+    tcase_add_test(tc, cancel_right_after_start_never_deadlocks);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
