@@ -277,10 +277,15 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
     const char *detail = cli_answer_detail(a);
     if (a->status >= 400 && a->status < 500) {
         int line = cli_doc_line_of(doc, detail);
-        if (line > 0)
+        char field[512];
+        if (line > 0) {
             fprintf(stderr, "evald-cli: %s:%d: %s\n", doc->path, line, detail);
-        else
+        } else if ((line = cli_doc_template_line(doc, detail, field, sizeof(field))) > 0) {
+            /* "case q3: template variable x is not defined": the template that uses it. */
+            fprintf(stderr, "evald-cli: %s:%d: %s: %s\n", doc->path, line, field, detail);
+        } else {
             fprintf(stderr, "evald-cli: %s: %s\n", doc->path, detail);
+        }
         return CLI_USAGE;
     }
     fprintf(stderr, "evald-cli: could not start the %s: POST %s/v1/%ss answered %ld: %.300s\n",
@@ -291,9 +296,10 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
 /* ---- datasets ---------------------------------------------------------------------------- */
 
 /* Uploads a dataset file; *id gets its dataset_id (malloc'd). `name` defaults to the file's
- * base name without its extension. */
+ * base name without its extension. `where` ("exp.yaml:7: dataset ", or "") starts every
+ * message about the file. */
 static enum cli_exit upload_dataset(const struct opts *o, const char *path, const char *name,
-                                    char **id, json_t **row)
+                                    const char *where, char **id, json_t **row)
 {
     const char *ct = ends_with(path, ".csv") ? "text/csv"
                      : ends_with(path, ".jsonl") || ends_with(path, ".ndjson")
@@ -301,14 +307,14 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
                      : ends_with(path, ".json") ? "application/json"
                                                 : NULL;
     if (ct == NULL) {
-        fprintf(stderr, "evald-cli: %s: a dataset file ends in .csv, .jsonl, .ndjson or .json\n",
-                path);
+        fprintf(stderr, "evald-cli: %s%s: a dataset file ends in .csv, .jsonl, .ndjson or .json\n",
+                where, path);
         return CLI_USAGE;
     }
     size_t len = 0;
     char *body = read_file(path, &len);
     if (body == NULL) {
-        fprintf(stderr, "evald-cli: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "evald-cli: %s%s: %s\n", where, path, strerror(errno));
         return CLI_USAGE;
     }
     char base[256];
@@ -333,7 +339,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
             *row = json_incref(a.json);
     } else if (a.status >= 400 && a.status < 500) {
         /* The server names the line or row: prefix the file. */
-        fprintf(stderr, "evald-cli: %s: %s\n", path, cli_answer_detail(&a));
+        fprintf(stderr, "evald-cli: %s%s: %s\n", where, path, cli_answer_detail(&a));
         rc = CLI_USAGE;
     } else {
         fprintf(stderr,
@@ -351,7 +357,7 @@ static enum cli_exit cmd_dataset_import(const struct opts *o)
         return usage_error("%s", "usage: evald-cli dataset import FILE [--name NAME]");
     char *id = NULL;
     json_t *row = NULL;
-    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, &id, &row);
+    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, "", &id, &row);
     if (rc == CLI_OK) {
         if (o->json)
             print_json(row);
@@ -556,6 +562,11 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
         if (status != NULL && strcmp(status, "failed") == 0) {
             fprintf(stderr, "evald-cli: experiment %s failed\n", id);
             rc = CLI_TRANSPORT;
+        } else if (status != NULL && strcmp(status, "cancelled") == 0) {
+            /* Cancelled elsewhere (the console, another client): its partial verdicts are
+             * no gate to pass. */
+            fprintf(stderr, "evald-cli: experiment %s was cancelled before it completed\n", id);
+            rc = CLI_TRANSPORT;
         } else {
             rc = cli_report_exit(exp, o->require != NULL, o->fail_on_inconclusive);
         }
@@ -576,16 +587,23 @@ static enum cli_exit cancel(const struct opts *o, const char *id)
     char path[256];
     snprintf(path, sizeof(path), "/v1/experiments/%s/cancel", id);
     struct cli_answer a;
-    enum cli_exit rc = cli_expect(&o->conn, "cancel the experiment", "POST", path,
-                                  "application/json", "{}", 2, &a);
+    /* Cancelling twice is harmless: a 503 is tried again. */
+    enum cli_exit rc = cli_expect_retry(&o->conn, "cancel the experiment", "POST", path,
+                                        "application/json", "{}", 2, 3, &a);
     cli_answer_free(&a);
     return rc;
 }
 
-static enum cli_exit watch_experiment(const struct opts *o, const char *id)
+/* From here on Ctrl-C cancels the experiment instead of ending the program. */
+static void catch_sigint(void)
 {
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
+}
+
+static enum cli_exit watch_experiment(const struct opts *o, const char *id)
+{
+    catch_sigint();
     char status[32];
     enum cli_exit rc = follow(o, "experiment", id, status, sizeof(status));
     if (cli_interrupted) {
@@ -638,7 +656,9 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
             snprintf(path, sizeof(path), "%s", p);
         else
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, p);
-        if ((rc = upload_dataset(o, path, NULL, &dataset_id, NULL)) != CLI_OK)
+        char where[1200];
+        snprintf(where, sizeof(where), "%s:%d: dataset ", file, line);
+        if ((rc = upload_dataset(o, path, NULL, where, &dataset_id, NULL)) != CLI_OK)
             goto out;
         json_object_del(doc.root, "dataset");
         json_object_set_new(doc.root, "dataset_id", json_string(dataset_id));
@@ -662,6 +682,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
         printf("%s\n", id);
         goto out;
     }
+    catch_sigint(); /* before the line that says it started: Ctrl-C after it cancels */
     fprintf(stderr, "evald-cli: experiment %s started\n", id);
     rc = watch_experiment(o, id);
 out:

@@ -270,6 +270,46 @@ START_TEST(bad_files_are_refused_with_their_line)
 }
 END_TEST
 
+START_TEST(a_template_variable_is_found_at_its_first_use)
+{
+    char *path =
+        write_temp("t.yaml", "control:\n"
+                             "  prompt: \"Topic {{ topic }}\"\n"
+                             "treatments:\n"
+                             "  - {prompt: \"About {{topic}} and {{ meta.kind }}\"}\n"
+                             "evaluator:\n"
+                             "  arguments: {expected: \"{{expected}}\", note: \"{{topics}}\"}\n"
+                             "cases:\n"
+                             "  - {vars: {q: \"{{kind}}\"}}\n");
+    struct cli_doc d;
+    char err[256], field[128] = "";
+    ck_assert_msg(cli_doc_load(&d, path, err, sizeof(err)), "%s", err);
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable topic is not defined",
+                                           field, sizeof(field)),
+                     2);
+    ck_assert_str_eq(field, "control.prompt");
+    ck_assert_int_eq(cli_doc_template_line(&d,
+                                           "case c2: template variable meta.kind is not "
+                                           "defined",
+                                           field, sizeof(field)),
+                     4);
+    ck_assert_str_eq(field, "treatments[0].prompt");
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable topics is not defined",
+                                           field, sizeof(field)),
+                     6);
+    ck_assert_str_eq(field, "evaluator.arguments.note");
+    /* Inline cases are data: no template there. */
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable kind is not defined",
+                                           field, sizeof(field)),
+                     0);
+    ck_assert_int_eq(
+        cli_doc_template_line(&d, "repeats must be between 1 and 100", field, sizeof(field)), 0);
+    cli_doc_free(&d);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -281,6 +321,7 @@ int main(void)
     tcase_add_test(tc, exit_codes_follow_the_verdicts);
     tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
     tcase_add_test(tc, bad_files_are_refused_with_their_line);
+    tcase_add_test(tc, a_template_variable_is_found_at_its_first_use);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
