@@ -543,6 +543,42 @@ START_TEST(a_worse_treatment_exits_1_with_every_output)
 }
 END_TEST
 
+START_TEST(junit_has_every_case_of_a_dataset_longer_than_a_page)
+{
+    /* 130 cases, read back 100 a page; a JSONL dataset this time. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    for (int i = 1; i <= 130; i++)
+        fprintf(m,
+                "{\"id\": \"k%d\", \"vars\": {\"question\": \"k%d?\"}, \"expected\": "
+                "\"yes\"}\n",
+                i, i);
+    fclose(m);
+    file_in_dir("many.jsonl", buf);
+    free(buf);
+    char *exp = yaml_file("many.yaml", "PASS", "FAIL", "many.jsonl", "1");
+    char *junit = in_dir("many.xml");
+    struct ran r;
+    run(CLI("experiment", "run", exp, "--junit", junit), &r);
+    CHECK_EXIT(r, 1);
+    char *xml = slurp(junit);
+    int cases = 0, failures = 0;
+    for (const char *p = xml; (p = strstr(p, "<testcase ")) != NULL; p++)
+        cases++;
+    for (const char *p = xml; (p = strstr(p, "<failure ")) != NULL; p++)
+        failures++;
+    ck_assert_int_eq(cases, 130);
+    ck_assert_int_eq(failures, 130);
+    ck_assert_msg(strstr(xml, "name=\"k1\"") && strstr(xml, "name=\"k100\"") &&
+                      strstr(xml, "name=\"k101\"") && strstr(xml, "name=\"k130\""),
+                  "%s", xml);
+    free(xml);
+    free(junit);
+    free(exp);
+}
+END_TEST
+
 START_TEST(inconclusive_exits_3_only_when_asked)
 {
     file_in_dir("cases.csv", CASES_CSV);
@@ -796,6 +832,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, better_exits_0_and_a_rerun_reuses_the_uploaded_dataset);
     tcase_add_test(tc, a_worse_treatment_exits_1_with_every_output);
+    tcase_add_test(tc, junit_has_every_case_of_a_dataset_longer_than_a_page);
     tcase_add_test(tc, inconclusive_exits_3_only_when_asked);
     tcase_add_test(tc, usage_file_and_request_errors_exit_2);
     tcase_add_test(tc, transport_errors_and_5xx_exit_4);
