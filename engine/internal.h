@@ -199,6 +199,14 @@ struct evd_job_kind {
 /* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
 const struct evd_job_kind *evd_engine_job_kind(const char *name);
 
+/* What a start checks beyond the request's shape (engine/eval_functions.c): the model
+ * resolves to a provider, the output schema compiles, and something can run the evaluator
+ * ({function_id, arguments}, or NULL for none): a built-in, the agent review with valid
+ * arguments, a registered tool (read on c), or with the iii adapter any function. */
+enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json_t *model,
+                                     const json_t *output, const json_t *evaluator,
+                                     struct evd_err *err);
+
 /* experiments (engine/experiments.c) */
 struct evd_analysis_cell;
 /* A case's analysis cell as stored in experiment_cases.cells. New reference. */
@@ -237,10 +245,10 @@ enum evd_code evd_engine_review(const struct evd_providers *providers, const jso
                                 struct evd_cancel *cancel, json_t **answer, json_t **transcript,
                                 struct evd_err *err);
 
-/* hub (engine/hub.c) */
+/* change hub (engine/hub.c) */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
 
-/* in-flight registry (engine/threads.c) */
+/* in-flight registry (engine/inflight.c) */
 int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
                             struct evd_cancel *cancel, int64_t deadline_mono);
 /* Ends a slot; the reason it was triggered, REASON_LEASE when its token's lease deadline
@@ -251,6 +259,13 @@ enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
 enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
 /* True when a renewal found the lease of a held slot gone. */
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
+/* For the keeper's renewal: triggers the slots past their scenario deadline and writes
+ * the job ids of every slot into ids; returns how many. */
+size_t evd_engine_inflight_due(struct evd_engine *e, int64_t ids[EVD_MAX_INFLIGHT]);
+/* What the renewal found for ids[0..n): a renewed slot's calls may go on until `until`
+ * (evd_mono_ms), a slot whose lease is gone is triggered (or, with the writer, lost). */
+void evd_engine_inflight_renewed(struct evd_engine *e, const int64_t *ids,
+                                 const enum evd_lease_state *state, size_t n, int64_t until);
 /* Triggers the in-flight runs of an evaluation (position 0 = all of them). */
 void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
                                 enum inflight_reason reason);

@@ -1,7 +1,6 @@
 /* One scenario: the agent turn, then the evaluator; see scenario.h. */
 #include "engine/scenario.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,69 +12,6 @@
 #include "domain/run.h"
 #include "store/db.h"
 #include "store/tools.h"
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    return evd_buf_append(ud, ptr, size * nmemb) == 0 ? size * nmemb : 0;
-}
-
-/* Aborts the evaluator call once the run is cancelled (checked about once a second). */
-static int abort_when_cancelled(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
-                                curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    return evd_cancel_is_set(ud) ? 1 : 0;
-}
-
-/* POSTs `body` to an HTTP evaluator and returns its JSON answer (new reference). */
-static json_t *post_json(const char *url, const json_t *body, long timeout_ms,
-                         struct evd_cancel *cancel, struct evd_err *err)
-{
-    char *text = json_dumps(body, JSON_COMPACT);
-    struct evd_buf out = {.limit = 4 * 1024 * 1024};
-    CURL *h = curl_easy_init();
-    json_t *answer = NULL;
-    if (text == NULL || h == NULL) {
-        evd_err_set(err, EVD_ENOMEM, "out of memory");
-        goto out;
-    }
-    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancel);
-    CURLcode cc = curl_easy_perform(h);
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hl);
-    if (cc == CURLE_ABORTED_BY_CALLBACK) {
-        evd_err_set(err, EVD_ECANCELLED, "evaluator call cancelled");
-    } else if (cc == CURLE_OPERATION_TIMEDOUT) {
-        evd_err_set(err, EVD_ETIMEOUT, "evaluator exceeded its %ld ms timeout", timeout_ms);
-    } else if (cc != CURLE_OK) {
-        evd_err_set(err, EVD_EUPSTREAM, "could not call the evaluator: %s", curl_easy_strerror(cc));
-    } else if (status < 200 || status > 299) {
-        evd_err_set(err, EVD_EUPSTREAM, "evaluator returned HTTP %ld", status);
-    } else {
-        json_error_t jerr;
-        answer = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-        if (answer == NULL)
-            evd_err_set(err, EVD_EUPSTREAM, "evaluator answered invalid JSON: %s", jerr.text);
-    }
-out:
-    if (h)
-        curl_easy_cleanup(h);
-    free(text);
-    evd_buf_free(&out);
-    return answer;
-}
 
 /*
  * Scores a run with its evaluator: a built-in, the agent review, an HTTP tool of that
@@ -117,7 +53,8 @@ static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const struct evd_
         } else if (rc == EVD_OK) {
             long timeout = tool.timeout_ms;
             long cap = (long)view->limits->invocation_timeout_seconds * 1000;
-            answer = post_json(tool.url, input, timeout < cap ? timeout : cap, cancel, err);
+            answer = evd_harness_post_json(tool.url, input, timeout < cap ? timeout : cap,
+                                           view->session_id, cancel, err);
             rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
             evd_store_tool_clear(&tool);
         }

@@ -1,5 +1,6 @@
 /*
- * Engine threads and process-local registries.
+ * Engine threads: workers, keeper, sweeper, and the start and stop of every thread
+ * (the in-flight registry is engine/inflight.c, the change hub engine/hub.c).
  *   workers  claim due jobs (FOR UPDATE SKIP LOCKED + lease) on their own
  *            connection; an idle worker sleeps on work_cv until the keeper announces
  *            new jobs (or a second passes: jobs may become due without a NOTIFY);
@@ -27,189 +28,6 @@
 #include "harness/providers.h"
 #include "store/db.h"
 #include "store/listen.h"
-
-/* ---- in-flight registry ---------------------------------------------------------- */
-
-int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
-                            struct evd_cancel *cancel, int64_t deadline_mono)
-{
-    int slot = -1;
-    /* No call may outlast the lease the claim took (renewals move this later; a run
-     * without a slot is not renewed, so its calls end with that first lease). */
-    evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
-                                        EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
-    pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT && slot < 0; i++)
-        if (!e->inflight[i].used)
-            slot = i;
-    if (slot >= 0) {
-        struct inflight *f = &e->inflight[slot];
-        memset(f, 0, sizeof(*f));
-        f->used = true;
-        f->job_id = job->id;
-        snprintf(f->evaluation_id, sizeof(f->evaluation_id), "%s", job->evaluation_id);
-        f->position = job->run_position;
-        f->attempt = attempt;
-        f->cancel = cancel;
-        f->deadline_mono = deadline_mono;
-        if (atomic_load(&e->stopping)) {
-            f->reason = REASON_SHUTDOWN;
-            evd_cancel_trigger(cancel);
-        }
-    }
-    pthread_mutex_unlock(&e->inflight_mu);
-    return slot;
-}
-
-static enum inflight_reason end_slot(struct evd_engine *e, int slot, bool hold)
-{
-    if (slot < 0)
-        return REASON_NONE;
-    pthread_mutex_lock(&e->inflight_mu);
-    struct inflight *f = &e->inflight[slot];
-    enum inflight_reason r = f->reason;
-    if (r == REASON_NONE && evd_cancel_is_set(f->cancel))
-        r = REASON_LEASE; /* nobody triggered it: its lease deadline passed */
-    f->used = hold;
-    f->writing = hold;
-    f->cancel = NULL;
-    pthread_mutex_unlock(&e->inflight_mu);
-    return r;
-}
-
-enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot)
-{
-    return end_slot(e, slot, false);
-}
-
-enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot)
-{
-    return end_slot(e, slot, true);
-}
-
-bool evd_engine_inflight_lost(struct evd_engine *e, int slot)
-{
-    if (slot < 0)
-        return false;
-    pthread_mutex_lock(&e->inflight_mu);
-    bool lost = e->inflight[slot].lost;
-    pthread_mutex_unlock(&e->inflight_mu);
-    return lost;
-}
-
-static void trigger(struct inflight *f, enum inflight_reason reason)
-{
-    if (f->reason == REASON_NONE)
-        f->reason = reason;
-    evd_cancel_trigger(f->cancel);
-}
-
-void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id, int position,
-                                enum inflight_reason reason)
-{
-    pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
-        struct inflight *f = &e->inflight[i];
-        if (f->used && (evaluation_id == NULL || strcmp(f->evaluation_id, evaluation_id) == 0) &&
-            (position == 0 || f->position == position))
-            trigger(f, reason);
-    }
-    pthread_mutex_unlock(&e->inflight_mu);
-}
-
-/* ---- hub ------------------------------------------------------------------------ */
-
-void evd_engine_publish(struct evd_engine *e, const char *evaluation_id)
-{
-    pthread_mutex_lock(&e->hub_mu);
-    for (struct evd_subscription *s = e->subs; s; s = s->next)
-        for (size_t i = 0; i < s->nids; i++)
-            if (strcmp(s->ids[i], evaluation_id) == 0) {
-                s->version++;
-                break;
-            }
-    e->hub_gen++;
-    pthread_cond_broadcast(&e->hub_cv);
-    pthread_mutex_unlock(&e->hub_mu);
-}
-
-struct evd_subscription *evd_engine_subscribe(struct evd_engine *e, const char *evaluation_id)
-{
-    return evd_engine_subscribe_many(e, &evaluation_id, 1);
-}
-
-struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const char *const *ids,
-                                                   size_t n)
-{
-    struct evd_subscription *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return NULL;
-    for (size_t i = 0; i < n && s->nids < EVD_SUB_IDS_MAX; i++)
-        snprintf(s->ids[s->nids++], sizeof(s->ids[0]), "%s", ids[i]);
-    pthread_mutex_lock(&e->hub_mu);
-    s->next = e->subs;
-    e->subs = s;
-    pthread_mutex_unlock(&e->hub_mu);
-    return s;
-}
-
-int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms)
-{
-    struct timespec until;
-    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
-    int rc = 0;
-    pthread_mutex_lock(&e->hub_mu);
-    while (s->version == s->seen && !atomic_load(&e->stopping))
-        if (pthread_cond_timedwait(&e->hub_cv, &e->hub_mu, &until) == ETIMEDOUT)
-            break;
-    if (atomic_load(&e->stopping))
-        rc = -1;
-    else if (s->version != s->seen)
-        rc = 1;
-    s->seen = s->version;
-    pthread_mutex_unlock(&e->hub_mu);
-    return rc;
-}
-
-int evd_engine_wait_any(struct evd_engine *e, uint64_t *gen, int timeout_ms)
-{
-    struct timespec until;
-    evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
-    int rc = 0;
-    pthread_mutex_lock(&e->hub_mu);
-    while (e->hub_gen == *gen && !atomic_load(&e->stopping))
-        if (pthread_cond_timedwait(&e->hub_cv, &e->hub_mu, &until) == ETIMEDOUT)
-            break;
-    if (atomic_load(&e->stopping))
-        rc = -1;
-    else if (e->hub_gen != *gen)
-        rc = 1;
-    *gen = e->hub_gen;
-    pthread_mutex_unlock(&e->hub_mu);
-    return rc;
-}
-
-void evd_engine_nudge(struct evd_engine *e)
-{
-    pthread_mutex_lock(&e->hub_mu);
-    e->hub_gen++;
-    pthread_cond_broadcast(&e->hub_cv);
-    pthread_mutex_unlock(&e->hub_mu);
-}
-
-void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s)
-{
-    if (s == NULL)
-        return;
-    pthread_mutex_lock(&e->hub_mu);
-    for (struct evd_subscription **p = &e->subs; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    pthread_mutex_unlock(&e->hub_mu);
-    free(s);
-}
 
 /* ---- connections that LISTEN ------------------------------------------------------ */
 
@@ -325,18 +143,7 @@ static void renew(struct evd_engine *e, PGconn *c)
 {
     int64_t ids[EVD_MAX_INFLIGHT];
     enum evd_lease_state state[EVD_MAX_INFLIGHT];
-    size_t n = 0;
-    int64_t now = evd_mono_ms();
-    pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
-        struct inflight *f = &e->inflight[i];
-        if (!f->used)
-            continue;
-        if (!f->writing && now >= f->deadline_mono)
-            trigger(f, REASON_DEADLINE);
-        ids[n++] = f->job_id;
-    }
-    pthread_mutex_unlock(&e->inflight_mu);
+    size_t n = evd_engine_inflight_due(e, ids);
     if (n == 0)
         return;
     struct evd_err err = {0};
@@ -345,22 +152,8 @@ static void renew(struct evd_engine *e, PGconn *c)
         evd_log(EVD_LOG_WARN, "could not renew leases", "error", err.msg, NULL);
         return;
     }
-    int64_t until = sent + e->opts.lease_ms - EVD_LEASE_MARGIN_MS(e->opts.lease_ms);
-    pthread_mutex_lock(&e->inflight_mu);
-    for (size_t k = 0; k < n; k++) {
-        for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
-            struct inflight *f = &e->inflight[i];
-            if (!f->used || f->job_id != ids[k])
-                continue;
-            if (state[k] == EVD_LEASE_RENEWED)
-                evd_cancel_set_deadline(f->cancel, until); /* NULL-safe: a held slot has none */
-            else if (state[k] == EVD_LEASE_GONE && f->writing)
-                f->lost = true;
-            else if (state[k] == EVD_LEASE_GONE)
-                trigger(f, REASON_CANCELLED);
-        }
-    }
-    pthread_mutex_unlock(&e->inflight_mu);
+    evd_engine_inflight_renewed(e, ids, state, n,
+                                sent + e->opts.lease_ms - EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
 }
 
 /* What the keeper does on a notification. */

@@ -173,4 +173,16 @@ extern const char EVD_HARNESS_MODE_AGENT[];
 enum evd_code evd_harness_system_prompt(const char *system_prompt, const char *strategy,
                                         const char *mode, char **out, struct evd_err *err);
 
+/*
+ * POSTs `body` (borrowed) as JSON to an HTTP evaluator at `url`, on the transport of the
+ * provider calls (connections kept per thread, the cancel token checked every 50 ms), and
+ * returns its JSON answer (new reference), or NULL with *err: EVD_ECANCELLED ("evaluator
+ * call cancelled"), EVD_ETIMEOUT ("evaluator exceeded its <n> ms timeout"), EVD_EUPSTREAM
+ * ("could not call the evaluator: …", "evaluator returned HTTP <status>", "evaluator
+ * answered invalid JSON: …"). `session_id` goes out as X-Evald-Session.
+ */
+json_t *evd_harness_post_json(const char *url, const json_t *body, int64_t timeout_ms,
+                              const char *session_id, struct evd_cancel *cancel,
+                              struct evd_err *err);
+
 #endif

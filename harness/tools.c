@@ -112,3 +112,53 @@ out:
     free(body);
     return result;
 }
+
+json_t *evd_harness_post_json(const char *url, const json_t *body, int64_t timeout_ms,
+                              const char *session_id, struct evd_cancel *cancel,
+                              struct evd_err *err)
+{
+    struct evd_hx_client cl = {0};
+    struct evd_hx_http_resp resp;
+    struct curl_slist *h = NULL, *t;
+    json_t *answer = NULL;
+    char line[320];
+    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL || !evd_hx_client_open(&cl)) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(line, sizeof(line), "X-Evald-Session: %.200s", session_id ? session_id : "");
+    const char *lines[4] = {"Content-Type: application/json", "Accept: application/json",
+                            "Expect:", line};
+    for (int i = 0; i < 4; i++) {
+        if ((t = curl_slist_append(h, lines[i])) == NULL) {
+            evd_err_set(err, EVD_ENOMEM, "out of memory");
+            goto out;
+        }
+        h = t;
+    }
+    evd_hx_http_post(&cl, url, h, text, strlen(text), evd_mono_ms() + timeout_ms, cancel, &resp);
+    if (resp.cancelled) {
+        evd_err_set(err, EVD_ECANCELLED, "evaluator call cancelled");
+    } else if (resp.timed_out) {
+        evd_err_set(err, EVD_ETIMEOUT, "evaluator exceeded its %lld ms timeout",
+                    (long long)timeout_ms);
+    } else if (resp.curl_code != CURLE_OK) {
+        evd_err_set(err, EVD_EUPSTREAM, "could not call the evaluator: %s",
+                    resp.curl_error[0] ? resp.curl_error : curl_easy_strerror(resp.curl_code));
+    } else if (resp.status < 200 || resp.status > 299) {
+        evd_err_set(err, EVD_EUPSTREAM, "evaluator returned HTTP %ld", resp.status);
+    } else {
+        json_error_t jerr;
+        answer = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, JSON_DECODE_ANY,
+                            &jerr);
+        if (answer == NULL)
+            evd_err_set(err, EVD_EUPSTREAM, "evaluator answered invalid JSON: %s", jerr.text);
+    }
+    evd_hx_http_resp_free(&resp);
+out:
+    curl_slist_free_all(h);
+    evd_hx_client_close(&cl);
+    free(text);
+    return answer;
+}

@@ -177,55 +177,19 @@ json_t *evd_store_dataset_list(PGconn *c, unsigned limit, const char *before, ch
  * the last position read and the dataset id, so a cursor of one dataset is refused by
  * another. The first row says whether the dataset exists, so an unknown id is told
  * apart from a page past the end in the same statement (the marker sorts first: position 0).
+ * (store/page.h's ascending page; $4, its extra parameter, is unused here.)
  */
 static const char SQL_CASES_PAGE[] =
     "SELECT NULL::text, 0 AS position FROM datasets d WHERE d.id = $1"
     " UNION ALL (SELECT body::text, position FROM dataset_cases"
-    " WHERE dataset_id = $1 AND ($3::int IS NULL OR position > $3::int)"
-    " ORDER BY position LIMIT $2::int + 1) ORDER BY position";
+    " WHERE dataset_id = $1 AND ($3::bigint IS NULL OR position > $3::bigint)"
+    " AND $4::text IS NULL ORDER BY position LIMIT $2::int + 1) ORDER BY position";
 
 json_t *evd_store_dataset_cases(PGconn *c, const char *id, unsigned limit, const char *before,
                                 char **next_cursor, struct evd_err *err)
 {
-    *next_cursor = NULL;
-    struct evd_store_page pg;
-    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
-        return NULL;
-    if (pg.id != NULL && strcmp(pg.id, id) != 0) {
-        evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
-        return NULL;
-    }
-    const char *p[] = {id, pg.lim, pg.ts};
-    PGresult *r = evd_db_query(c, SQL_CASES_PAGE, 3, p, err);
-    if (r == NULL)
-        return NULL;
-    json_t *out = NULL;
-    if (PQntuples(r) == 0 || !PQgetisnull(r, 0, 0)) {
-        evd_err_set(err, EVD_ENOTFOUND, "dataset not found: %s", id);
-        goto out;
-    }
-    out = json_array();
-    int n = PQntuples(r);
-    for (int i = 1; out != NULL && i < n && (unsigned)(i - 1) < limit; i++) {
-        json_t *v = evd_db_col_json(r, i, 0);
-        if (v == NULL || json_array_append_new(out, v) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out != NULL && (unsigned)(n - 1) > limit) {
-        char cur[128];
-        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit, 1), id);
-        if ((*next_cursor = strdup(cur)) == NULL) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out == NULL)
-        evd_err_set(err, EVD_ENOMEM, "out of memory");
-out:
-    PQclear(r);
-    return out;
+    return evd_store_page_ascending(c, SQL_CASES_PAGE, "dataset", id, NULL, limit, before,
+                                    next_cursor, err);
 }
 
 enum evd_code evd_store_dataset_delete(PGconn *c, const char *id, struct evd_err *err)

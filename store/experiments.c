@@ -168,57 +168,8 @@ json_t *evd_store_experiment_list(PGconn *c, unsigned limit, const char *before,
     return evd_store_page_list(c, SQL_LIST, limit, before, next_cursor, err);
 }
 
-/*
- * An ascending page keyed by one integer of the experiment (case index, or a run's
- * case_index·10^4 + position). The first row (key -1) says whether the experiment exists,
- * so an unknown id is told apart from a page past the end; the cursor is
- * "<key>_<experiment id>" (store/page.h's shape), refused by another experiment.
- */
-static json_t *ascending_page(PGconn *c, const char *sql, const char *id, const char *extra,
-                              unsigned limit, const char *before, char **next_cursor,
-                              struct evd_err *err)
-{
-    *next_cursor = NULL;
-    struct evd_store_page pg;
-    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
-        return NULL;
-    if (pg.id != NULL && strcmp(pg.id, id) != 0) {
-        evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
-        return NULL;
-    }
-    const char *p[] = {id, pg.lim, pg.ts, extra};
-    PGresult *r = evd_db_query(c, sql, 4, p, err);
-    if (r == NULL)
-        return NULL;
-    json_t *out = NULL;
-    int n = PQntuples(r);
-    if (n == 0 || !PQgetisnull(r, 0, 0)) {
-        evd_err_set(err, EVD_ENOTFOUND, "experiment not found: %s", id);
-        goto out;
-    }
-    out = json_array();
-    for (int i = 1; out != NULL && i < n && (unsigned)(i - 1) < limit; i++) {
-        json_t *v = evd_db_col_json(r, i, 0);
-        if (v == NULL || json_array_append_new(out, v) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out != NULL && (unsigned)(n - 1) > limit) {
-        char cur[128];
-        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit, 1), id);
-        if ((*next_cursor = strdup(cur)) == NULL) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    if (out == NULL)
-        evd_err_set(err, EVD_ENOMEM, "out of memory");
-out:
-    PQclear(r);
-    return out;
-}
-
+/* Ascending pages (store/page.h) keyed by case index, or for runs by
+ * case_index * 100000 + position. */
 static const char SQL_CASES_PAGE[] =
     "SELECT NULL::text, -1::bigint AS k FROM experiments WHERE id = $1"
     " UNION ALL (SELECT json_build_object('case_id', e.case_id, 'case_index', e.case_index,"
@@ -233,7 +184,8 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
                                    unsigned limit, const char *before, char **next_cursor,
                                    struct evd_err *err)
 {
-    return ascending_page(c, SQL_CASES_PAGE, id, filter, limit, before, next_cursor, err);
+    return evd_store_page_ascending(c, SQL_CASES_PAGE, "experiment", id, filter, limit, before,
+                                    next_cursor, err);
 }
 
 #define RUN_JSON(transcript)                                                                \
@@ -271,8 +223,8 @@ json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id
                                   unsigned limit, const char *before, bool with_transcript,
                                   char **next_cursor, struct evd_err *err)
 {
-    return ascending_page(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE, id, case_id,
-                          limit, before, next_cursor, err);
+    return evd_store_page_ascending(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE,
+                                    "experiment", id, case_id, limit, before, next_cursor, err);
 }
 
 enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,

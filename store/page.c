@@ -68,3 +68,48 @@ json_t *evd_store_page_list(PGconn *c, const char *sql, unsigned limit, const ch
     PQclear(r);
     return out;
 }
+
+json_t *evd_store_page_ascending(PGconn *c, const char *sql, const char *what, const char *id,
+                                 const char *extra, unsigned limit, const char *before,
+                                 char **next_cursor, struct evd_err *err)
+{
+    *next_cursor = NULL;
+    struct evd_store_page pg;
+    if (evd_store_page_open(&pg, limit, before, err) != EVD_OK)
+        return NULL;
+    if (pg.id != NULL && strcmp(pg.id, id) != 0) {
+        evd_err_set(err, EVD_EINVAL, "before must be a cursor returned as next_cursor");
+        return NULL;
+    }
+    const char *p[] = {id, pg.lim, pg.ts, extra};
+    PGresult *r = evd_db_query(c, sql, 4, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = NULL;
+    int n = PQntuples(r);
+    if (n == 0 || !PQgetisnull(r, 0, 0)) {
+        evd_err_set(err, EVD_ENOTFOUND, "%s not found: %s", what, id);
+        goto out;
+    }
+    out = json_array();
+    for (int i = 1; out != NULL && i < n && (unsigned)(i - 1) < limit; i++) {
+        json_t *v = evd_db_col_json(r, i, 0);
+        if (v == NULL || json_array_append_new(out, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    if (out != NULL && (unsigned)(n - 1) > limit) {
+        char cur[128];
+        snprintf(cur, sizeof(cur), "%s_%s", PQgetvalue(r, (int)limit, 1), id);
+        if ((*next_cursor = strdup(cur)) == NULL) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    if (out == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+out:
+    PQclear(r);
+    return out;
+}

@@ -40,4 +40,17 @@ json_t *evd_store_page_rows(PGresult *r, unsigned limit, char **next_cursor, str
 json_t *evd_store_page_list(PGconn *c, const char *sql, unsigned limit, const char *before,
                             char **next_cursor, struct evd_err *err);
 
+/*
+ * An ascending page inside one parent (a dataset's cases, an experiment's cases or runs),
+ * keyed by an integer: `sql` takes $1 the parent id, $2 the limit, $3 the last key read
+ * (NULL: the first page) and $4 `extra` (may be NULL), and selects (row JSON text, key),
+ * first a marker row (NULL, key below every other) when the parent exists, then at most
+ * limit + 1 rows in key order. The cursor is "<key>_<parent id>", refused for another
+ * parent. Returns the page (new reference, *next_cursor malloc'd when more remain), or NULL
+ * + err: EVD_ENOTFOUND "<what> not found: <id>" without the marker row.
+ */
+json_t *evd_store_page_ascending(PGconn *c, const char *sql, const char *what, const char *id,
+                                 const char *extra, unsigned limit, const char *before,
+                                 char **next_cursor, struct evd_err *err);
+
 #endif
