@@ -729,7 +729,8 @@ END_TEST
 START_TEST(detach_prints_the_id_and_the_experiment_goes_on)
 {
     file_in_dir("cases.csv", CASES_CSV);
-    char *exp = yaml_file("slow.yaml", "slow PASS", "slow FAIL", "cases.csv", "1");
+    /* Each case runs 4 cells of SLOW_MS one after another: 6 s at least. */
+    char *exp = yaml_file("slow.yaml", "slow PASS", "slow FAIL", "cases.csv", "2");
     struct ran r;
     run(CLI("experiment", "run", exp, "--detach"), &r);
     CHECK_EXIT(r, 0);
@@ -740,10 +741,23 @@ START_TEST(detach_prints_the_id_and_the_experiment_goes_on)
     char *s = status_of(id);
     ck_assert_msg(strcmp(s, "queued") == 0 || strcmp(s, "running") == 0, "%s", s);
     free(s);
-    /* It goes on without a client; the "slow " rule answers yes to both arms. */
-    wait_status(id, "completed");
+    /* It goes on without a client; watch follows it in a pipe: a plain line every 5 s and
+     * one at the end. The "slow " rule answers yes to both arms. */
     run(CLI("experiment", "watch", id), &r);
     CHECK_EXIT(r, 0);
+    assert_plain(&r);
+    char *lines = lines_starting(r.out, "runs ");
+    size_t n = 0;
+    for (const char *p = lines; (p = strchr(p, '\n')) != NULL; p++)
+        n++;
+    ck_assert_msg(n >= 2, "%s", r.out);
+    /* The last line is the end's. */
+    const char *last = lines + strlen(lines) - 1;
+    while (last > lines && last[-1] != '\n')
+        last--;
+    ck_assert_msg(strncmp(last, "runs 12/12, passed 12 (100.0%), ", 32) == 0, "%s", lines);
+    free(lines);
+    wait_status(id, "completed");
     free(exp);
 }
 END_TEST
