@@ -355,7 +355,7 @@ static const char TWO_TREATMENTS_JSON[] =
 
 START_TEST(better_exits_0_and_a_rerun_reuses_the_uploaded_dataset)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("experiment.yaml", "FAIL", "PASS", "cases.csv", "2");
     char *json1 = in_dir("first.json"), *json2 = in_dir("second.json");
     struct ran r;
@@ -555,7 +555,7 @@ START_TEST(junit_has_every_case_of_a_dataset_longer_than_a_page)
                 "\"yes\"}\n",
                 i, i);
     fclose(m);
-    file_in_dir("many.jsonl", buf);
+    free(file_in_dir("many.jsonl", buf));
     free(buf);
     char *exp = yaml_file("many.yaml", "PASS", "FAIL", "many.jsonl", "1");
     char *junit = in_dir("many.xml");
@@ -581,7 +581,7 @@ END_TEST
 
 START_TEST(inconclusive_exits_3_only_when_asked)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("experiment.yaml", "PASS", "MIXED", "cases.csv", "1");
     struct ran r;
     run(CLI("experiment", "run", exp), &r);
@@ -601,7 +601,7 @@ END_TEST
 
 START_TEST(usage_file_and_request_errors_exit_2)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     struct ran r;
     /* Usage. */
     run(CLI("experiment", "run"), &r);
@@ -642,7 +642,7 @@ START_TEST(usage_file_and_request_errors_exit_2)
              "evald-cli: %s:7: dataset %s/nope.csv: No such file or directory\n", missing, dir);
     ck_assert_str_eq(r.err, want);
     /* A dataset the server refuses: the row it names, after the file's line. */
-    file_in_dir("dup.csv", "id,question,expected\nq1,a,yes\nq1,b,yes\n");
+    free(file_in_dir("dup.csv", "id,question,expected\nq1,a,yes\nq1,b,yes\n"));
     char *dup = yaml_file("dup.yaml", "FAIL", "PASS", "dup.csv", "1");
     run(CLI("experiment", "run", dup), &r);
     CHECK_EXIT(r, 2);
@@ -704,7 +704,7 @@ END_TEST
 
 START_TEST(sigint_cancels_the_experiment_on_the_server)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("slow.yaml", "slow PASS", "slow MIXED", "cases.csv", "2");
     struct ran r;
     memset(&r, 0, sizeof(r));
@@ -728,7 +728,7 @@ END_TEST
 
 START_TEST(detach_prints_the_id_and_the_experiment_goes_on)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     /* Each case runs 4 cells of SLOW_MS one after another: 6 s at least. */
     char *exp = yaml_file("slow.yaml", "slow PASS", "slow FAIL", "cases.csv", "2");
     struct ran r;
@@ -764,7 +764,7 @@ END_TEST
 
 START_TEST(an_experiment_cancelled_elsewhere_is_no_pass)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("slow.yaml", "slow PASS", "slow FAIL", "cases.csv", "3");
     struct ran r;
     run(CLI("experiment", "run", exp, "--detach"), &r);
@@ -788,7 +788,7 @@ END_TEST
 
 START_TEST(a_cancel_that_gets_a_503_is_tried_again)
 {
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("slow.yaml", "slow PASS", "slow FAIL", "cases.csv", "3");
     struct ran r;
     run(CLI("experiment", "run", exp, "--detach"), &r);
@@ -823,7 +823,7 @@ START_TEST(the_progress_line_is_redrawn_on_a_terminal)
         fprintf(stderr, "SKIPPED: pseudo-terminal check (script from bsdutils is absent)\n");
         return;
     }
-    file_in_dir("cases.csv", CASES_CSV);
+    free(file_in_dir("cases.csv", CASES_CSV));
     char *exp = yaml_file("experiment.yaml", "PASS", "FAIL", "cases.csv", "1");
     char *cmd = NULL;
     ck_assert_int_gt(asprintf(&cmd, "%s --url %s experiment run %s", cli_bin(), evald.base, exp),
