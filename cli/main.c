@@ -582,7 +582,9 @@ static void on_sigint(int sig)
     cli_interrupted = 1;
 }
 
-static enum cli_exit cancel(const struct opts *o, const char *id)
+/* POST .../cancel; *answer (NULL: not wanted) gets {experiment_id, status}, a new
+ * reference: a terminal experiment is left as it is and its status answered. */
+static enum cli_exit cancel(const struct opts *o, const char *id, json_t **answer)
 {
     char path[256];
     snprintf(path, sizeof(path), "/v1/experiments/%s/cancel", id);
@@ -590,6 +592,8 @@ static enum cli_exit cancel(const struct opts *o, const char *id)
     /* Cancelling twice is harmless: a 503 is tried again. */
     enum cli_exit rc = cli_expect_retry(&o->conn, "cancel the experiment", "POST", path,
                                         "application/json", "{}", 2, 3, &a);
+    if (answer != NULL)
+        *answer = rc == CLI_OK ? json_incref(a.json) : NULL;
     cli_answer_free(&a);
     return rc;
 }
@@ -609,7 +613,7 @@ static enum cli_exit watch_experiment(const struct opts *o, const char *id)
     if (cli_interrupted) {
         cli_interrupted = 0; /* let the cancel call through */
         fprintf(stderr, "evald-cli: interrupted: cancelling experiment %s\n", id);
-        cancel(o, id);
+        cancel(o, id, NULL);
         return 130;
     }
     if (rc != CLI_OK)
@@ -706,9 +710,14 @@ static enum cli_exit cmd_experiment(const struct opts *o)
     if (strcmp(verb, "watch") == 0)
         return watch_experiment(o, id);
     if (strcmp(verb, "cancel") == 0) {
-        enum cli_exit rc = cancel(o, id);
-        if (rc == CLI_OK)
-            printf("%s cancelled\n", id);
+        json_t *answer = NULL;
+        enum cli_exit rc = cancel(o, id, &answer);
+        const char *status = json_string_value(json_object_get(answer, "status"));
+        if (rc == CLI_OK && o->json)
+            print_json(answer);
+        else if (rc == CLI_OK) /* "cancelled", or the status it had ended with */
+            printf("%s %s\n", id, status != NULL ? status : "cancelled");
+        json_decref(answer);
         return rc;
     }
     if (strcmp(verb, "show") == 0) {

@@ -528,6 +528,18 @@ START_TEST(a_worse_treatment_exits_1_with_every_output)
     /* watch of a finished experiment gives its verdict again: 1. */
     run(CLI("experiment", "watch", (char *)id), &r);
     CHECK_EXIT(r, 1);
+    /* cancel leaves a finished experiment as it is, and says so. */
+    run(CLI("experiment", "cancel", (char *)id), &r);
+    CHECK_EXIT(r, 0);
+    char said[128];
+    snprintf(said, sizeof(said), "%s completed\n", id);
+    ck_assert_str_eq(r.out, said);
+    run(CLI("experiment", "cancel", (char *)id, "--json"), &r);
+    CHECK_EXIT(r, 0);
+    json_t *answer = json_loads(r.out, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(answer, "status")), "completed");
+    ck_assert_str_eq(json_string_value(json_object_get(answer, "experiment_id")), id);
+    json_decref(answer);
 
     free(rows);
     free(csv);
