@@ -19,3 +19,10 @@ set_tests_properties(cli/ci_example PROPERTIES
   LABELS "integration;cli"
   TIMEOUT 300
   ENVIRONMENT "EVALD_BIN=$<TARGET_FILE:evald>;EVALD_CLI_BIN=$<TARGET_FILE:evald-cli>;EVALD_STUB_BIN=${CMAKE_BINARY_DIR}/evald-stub;EVALD_SOURCE_DIR=${CMAKE_SOURCE_DIR};EVALD_TEST_LOG_DIR=${CMAKE_BINARY_DIR}/test-logs")
+
+# The bash completion, run in bash (tests/cli/completion.sh).
+add_test(NAME cli/completion COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/completion.sh)
+set_tests_properties(cli/completion PROPERTIES
+  LABELS "unit;cli"
+  TIMEOUT 60
+  ENVIRONMENT "EVALD_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
