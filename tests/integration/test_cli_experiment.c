@@ -829,6 +829,39 @@ START_TEST(a_cancel_that_gets_a_503_is_tried_again)
 }
 END_TEST
 
+START_TEST(the_token_comes_from_the_option_or_the_environment_and_is_never_printed)
+{
+    static char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {base, "OPENAI_API_KEY=stub-key", "EVALD_API_TOKEN=tok-s3cret-value", NULL};
+    struct evd_t_proc guarded;
+    ck_assert_int_eq(evd_t_evald_start(&guarded, db_url, env), 0);
+    char *exp = file_in_dir("two.json", TWO_TREATMENTS_JSON);
+    struct ran r;
+    /* No token: a 401, exit 2 with its detail. */
+    unsetenv("EVALD_API_TOKEN");
+    run((char *[]){(char *)cli_bin(), "--url", guarded.base, "experiment", "run", exp, NULL}, &r);
+    CHECK_EXIT(r, 2);
+    ck_assert_msg(strstr(r.err, exp) != NULL, "%s", r.err);
+    /* A wrong one: the same, and the token is not echoed. */
+    run((char *[]){(char *)cli_bin(), "--url", guarded.base, "--token", "wrong-t0ken", "experiment",
+                   "show", "exp_0123456789abcdef0123456789abcdef", NULL},
+        &r);
+    CHECK_EXIT(r, 2);
+    ck_assert_msg(strstr(r.err, "401") != NULL && strstr(r.err, "wrong-t0ken") == NULL, "%s",
+                  r.err);
+    /* From the environment, after the command. */
+    setenv("EVALD_API_TOKEN", "tok-s3cret-value", 1);
+    run((char *[]){(char *)cli_bin(), "experiment", "run", exp, "--url", guarded.base, NULL}, &r);
+    unsetenv("EVALD_API_TOKEN");
+    CHECK_EXIT(r, 1);
+    ck_assert_msg(strstr(r.out, "tok-s3cret") == NULL && strstr(r.err, "tok-s3cret") == NULL,
+                  "%s %s", r.out, r.err);
+    evd_t_stop(&guarded, SIGTERM, 10000);
+    free(exp);
+}
+END_TEST
+
 START_TEST(the_progress_line_is_redrawn_on_a_terminal)
 {
     if (system("command -v script >/dev/null 2>&1") != 0) {
@@ -866,6 +899,7 @@ int main(void)
     tcase_add_test(tc, detach_prints_the_id_and_the_experiment_goes_on);
     tcase_add_test(tc, an_experiment_cancelled_elsewhere_is_no_pass);
     tcase_add_test(tc, a_cancel_that_gets_a_503_is_tried_again);
+    tcase_add_test(tc, the_token_comes_from_the_option_or_the_environment_and_is_never_printed);
     tcase_add_test(tc, the_progress_line_is_redrawn_on_a_terminal);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
