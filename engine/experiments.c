@@ -20,6 +20,7 @@
 #include "domain/plan.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
+#include "store/events.h"
 #include "store/experiments.h"
 #include "store/listen.h"
 
@@ -1112,6 +1113,6 @@ void evd_experiment_export_free(struct evd_experiment_export *x)
 enum evd_code evd_engine_experiment_event(PGconn *c, const char *id, const json_t *payload,
                                           int64_t now, struct evd_err *err)
 {
-    (void)c, (void)id, (void)payload, (void)now, (void)err;
-    return EVD_OK;
+    /* Once per experiment; webhooks and the iii adapter deliver it from the outbox. */
+    return evd_store_experiment_event(c, id, payload, now, err);
 }

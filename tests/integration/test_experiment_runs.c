@@ -19,6 +19,7 @@
 #include "domain/plan.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
+#include "tests/support/webhooks_receiver.h"
 
 static char db_url[1024];
 static char db_name[64];
@@ -379,6 +380,66 @@ START_TEST(scripted_outcomes_give_each_verdict)
 }
 END_TEST
 
+#define HOOK_SECRET "whsec_experiment_test_0123456789"
+#define HOOK_KEY "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+/* An experiment's end fires experiment.completed once, signed, to a subscription that asked
+ * for it, and not to one left at the default (evaluation.completed). */
+START_TEST(experiment_completed_fires_once)
+{
+    ck_assert_int_eq(evd_t_stub_start(&stub, VERDICT_SCRIPT, NULL), 0);
+    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    struct evd_t_receiver *rx = evd_t_receiver_start(0);
+    ck_assert_ptr_nonnull(rx);
+    char *env[] = {env_base, env_key, "EVALD_WORKERS=4", "EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1",
+                   "EVALD_SECRET_KEY=" HOOK_KEY, NULL};
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+    char url[256], body[512];
+    snprintf(url, sizeof(url), "%s/v1/subscriptions", p.base);
+    long status = 0;
+    snprintf(body, sizeof(body),
+             "{\"url\":\"http://127.0.0.1:%u/exp\",\"secret\":\"" HOOK_SECRET "\","
+             "\"events\":[\"experiment.completed\"]}",
+             evd_t_receiver_port(rx));
+    json_decref(evd_t_http_json("POST", url, body, &status));
+    ck_assert_int_eq(status, 201);
+    snprintf(body, sizeof(body),
+             "{\"url\":\"http://127.0.0.1:%u/eval\",\"secret\":\"" HOOK_SECRET "\"}",
+             evd_t_receiver_port(rx));
+    json_decref(evd_t_http_json("POST", url, body, &status));
+    ck_assert_int_eq(status, 201);
+
+    const bool all_f[] = {false, false, false}, all_t[] = {true, true, true};
+    char id[64];
+    snprintf(id, sizeof(id), "%s", start_body(&p, scripted_body(all_f, all_t, 3, 0)));
+    json_decref(wait_terminal(&p, id, 30000));
+    ck_assert(evd_t_receiver_wait_acked(rx, 1, 15000));
+    usleep(1500 * 1000); /* a second delivery, if there were one, would have come by now */
+    ck_assert_int_eq(evd_t_receiver_count(rx), 1);
+    struct evd_t_hook h;
+    ck_assert(evd_t_receiver_get(rx, 0, &h));
+    ck_assert_str_eq(h.path, "/exp");
+    ck_assert_str_eq(h.event_type, "experiment.completed");
+    ck_assert(evd_t_hook_signature_ok(&h, HOOK_SECRET));
+    json_t *ev = json_loads(h.body, 0, NULL);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "experiment_id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "status")), "completed");
+    ck_assert(json_is_integer(json_object_get(ev, "timestamp")));
+    json_t *verdicts = json_object_get(ev, "verdicts");
+    ck_assert_int_eq(json_array_size(verdicts), 1);
+    json_t *v = json_array_get(verdicts, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "treatment")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "label")), "B");
+    ck_assert_str_eq(json_string_value(json_object_get(v, "verdict")), "better");
+    json_decref(ev);
+    evd_t_hook_free(&h);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    evd_t_receiver_stop(rx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_runs");
@@ -388,6 +449,7 @@ int main(void)
     tcase_add_test(tc, three_arms_reach_the_provider_in_the_planned_order);
     tcase_add_test(tc, kill_9_mid_experiment_counts_every_run_once);
     tcase_add_test(tc, scripted_outcomes_give_each_verdict);
+    tcase_add_test(tc, experiment_completed_fires_once);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
