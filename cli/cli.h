@@ -127,6 +127,9 @@ void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases);
  * regressed. */
 void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases);
 
+/* A GitHub ::error annotation of a file's line (line 0: of the file; col 0: no column). */
+void cli_github_file_error(FILE *out, const char *file, int line, int col, const char *msg);
+
 /* The exit code a finished experiment earns under the options. */
 enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
                               bool fail_on_inconclusive);

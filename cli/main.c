@@ -73,6 +73,57 @@ static enum cli_exit usage_error(const char *fmt, ...)
     return CLI_USAGE;
 }
 
+static bool github(const struct opts *o)
+{
+    return o->format != NULL && strcmp(o->format, "github") == 0;
+}
+
+/*
+ * A mistake in a file: "evald-cli: FILE:LINE: message" on stderr (no line when 0) and, with
+ * --format github, an ::error annotation of that line on stdout, so that a pull request
+ * shows it on the file.
+ */
+static void file_error(const struct opts *o, const char *file, int line, int col, const char *fmt,
+                       ...) __attribute__((format(printf, 5, 6)));
+
+static void file_error(const struct opts *o, const char *file, int line, int col, const char *fmt,
+                       ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (line > 0 && col > 0)
+        fprintf(stderr, "evald-cli: %s:%d:%d: %s\n", file, line, col, msg);
+    else if (line > 0)
+        fprintf(stderr, "evald-cli: %s:%d: %s\n", file, line, msg);
+    else
+        fprintf(stderr, "evald-cli: %s: %s\n", file, msg);
+    if (github(o)) {
+        cli_github_file_error(stdout, file, line, col, msg);
+        fflush(stdout);
+    }
+}
+
+/* A file that cannot be loaded: err is "FILE:LINE:COL: message" or "FILE: message". */
+static void load_error(const struct opts *o, const char *file, const char *err)
+{
+    size_t n = strlen(file);
+    int line = 0, col = 0, used = 0;
+    const char *rest = err;
+    if (strncmp(err, file, n) == 0 && err[n] == ':') {
+        rest = err + n + 1;
+        if (sscanf(rest, "%d:%d: %n", &line, &col, &used) == 2 && used > 0) {
+            rest += used;
+        } else {
+            line = col = 0;
+            rest += strspn(rest, " ");
+        }
+    }
+    file_error(o, file, line, col, "%s", rest);
+}
+
 /* The value of option argv[*i] ("--x VALUE" or "--x=VALUE"); NULL when missing. */
 static const char *value_of(int argc, char **argv, int *i, const char *eq)
 {
@@ -278,14 +329,13 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
     if (a->status >= 400 && a->status < 500) {
         int line = cli_doc_line_of(doc, detail);
         char field[512];
-        if (line > 0) {
-            fprintf(stderr, "evald-cli: %s:%d: %s\n", doc->path, line, detail);
-        } else if ((line = cli_doc_template_line(doc, detail, field, sizeof(field))) > 0) {
+        if (line > 0)
+            file_error(o, doc->path, line, 0, "%s", detail);
+        else if ((line = cli_doc_template_line(doc, detail, field, sizeof(field))) > 0)
             /* "case q3: template variable x is not defined": the template that uses it. */
-            fprintf(stderr, "evald-cli: %s:%d: %s: %s\n", doc->path, line, field, detail);
-        } else {
-            fprintf(stderr, "evald-cli: %s: %s\n", doc->path, detail);
-        }
+            file_error(o, doc->path, line, 0, "%s: %s", field, detail);
+        else
+            file_error(o, doc->path, 0, 0, "%s", detail);
         return CLI_USAGE;
     }
     fprintf(stderr, "evald-cli: could not start the %s: POST %s/v1/%ss answered %ld: %.300s\n",
@@ -296,25 +346,33 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
 /* ---- datasets ---------------------------------------------------------------------------- */
 
 /* Uploads a dataset file; *id gets its dataset_id (malloc'd). `name` defaults to the file's
- * base name without its extension. `where` ("exp.yaml:7: dataset ", or "") starts every
- * message about the file. */
+ * base name without its extension. A mistake is reported against the experiment file
+ * `from` at `line` ("exp.yaml:7: dataset cases.csv: row 2: ..."), or the dataset file
+ * itself when from is NULL. */
 static enum cli_exit upload_dataset(const struct opts *o, const char *path, const char *name,
-                                    const char *where, char **id, json_t **row)
+                                    const char *from, int line, char **id, json_t **row)
 {
+    char where[1100];
+    snprintf(where, sizeof(where), "dataset %s: ", path);
+    if (from == NULL) {
+        from = path;
+        line = 0;
+        where[0] = '\0';
+    }
     const char *ct = ends_with(path, ".csv") ? "text/csv"
                      : ends_with(path, ".jsonl") || ends_with(path, ".ndjson")
                          ? "application/x-ndjson"
                      : ends_with(path, ".json") ? "application/json"
                                                 : NULL;
     if (ct == NULL) {
-        fprintf(stderr, "evald-cli: %s%s: a dataset file ends in .csv, .jsonl, .ndjson or .json\n",
-                where, path);
+        file_error(o, from, line, 0, "%sa dataset file ends in .csv, .jsonl, .ndjson or .json",
+                   where);
         return CLI_USAGE;
     }
     size_t len = 0;
     char *body = read_file(path, &len);
     if (body == NULL) {
-        fprintf(stderr, "evald-cli: %s%s: %s\n", where, path, strerror(errno));
+        file_error(o, from, line, 0, "%s%s", where, strerror(errno));
         return CLI_USAGE;
     }
     char base[256];
@@ -339,7 +397,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
             *row = json_incref(a.json);
     } else if (a.status >= 400 && a.status < 500) {
         /* The server names the line or row: prefix the file. */
-        fprintf(stderr, "evald-cli: %s%s: %s\n", where, path, cli_answer_detail(&a));
+        file_error(o, from, line, 0, "%s%s", where, cli_answer_detail(&a));
         rc = CLI_USAGE;
     } else {
         fprintf(stderr,
@@ -357,7 +415,7 @@ static enum cli_exit cmd_dataset_import(const struct opts *o)
         return usage_error("%s", "usage: evald-cli dataset import FILE [--name NAME]");
     char *id = NULL;
     json_t *row = NULL;
-    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, "", &id, &row);
+    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, NULL, 0, &id, &row);
     if (rc == CLI_OK) {
         if (o->json)
             print_json(row);
@@ -528,12 +586,12 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
     enum cli_exit rc = get_json(o, "read the experiment", path, &exp);
     if (rc != CLI_OK)
         return rc;
-    bool github = o->format != NULL && strcmp(o->format, "github") == 0;
-    if (o->junit != NULL || github)
+    bool gh = github(o);
+    if (o->junit != NULL || gh)
         rc = all_cases(o, id, &cases);
     if (rc == CLI_OK) {
         cli_report_table(stdout, exp);
-        if (github)
+        if (gh)
             cli_report_github(stdout, exp, cases);
         const struct {
             const char *path;
@@ -629,7 +687,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     struct cli_doc doc;
     char err[600];
     if (!cli_doc_load(&doc, file, err, sizeof(err))) {
-        fprintf(stderr, "evald-cli: %s\n", err);
+        load_error(o, file, err);
         return CLI_USAGE;
     }
     enum cli_exit rc = CLI_OK;
@@ -638,17 +696,14 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     if (dataset != NULL) {
         int line = cli_doc_line_of(&doc, "dataset");
         if (!json_is_string(dataset)) {
-            fprintf(stderr, "evald-cli: %s:%d: dataset must be the path of a CSV or JSONL file\n",
-                    file, line);
+            file_error(o, file, line, 0, "dataset must be the path of a CSV or JSONL file");
             rc = CLI_USAGE;
             goto out;
         }
         if (json_object_get(doc.root, "dataset_id") != NULL ||
             json_object_get(doc.root, "cases") != NULL) {
-            fprintf(stderr,
-                    "evald-cli: %s:%d: exactly one of dataset, dataset_id and cases must "
-                    "be given\n",
-                    file, line);
+            file_error(o, file, line, 0,
+                       "exactly one of dataset, dataset_id and cases must be given");
             rc = CLI_USAGE;
             goto out;
         }
@@ -660,9 +715,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
             snprintf(path, sizeof(path), "%s", p);
         else
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, p);
-        char where[1200];
-        snprintf(where, sizeof(where), "%s:%d: dataset ", file, line);
-        if ((rc = upload_dataset(o, path, NULL, where, &dataset_id, NULL)) != CLI_OK)
+        if ((rc = upload_dataset(o, path, NULL, file, line, &dataset_id, NULL)) != CLI_OK)
             goto out;
         json_object_del(doc.root, "dataset");
         json_object_set_new(doc.root, "dataset_id", json_string(dataset_id));
@@ -812,7 +865,7 @@ static enum cli_exit cmd_eval(const struct opts *o)
     struct cli_doc doc;
     char err[600];
     if (!cli_doc_load(&doc, o->args[2], err, sizeof(err))) {
-        fprintf(stderr, "evald-cli: %s\n", err);
+        load_error(o, o->args[2], err);
         return CLI_USAGE;
     }
     char *body = json_dumps(doc.root, JSON_COMPACT);

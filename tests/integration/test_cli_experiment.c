@@ -637,15 +637,25 @@ START_TEST(usage_file_and_request_errors_exit_2)
     CHECK_EXIT(r, 2);
     snprintf(want, sizeof(want), "evald-cli: %s:11: repeats must be between 1 and 100\n", zero);
     ck_assert_str_eq(r.err, want);
-    /* A template variable no case defines: the line and field of the template. */
+    /* A template variable no case defines: the line and field of the template; with
+     * --format github also an annotation of that line. */
     char *tmpl = yaml_file("tmpl.yaml", "FAIL {{topic}}", "PASS", "cases.csv", "1");
-    run(CLI("experiment", "run", tmpl), &r);
+    run(CLI("experiment", "run", tmpl, "--format", "github"), &r);
     CHECK_EXIT(r, 2);
     snprintf(want, sizeof(want),
              "evald-cli: %s:4: control.prompt: case q1: template variable topic is not "
              "defined\n",
              tmpl);
     ck_assert_str_eq(r.err, want);
+    snprintf(want, sizeof(want),
+             "::error file=%s,line=4,title=evald-cli::control.prompt: case q1: template "
+             "variable topic is not defined\n",
+             tmpl);
+    ck_assert_str_eq(r.out, want);
+    run(CLI("experiment", "run", broken, "--format", "github"), &r);
+    CHECK_EXIT(r, 2);
+    snprintf(want, sizeof(want), "::error file=%s,line=3,col=", broken);
+    ck_assert_msg(strncmp(r.out, want, strlen(want)) == 0, "%s", r.out);
     /* A dataset file that is not there: the experiment file's line of it. */
     char *missing = yaml_file("missing.yaml", "FAIL", "PASS", "nope.csv", "1");
     run(CLI("experiment", "run", missing), &r);
@@ -656,11 +666,16 @@ START_TEST(usage_file_and_request_errors_exit_2)
     /* A dataset the server refuses: the row it names, after the file's line. */
     free(file_in_dir("dup.csv", "id,question,expected\nq1,a,yes\nq1,b,yes\n"));
     char *dup = yaml_file("dup.yaml", "FAIL", "PASS", "dup.csv", "1");
-    run(CLI("experiment", "run", dup), &r);
+    run(CLI("experiment", "run", dup, "--format", "github"), &r);
     CHECK_EXIT(r, 2);
     snprintf(want, sizeof(want), "evald-cli: %s:7: dataset %s/dup.csv: row 2: duplicate id q1\n",
              dup, dir);
     ck_assert_str_eq(r.err, want);
+    snprintf(want, sizeof(want),
+             "::error file=%s,line=7,title=evald-cli::dataset %s/dup.csv: row 2: duplicate id "
+             "q1\n",
+             dup, dir);
+    ck_assert_str_eq(r.out, want);
     /* Nothing was written for any of them but the one dataset of the template check. */
     char *n = evd_t_sql(db_url, "SELECT count(*) FROM experiments");
     ck_assert_str_eq(n, "0");

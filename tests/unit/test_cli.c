@@ -310,6 +310,23 @@ START_TEST(a_template_variable_is_found_at_its_first_use)
 }
 END_TEST
 
+START_TEST(a_file_annotation_escapes_its_file_and_message)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cli_github_file_error(f, "a,b:c.yaml", 7, 0, "100% wrong\nnext");
+    cli_github_file_error(f, "d.yaml", 3, 2, "bad");
+    cli_github_file_error(f, "e.yaml", 0, 5, "gone");
+    fclose(f);
+    ck_assert_str_eq(buf,
+                     "::error file=a%2Cb%3Ac.yaml,line=7,title=evald-cli::100%25 wrong%0Anext\n"
+                     "::error file=d.yaml,line=3,col=2,title=evald-cli::bad\n"
+                     "::error file=e.yaml,title=evald-cli::gone\n");
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -322,6 +339,7 @@ int main(void)
     tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
     tcase_add_test(tc, bad_files_are_refused_with_their_line);
     tcase_add_test(tc, a_template_variable_is_found_at_its_first_use);
+    tcase_add_test(tc, a_file_annotation_escapes_its_file_and_message);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
