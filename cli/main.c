@@ -310,6 +310,23 @@ static const char *num_text(char *buf, size_t n, const json_t *v)
     return buf;
 }
 
+/* The first max characters of s (UTF-8; NULL: "") into buf, never cut inside one. */
+static void utf8_cut(char *buf, size_t n, size_t max, const char *s)
+{
+    size_t len = 0, chars = 0;
+    for (; s != NULL && s[len] != '\0'; len++) {
+        bool starts = ((unsigned char)s[len] & 0xC0) != 0x80;
+        if (starts && chars++ == max)
+            break;
+    }
+    if (len >= n) { /* the buffer is short: cut before the character that does not fit */
+        len = n - 1;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+    }
+    snprintf(buf, n, "%.*s", (int)len, s != NULL ? s : "");
+}
+
 static const char *url_escape(const char *s, char *buf, size_t n)
 {
     char *e = curl_easy_escape(NULL, s, 0);
@@ -912,20 +929,25 @@ static enum cli_exit cmd_compare(const struct opts *o)
     if (o->json) {
         print_json(cmp);
     } else {
-        printf("%-40s %-10s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
+        /* SessionComparisonV1: per session its lifecycle and its summary of metrics. */
+        printf("%-44s %-24s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
                "wall ms", "calls");
         size_t i;
         const json_t *s;
         json_array_foreach(json_object_get(cmp, "sessions"), i, s)
         {
-            const json_t *m = json_object_get(s, "metrics");
-            char tk[32], wt[32], fc[32];
-            printf("%-40s %-10.10s %-10s %12s %12s %10s\n",
-                   json_string_value(json_object_get(s, "session_id")),
-                   json_is_string(json_object_get(s, "title"))
-                       ? json_string_value(json_object_get(s, "title"))
-                       : "",
-                   json_string_value(json_object_get(s, "status")),
+            const json_t *m = json_object_get(s, "summary");
+            const char *status =
+                json_string_value(json_object_get(json_object_get(s, "lifecycle"), "turn_status"));
+            char tk[32], wt[32], fc[32], title[128];
+            utf8_cut(title, sizeof(title), 24, json_string_value(json_object_get(s, "title")));
+            /* The title padded by characters, not bytes ("old · case q1"). */
+            size_t chars = 0;
+            for (const char *c = title; *c; c++)
+                chars += ((unsigned char)*c & 0xC0) != 0x80;
+            printf("%-44s %s%*s %-10s %12s %12s %10s\n",
+                   json_string_value(json_object_get(s, "session_id")), title,
+                   (int)(chars < 24 ? 24 - chars : 0), "", status != NULL ? status : "?",
                    num_text(tk, sizeof(tk), json_object_get(m, "total_tokens")),
                    num_text(wt, sizeof(wt), json_object_get(m, "wall_time_ms")),
                    num_text(fc, sizeof(fc), json_object_get(m, "function_calls")));

@@ -528,6 +528,38 @@ START_TEST(a_worse_treatment_exits_1_with_every_output)
     /* watch of a finished experiment gives its verdict again: 1. */
     run(CLI("experiment", "watch", (char *)id), &r);
     CHECK_EXIT(r, 1);
+    /* compare: the runs of case q1, repeat 1, by their session ids: control 12 tokens,
+     * mixed 14 (the script's usage), no function calls. */
+    char s0[64], s1[64];
+    snprintf(s0, sizeof(s0), "%s_1_0_1", id);
+    snprintf(s1, sizeof(s1), "%s_1_1_1", id);
+    run(CLI("compare", s0, s1), &r);
+    CHECK_EXIT(r, 0);
+    const struct {
+        const char *session, *title;
+        long tokens;
+    } want_cmp[] = {{s0, "pass · case q1 · run 1", 12}, {s1, "mixed · case q1 · run 1", 14}};
+    for (size_t k = 0; k < 2; k++) {
+        const char *line = strstr(r.out, want_cmp[k].session);
+        ck_assert_msg(line != NULL, "%s", r.out);
+        char lead[160];
+        snprintf(lead, sizeof(lead), "%-44s %s ", want_cmp[k].session, want_cmp[k].title);
+        ck_assert_msg(strncmp(line, lead, strlen(lead)) == 0, "%s", r.out);
+        long tokens = -1, wall = -1, calls = -1;
+        char status[32] = "";
+        ck_assert_int_eq(
+            sscanf(line + strlen(lead), "%31s %ld %ld %ld", status, &tokens, &wall, &calls), 4);
+        ck_assert_str_eq(status, "completed");
+        ck_assert_int_eq(tokens, want_cmp[k].tokens);
+        ck_assert_int_ge(wall, 0);
+        ck_assert_int_eq(calls, 0);
+    }
+    run(CLI("compare", s0, s1, "--baseline", s1, "--json"), &r);
+    CHECK_EXIT(r, 0);
+    json_t *cmp = json_loads(r.out, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(cmp, "baseline_session_id")), s1);
+    ck_assert_uint_eq(json_array_size(json_object_get(cmp, "sessions")), 2);
+    json_decref(cmp);
     /* cancel leaves a finished experiment as it is, and says so. */
     run(CLI("experiment", "cancel", (char *)id), &r);
     CHECK_EXIT(r, 0);
