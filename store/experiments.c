@@ -152,7 +152,8 @@ json_t *evd_store_experiment_progress(PGconn *c, const char *id, struct evd_err 
     return one_json(c,
                     "SELECT json_build_object('experiment_id', x.id, 'status', x.status,"
                     " 'updated_at', x.updated_at, 'progress', " PROGRESS_JSON
-                    ", 'partial', x.status IN ('queued', 'running'))::text"
+                    ", 'analysis', json_build_object('partial',"
+                    " x.status IN ('queued', 'running')))::text"
                     " FROM experiments x WHERE x.id = $1",
                     id, "experiment", err);
 }
@@ -197,7 +198,9 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
     " r.failures, 'started_at', r.started_at, 'completed_at', r.completed_at" transcript  \
     ")::text"
 
-/* Runs keyed by case_index · 100000 + position (positions are at most 5 · EVALD_MAX_RUNS). */
+/* Runs keyed by case_index · 100000 + position (positions are at most 5 · EVALD_MAX_RUNS);
+ * the page condition compares (case_index, position) as a row, which the primary key
+ * serves (a comparison of the computed key read every run before the page). */
 #define RUN_KEY "(r.case_index::bigint * 100000 + r.position)"
 
 static const char SQL_RUNS_PAGE[] =
@@ -206,7 +209,8 @@ static const char SQL_RUNS_PAGE[] =
     " JOIN experiment_cases c ON c.experiment_id = r.experiment_id"
     " AND c.case_index = r.case_index"
     " WHERE r.experiment_id = $1 AND ($4::text IS NULL OR c.case_id = $4)"
-    " AND ($3::bigint IS NULL OR " RUN_KEY " > $3::bigint)"
+    " AND ($3::bigint IS NULL OR (r.case_index, r.position) >"
+    " (($3::bigint / 100000)::int, ($3::bigint % 100000)::int))"
     " ORDER BY r.case_index, r.position LIMIT $2::int + 1) ORDER BY 2";
 
 static const char SQL_RUNS_PAGE_T[] =
@@ -216,7 +220,8 @@ static const char SQL_RUNS_PAGE_T[] =
     " JOIN experiment_cases c ON c.experiment_id = r.experiment_id"
     " AND c.case_index = r.case_index"
     " WHERE r.experiment_id = $1 AND ($4::text IS NULL OR c.case_id = $4)"
-    " AND ($3::bigint IS NULL OR " RUN_KEY " > $3::bigint)"
+    " AND ($3::bigint IS NULL OR (r.case_index, r.position) >"
+    " (($3::bigint / 100000)::int, ($3::bigint % 100000)::int))"
     " ORDER BY r.case_index, r.position LIMIT $2::int + 1) ORDER BY 2";
 
 json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id,
@@ -569,7 +574,7 @@ enum evd_code evd_store_experiment_finish(PGconn *c, const char *id, const char 
         " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
         " FROM (SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled'))"
         " AS terminal, count(*) FILTER (WHERE passed) AS passed,"
-        " count(*) FILTER (WHERE status = 'failed') AS failed FROM experiment_runs"
+        " count(*) FILTER (WHERE passed = false) AS failed FROM experiment_runs"
         " WHERE experiment_id = $1) s"
         " WHERE x.id = $1 AND x.status IN ('queued', 'running') RETURNING 1",
         4, p, err);
