@@ -57,6 +57,14 @@ enum cli_exit cli_expect(const struct cli_conn *c, const char *what, const char 
                          const char *path, const char *content_type, const char *body, size_t len,
                          struct cli_answer *a);
 
+/*
+ * As cli_expect, for an idempotent call: a 503 (evald's "try again", e.g. a transaction
+ * that lost a deadlock) is tried again, a second later, up to `attempts` calls in all.
+ */
+enum cli_exit cli_expect_retry(const struct cli_conn *c, const char *what, const char *method,
+                               const char *path, const char *content_type, const char *body,
+                               size_t len, int attempts, struct cli_answer *a);
+
 /* The `detail` of a problem answer, or its body, for messages (borrowed from a). */
 const char *cli_answer_detail(const struct cli_answer *a);
 
@@ -96,6 +104,14 @@ void cli_doc_free(struct cli_doc *d);
  */
 int cli_doc_line_of(const struct cli_doc *d, const char *message);
 
+/*
+ * The first template (in file order) that uses the variable a server message is about
+ * ("case q3: template variable topic is not defined"): its line, with its path written
+ * into field (size n); 0 when the message names no variable or no string of the document
+ * has a {{name}} placeholder of it.
+ */
+int cli_doc_template_line(const struct cli_doc *d, const char *message, char *field, size_t n);
+
 /* ---- output writers (report.c), pure over an experiment document --------------------- */
 
 /* The verdict table (stdout), per treatment: delta and interval, p, MDE, verdict, costs. */
@@ -110,6 +126,9 @@ void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases);
 /* GitHub workflow commands: ::error for each worse treatment, ::warning for each case that
  * regressed. */
 void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases);
+
+/* A GitHub ::error annotation of a file's line (line 0: of the file; col 0: no column). */
+void cli_github_file_error(FILE *out, const char *file, int line, int col, const char *msg);
 
 /* The exit code a finished experiment earns under the options. */
 enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,

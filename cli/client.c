@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -138,15 +139,10 @@ const char *cli_answer_detail(const struct cli_answer *a)
     return d != NULL ? d : (a->body != NULL ? a->body : "");
 }
 
-enum cli_exit cli_expect(const struct cli_conn *c, const char *what, const char *method,
-                         const char *path, const char *content_type, const char *body, size_t len,
-                         struct cli_answer *a)
+/* What an answer of a call that must succeed means, with the message of a failure. */
+static enum cli_exit judge(const struct cli_conn *c, const char *what, const char *method,
+                           const char *path, struct cli_answer *a)
 {
-    enum cli_exit rc = cli_call(c, method, path, content_type, body, len, a);
-    if (rc != CLI_OK) {
-        fprintf(stderr, "evald-cli: could not %s\n", what);
-        return rc;
-    }
     if (a->status >= 200 && a->status < 300)
         return CLI_OK;
     if (a->status >= 400 && a->status < 500) {
@@ -156,6 +152,30 @@ enum cli_exit cli_expect(const struct cli_conn *c, const char *what, const char 
     fprintf(stderr, "evald-cli: could not %s: %s %s%s answered %ld: %.300s\n", what, method, c->url,
             path, a->status, cli_answer_detail(a));
     return CLI_TRANSPORT;
+}
+
+enum cli_exit cli_expect(const struct cli_conn *c, const char *what, const char *method,
+                         const char *path, const char *content_type, const char *body, size_t len,
+                         struct cli_answer *a)
+{
+    return cli_expect_retry(c, what, method, path, content_type, body, len, 1, a);
+}
+
+enum cli_exit cli_expect_retry(const struct cli_conn *c, const char *what, const char *method,
+                               const char *path, const char *content_type, const char *body,
+                               size_t len, int attempts, struct cli_answer *a)
+{
+    for (int attempt = 1;; attempt++) {
+        enum cli_exit rc = cli_call(c, method, path, content_type, body, len, a);
+        if (rc != CLI_OK) {
+            fprintf(stderr, "evald-cli: could not %s\n", what);
+            return rc;
+        }
+        if (a->status != 503 || attempt >= attempts)
+            return judge(c, what, method, path, a);
+        cli_answer_free(a);
+        sleep(1);
+    }
 }
 
 /* ---- Server-Sent Events --------------------------------------------------------------- */

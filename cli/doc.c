@@ -357,3 +357,78 @@ int cli_doc_line_of(const struct cli_doc *d, const char *message)
         *cut = '\0';
     }
 }
+
+/* Whether s has a {{ name }} placeholder (spaces inside the braces allowed). */
+static bool has_placeholder(const char *s, const char *name, size_t len)
+{
+    for (const char *p = strstr(s, "{{"); p != NULL; p = strstr(p + 2, "{{")) {
+        const char *q = p + 2;
+        q += strspn(q, " ");
+        if (strncmp(q, name, len) != 0)
+            continue;
+        q += len;
+        q += strspn(q, " ");
+        if (strncmp(q, "}}", 2) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The smallest line of a string under v (at path) that uses the variable; 0 when none. */
+static int find_template(const struct cli_doc *d, const json_t *v, const char *path,
+                         const char *name, size_t len, char *field, size_t n)
+{
+    char sub[PATH_MAX_LEN];
+    int best = 0;
+    if (json_is_string(v)) {
+        if (!has_placeholder(json_string_value(v), name, len))
+            return 0;
+        best = (int)json_integer_value(json_object_get(d->lines, path));
+        if (best > 0)
+            snprintf(field, n, "%s", path);
+        return best;
+    }
+    char found[PATH_MAX_LEN];
+    if (json_is_object(v)) {
+        const char *key;
+        const json_t *m;
+        json_object_foreach((json_t *)v, key, m)
+        {
+            /* Inline cases hold data, not templates. */
+            if (path[0] == '\0' && strcmp(key, "cases") == 0)
+                continue;
+            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            int line = find_template(d, m, sub, name, len, found, sizeof(found));
+            if (line > 0 && (best == 0 || line < best)) {
+                best = line;
+                snprintf(field, n, "%s", found);
+            }
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        const json_t *m;
+        json_array_foreach(v, i, m)
+        {
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            int line = find_template(d, m, sub, name, len, found, sizeof(found));
+            if (line > 0 && (best == 0 || line < best)) {
+                best = line;
+                snprintf(field, n, "%s", found);
+            }
+        }
+    }
+    return best;
+}
+
+int cli_doc_template_line(const struct cli_doc *d, const char *message, char *field, size_t n)
+{
+    static const char WORDS[] = "template variable ";
+    const char *p = strstr(message, WORDS);
+    if (p == NULL)
+        return 0;
+    p += sizeof(WORDS) - 1;
+    size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+    if (len == 0 || len >= PATH_MAX_LEN)
+        return 0;
+    return find_template(d, d->root, "", p, len, field, n);
+}

@@ -73,6 +73,57 @@ static enum cli_exit usage_error(const char *fmt, ...)
     return CLI_USAGE;
 }
 
+static bool github(const struct opts *o)
+{
+    return o->format != NULL && strcmp(o->format, "github") == 0;
+}
+
+/*
+ * A mistake in a file: "evald-cli: FILE:LINE: message" on stderr (no line when 0) and, with
+ * --format github, an ::error annotation of that line on stdout, so that a pull request
+ * shows it on the file.
+ */
+static void file_error(const struct opts *o, const char *file, int line, int col, const char *fmt,
+                       ...) __attribute__((format(printf, 5, 6)));
+
+static void file_error(const struct opts *o, const char *file, int line, int col, const char *fmt,
+                       ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (line > 0 && col > 0)
+        fprintf(stderr, "evald-cli: %s:%d:%d: %s\n", file, line, col, msg);
+    else if (line > 0)
+        fprintf(stderr, "evald-cli: %s:%d: %s\n", file, line, msg);
+    else
+        fprintf(stderr, "evald-cli: %s: %s\n", file, msg);
+    if (github(o)) {
+        cli_github_file_error(stdout, file, line, col, msg);
+        fflush(stdout);
+    }
+}
+
+/* A file that cannot be loaded: err is "FILE:LINE:COL: message" or "FILE: message". */
+static void load_error(const struct opts *o, const char *file, const char *err)
+{
+    size_t n = strlen(file);
+    int line = 0, col = 0, used = 0;
+    const char *rest = err;
+    if (strncmp(err, file, n) == 0 && err[n] == ':') {
+        rest = err + n + 1;
+        if (sscanf(rest, "%d:%d: %n", &line, &col, &used) == 2 && used > 0) {
+            rest += used;
+        } else {
+            line = col = 0;
+            rest += strspn(rest, " ");
+        }
+    }
+    file_error(o, file, line, col, "%s", rest);
+}
+
 /* The value of option argv[*i] ("--x VALUE" or "--x=VALUE"); NULL when missing. */
 static const char *value_of(int argc, char **argv, int *i, const char *eq)
 {
@@ -259,6 +310,23 @@ static const char *num_text(char *buf, size_t n, const json_t *v)
     return buf;
 }
 
+/* The first max characters of s (UTF-8; NULL: "") into buf, never cut inside one. */
+static void utf8_cut(char *buf, size_t n, size_t max, const char *s)
+{
+    size_t len = 0, chars = 0;
+    for (; s != NULL && s[len] != '\0'; len++) {
+        bool starts = ((unsigned char)s[len] & 0xC0) != 0x80;
+        if (starts && chars++ == max)
+            break;
+    }
+    if (len >= n) { /* the buffer is short: cut before the character that does not fit */
+        len = n - 1;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+    }
+    snprintf(buf, n, "%.*s", (int)len, s != NULL ? s : "");
+}
+
 static const char *url_escape(const char *s, char *buf, size_t n)
 {
     char *e = curl_easy_escape(NULL, s, 0);
@@ -277,10 +345,14 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
     const char *detail = cli_answer_detail(a);
     if (a->status >= 400 && a->status < 500) {
         int line = cli_doc_line_of(doc, detail);
+        char field[512];
         if (line > 0)
-            fprintf(stderr, "evald-cli: %s:%d: %s\n", doc->path, line, detail);
+            file_error(o, doc->path, line, 0, "%s", detail);
+        else if ((line = cli_doc_template_line(doc, detail, field, sizeof(field))) > 0)
+            /* "case q3: template variable x is not defined": the template that uses it. */
+            file_error(o, doc->path, line, 0, "%s: %s", field, detail);
         else
-            fprintf(stderr, "evald-cli: %s: %s\n", doc->path, detail);
+            file_error(o, doc->path, 0, 0, "%s", detail);
         return CLI_USAGE;
     }
     fprintf(stderr, "evald-cli: could not start the %s: POST %s/v1/%ss answered %ld: %.300s\n",
@@ -291,24 +363,33 @@ static enum cli_exit start_refused(const struct opts *o, const struct cli_doc *d
 /* ---- datasets ---------------------------------------------------------------------------- */
 
 /* Uploads a dataset file; *id gets its dataset_id (malloc'd). `name` defaults to the file's
- * base name without its extension. */
+ * base name without its extension. A mistake is reported against the experiment file
+ * `from` at `line` ("exp.yaml:7: dataset cases.csv: row 2: ..."), or the dataset file
+ * itself when from is NULL. */
 static enum cli_exit upload_dataset(const struct opts *o, const char *path, const char *name,
-                                    char **id, json_t **row)
+                                    const char *from, int line, char **id, json_t **row)
 {
+    char where[1100];
+    snprintf(where, sizeof(where), "dataset %s: ", path);
+    if (from == NULL) {
+        from = path;
+        line = 0;
+        where[0] = '\0';
+    }
     const char *ct = ends_with(path, ".csv") ? "text/csv"
                      : ends_with(path, ".jsonl") || ends_with(path, ".ndjson")
                          ? "application/x-ndjson"
                      : ends_with(path, ".json") ? "application/json"
                                                 : NULL;
     if (ct == NULL) {
-        fprintf(stderr, "evald-cli: %s: a dataset file ends in .csv, .jsonl, .ndjson or .json\n",
-                path);
+        file_error(o, from, line, 0, "%sa dataset file ends in .csv, .jsonl, .ndjson or .json",
+                   where);
         return CLI_USAGE;
     }
     size_t len = 0;
     char *body = read_file(path, &len);
     if (body == NULL) {
-        fprintf(stderr, "evald-cli: %s: %s\n", path, strerror(errno));
+        file_error(o, from, line, 0, "%s%s", where, strerror(errno));
         return CLI_USAGE;
     }
     char base[256];
@@ -333,7 +414,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
             *row = json_incref(a.json);
     } else if (a.status >= 400 && a.status < 500) {
         /* The server names the line or row: prefix the file. */
-        fprintf(stderr, "evald-cli: %s: %s\n", path, cli_answer_detail(&a));
+        file_error(o, from, line, 0, "%s%s", where, cli_answer_detail(&a));
         rc = CLI_USAGE;
     } else {
         fprintf(stderr,
@@ -351,7 +432,7 @@ static enum cli_exit cmd_dataset_import(const struct opts *o)
         return usage_error("%s", "usage: evald-cli dataset import FILE [--name NAME]");
     char *id = NULL;
     json_t *row = NULL;
-    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, &id, &row);
+    enum cli_exit rc = upload_dataset(o, o->args[2], o->name, NULL, 0, &id, &row);
     if (rc == CLI_OK) {
         if (o->json)
             print_json(row);
@@ -522,12 +603,12 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
     enum cli_exit rc = get_json(o, "read the experiment", path, &exp);
     if (rc != CLI_OK)
         return rc;
-    bool github = o->format != NULL && strcmp(o->format, "github") == 0;
-    if (o->junit != NULL || github)
+    bool gh = github(o);
+    if (o->junit != NULL || gh)
         rc = all_cases(o, id, &cases);
     if (rc == CLI_OK) {
         cli_report_table(stdout, exp);
-        if (github)
+        if (gh)
             cli_report_github(stdout, exp, cases);
         const struct {
             const char *path;
@@ -556,6 +637,11 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
         if (status != NULL && strcmp(status, "failed") == 0) {
             fprintf(stderr, "evald-cli: experiment %s failed\n", id);
             rc = CLI_TRANSPORT;
+        } else if (status != NULL && strcmp(status, "cancelled") == 0) {
+            /* Cancelled elsewhere (the console, another client): its partial verdicts are
+             * no gate to pass. */
+            fprintf(stderr, "evald-cli: experiment %s was cancelled before it completed\n", id);
+            rc = CLI_TRANSPORT;
         } else {
             rc = cli_report_exit(exp, o->require != NULL, o->fail_on_inconclusive);
         }
@@ -571,27 +657,38 @@ static void on_sigint(int sig)
     cli_interrupted = 1;
 }
 
-static enum cli_exit cancel(const struct opts *o, const char *id)
+/* POST .../cancel; *answer (NULL: not wanted) gets {experiment_id, status}, a new
+ * reference: a terminal experiment is left as it is and its status answered. */
+static enum cli_exit cancel(const struct opts *o, const char *id, json_t **answer)
 {
     char path[256];
     snprintf(path, sizeof(path), "/v1/experiments/%s/cancel", id);
     struct cli_answer a;
-    enum cli_exit rc = cli_expect(&o->conn, "cancel the experiment", "POST", path,
-                                  "application/json", "{}", 2, &a);
+    /* Cancelling twice is harmless: a 503 is tried again. */
+    enum cli_exit rc = cli_expect_retry(&o->conn, "cancel the experiment", "POST", path,
+                                        "application/json", "{}", 2, 3, &a);
+    if (answer != NULL)
+        *answer = rc == CLI_OK ? json_incref(a.json) : NULL;
     cli_answer_free(&a);
     return rc;
 }
 
-static enum cli_exit watch_experiment(const struct opts *o, const char *id)
+/* From here on Ctrl-C cancels the experiment instead of ending the program. */
+static void catch_sigint(void)
 {
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
+}
+
+static enum cli_exit watch_experiment(const struct opts *o, const char *id)
+{
+    catch_sigint();
     char status[32];
     enum cli_exit rc = follow(o, "experiment", id, status, sizeof(status));
     if (cli_interrupted) {
         cli_interrupted = 0; /* let the cancel call through */
         fprintf(stderr, "evald-cli: interrupted: cancelling experiment %s\n", id);
-        cancel(o, id);
+        cancel(o, id, NULL);
         return 130;
     }
     if (rc != CLI_OK)
@@ -607,7 +704,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     struct cli_doc doc;
     char err[600];
     if (!cli_doc_load(&doc, file, err, sizeof(err))) {
-        fprintf(stderr, "evald-cli: %s\n", err);
+        load_error(o, file, err);
         return CLI_USAGE;
     }
     enum cli_exit rc = CLI_OK;
@@ -616,17 +713,14 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     if (dataset != NULL) {
         int line = cli_doc_line_of(&doc, "dataset");
         if (!json_is_string(dataset)) {
-            fprintf(stderr, "evald-cli: %s:%d: dataset must be the path of a CSV or JSONL file\n",
-                    file, line);
+            file_error(o, file, line, 0, "dataset must be the path of a CSV or JSONL file");
             rc = CLI_USAGE;
             goto out;
         }
         if (json_object_get(doc.root, "dataset_id") != NULL ||
             json_object_get(doc.root, "cases") != NULL) {
-            fprintf(stderr,
-                    "evald-cli: %s:%d: exactly one of dataset, dataset_id and cases must "
-                    "be given\n",
-                    file, line);
+            file_error(o, file, line, 0,
+                       "exactly one of dataset, dataset_id and cases must be given");
             rc = CLI_USAGE;
             goto out;
         }
@@ -638,7 +732,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
             snprintf(path, sizeof(path), "%s", p);
         else
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, p);
-        if ((rc = upload_dataset(o, path, NULL, &dataset_id, NULL)) != CLI_OK)
+        if ((rc = upload_dataset(o, path, NULL, file, line, &dataset_id, NULL)) != CLI_OK)
             goto out;
         json_object_del(doc.root, "dataset");
         json_object_set_new(doc.root, "dataset_id", json_string(dataset_id));
@@ -662,6 +756,7 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
         printf("%s\n", id);
         goto out;
     }
+    catch_sigint(); /* before the line that says it started: Ctrl-C after it cancels */
     fprintf(stderr, "evald-cli: experiment %s started\n", id);
     rc = watch_experiment(o, id);
 out:
@@ -685,9 +780,14 @@ static enum cli_exit cmd_experiment(const struct opts *o)
     if (strcmp(verb, "watch") == 0)
         return watch_experiment(o, id);
     if (strcmp(verb, "cancel") == 0) {
-        enum cli_exit rc = cancel(o, id);
-        if (rc == CLI_OK)
-            printf("%s cancelled\n", id);
+        json_t *answer = NULL;
+        enum cli_exit rc = cancel(o, id, &answer);
+        const char *status = json_string_value(json_object_get(answer, "status"));
+        if (rc == CLI_OK && o->json)
+            print_json(answer);
+        else if (rc == CLI_OK) /* "cancelled", or the status it had ended with */
+            printf("%s %s\n", id, status != NULL ? status : "cancelled");
+        json_decref(answer);
         return rc;
     }
     if (strcmp(verb, "show") == 0) {
@@ -782,7 +882,7 @@ static enum cli_exit cmd_eval(const struct opts *o)
     struct cli_doc doc;
     char err[600];
     if (!cli_doc_load(&doc, o->args[2], err, sizeof(err))) {
-        fprintf(stderr, "evald-cli: %s\n", err);
+        load_error(o, o->args[2], err);
         return CLI_USAGE;
     }
     char *body = json_dumps(doc.root, JSON_COMPACT);
@@ -829,20 +929,25 @@ static enum cli_exit cmd_compare(const struct opts *o)
     if (o->json) {
         print_json(cmp);
     } else {
-        printf("%-40s %-10s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
+        /* SessionComparisonV1: per session its lifecycle and its summary of metrics. */
+        printf("%-44s %-24s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
                "wall ms", "calls");
         size_t i;
         const json_t *s;
         json_array_foreach(json_object_get(cmp, "sessions"), i, s)
         {
-            const json_t *m = json_object_get(s, "metrics");
-            char tk[32], wt[32], fc[32];
-            printf("%-40s %-10.10s %-10s %12s %12s %10s\n",
-                   json_string_value(json_object_get(s, "session_id")),
-                   json_is_string(json_object_get(s, "title"))
-                       ? json_string_value(json_object_get(s, "title"))
-                       : "",
-                   json_string_value(json_object_get(s, "status")),
+            const json_t *m = json_object_get(s, "summary");
+            const char *status =
+                json_string_value(json_object_get(json_object_get(s, "lifecycle"), "turn_status"));
+            char tk[32], wt[32], fc[32], title[128];
+            utf8_cut(title, sizeof(title), 24, json_string_value(json_object_get(s, "title")));
+            /* The title padded by characters, not bytes ("old · case q1"). */
+            size_t chars = 0;
+            for (const char *c = title; *c; c++)
+                chars += ((unsigned char)*c & 0xC0) != 0x80;
+            printf("%-44s %s%*s %-10s %12s %12s %10s\n",
+                   json_string_value(json_object_get(s, "session_id")), title,
+                   (int)(chars < 24 ? 24 - chars : 0), "", status != NULL ? status : "?",
                    num_text(tk, sizeof(tk), json_object_get(m, "total_tokens")),
                    num_text(wt, sizeof(wt), json_object_get(m, "wall_time_ms")),
                    num_text(fc, sizeof(fc), json_object_get(m, "function_calls")));

@@ -316,6 +316,19 @@ static void gh_prop(FILE *out, const char *s)
     }
 }
 
+void cli_github_file_error(FILE *out, const char *file, int line, int col, const char *msg)
+{
+    fputs("::error file=", out);
+    gh_prop(out, file);
+    if (line > 0)
+        fprintf(out, ",line=%d", line);
+    if (line > 0 && col > 0)
+        fprintf(out, ",col=%d", col);
+    fputs(",title=evald-cli::", out);
+    gh_data(out, msg);
+    fputc('\n', out);
+}
+
 void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases)
 {
     const char *control = label_of(experiment, 0);

@@ -270,6 +270,63 @@ START_TEST(bad_files_are_refused_with_their_line)
 }
 END_TEST
 
+START_TEST(a_template_variable_is_found_at_its_first_use)
+{
+    char *path =
+        write_temp("t.yaml", "control:\n"
+                             "  prompt: \"Topic {{ topic }}\"\n"
+                             "treatments:\n"
+                             "  - {prompt: \"About {{topic}} and {{ meta.kind }}\"}\n"
+                             "evaluator:\n"
+                             "  arguments: {expected: \"{{expected}}\", note: \"{{topics}}\"}\n"
+                             "cases:\n"
+                             "  - {vars: {q: \"{{kind}}\"}}\n");
+    struct cli_doc d;
+    char err[256], field[128] = "";
+    ck_assert_msg(cli_doc_load(&d, path, err, sizeof(err)), "%s", err);
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable topic is not defined",
+                                           field, sizeof(field)),
+                     2);
+    ck_assert_str_eq(field, "control.prompt");
+    ck_assert_int_eq(cli_doc_template_line(&d,
+                                           "case c2: template variable meta.kind is not "
+                                           "defined",
+                                           field, sizeof(field)),
+                     4);
+    ck_assert_str_eq(field, "treatments[0].prompt");
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable topics is not defined",
+                                           field, sizeof(field)),
+                     6);
+    ck_assert_str_eq(field, "evaluator.arguments.note");
+    /* Inline cases are data: no template there. */
+    ck_assert_int_eq(cli_doc_template_line(&d, "case c1: template variable kind is not defined",
+                                           field, sizeof(field)),
+                     0);
+    ck_assert_int_eq(
+        cli_doc_template_line(&d, "repeats must be between 1 and 100", field, sizeof(field)), 0);
+    cli_doc_free(&d);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(a_file_annotation_escapes_its_file_and_message)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cli_github_file_error(f, "a,b:c.yaml", 7, 0, "100% wrong\nnext");
+    cli_github_file_error(f, "d.yaml", 3, 2, "bad");
+    cli_github_file_error(f, "e.yaml", 0, 5, "gone");
+    fclose(f);
+    ck_assert_str_eq(buf,
+                     "::error file=a%2Cb%3Ac.yaml,line=7,title=evald-cli::100%25 wrong%0Anext\n"
+                     "::error file=d.yaml,line=3,col=2,title=evald-cli::bad\n"
+                     "::error file=e.yaml,title=evald-cli::gone\n");
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -281,6 +338,8 @@ int main(void)
     tcase_add_test(tc, exit_codes_follow_the_verdicts);
     tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
     tcase_add_test(tc, bad_files_are_refused_with_their_line);
+    tcase_add_test(tc, a_template_variable_is_found_at_its_first_use);
+    tcase_add_test(tc, a_file_annotation_escapes_its_file_and_message);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
