@@ -101,8 +101,8 @@ static void wake_workers(struct evd_engine *e, long n)
 {
     pthread_mutex_lock(&e->work_mu);
     e->work_tokens += n < 1 ? 1 : n;
-    if (e->work_tokens > (long)e->nworkers)
-        e->work_tokens = (long)e->nworkers;
+    if (e->work_tokens > e->opts.workers)
+        e->work_tokens = e->opts.workers; /* not nworkers: it grows while they start */
     for (long i = 0; i < e->work_tokens; i++)
         pthread_cond_signal(&e->work_cv);
     pthread_mutex_unlock(&e->work_mu);
