@@ -45,6 +45,24 @@ json_t *evd_req_list_request(const struct evd_req *req, struct evd_resp *resp)
     return request;
 }
 
+bool evd_req_page_limit(const struct evd_req *req, struct evd_resp *resp, unsigned *limit)
+{
+    const char *s = evd_req_query(req, "limit");
+    *limit = EVD_PAGE_DEFAULT;
+    if (s == NULL)
+        return true;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 1 || v > EVD_PAGE_MAX) {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "limit must be between 1 and %d", EVD_PAGE_MAX);
+        evd_resp_problem(resp, EVD_EINVAL, detail);
+        return false;
+    }
+    *limit = (unsigned)v;
+    return true;
+}
+
 int evd_http_status(enum evd_code code)
 {
     switch (code) {

@@ -140,6 +140,12 @@ void evd_resp_header(struct evd_resp *resp, const char *name, const char *value)
  * New reference; NULL after answering 400 (limit is not an integer) or 500 in *resp. */
 json_t *evd_req_list_request(const struct evd_req *req, struct evd_resp *resp);
 
+/* ?limit= of a paged list route (datasets, experiments): 1..100, default 20. False after
+ * answering 400 ("limit must be between 1 and 100") in *resp. */
+#define EVD_PAGE_DEFAULT 20
+#define EVD_PAGE_MAX 100
+bool evd_req_page_limit(const struct evd_req *req, struct evd_resp *resp, unsigned *limit);
+
 /* Serializes a JSON value for responses: compact, UTF-8, reals in shortest form.
  * Returns malloc'd text or NULL. */
 char *evd_json_dump(const json_t *value, size_t *len);

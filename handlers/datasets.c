@@ -12,9 +12,6 @@
 
 #include "engine/datasets.h"
 
-#define LIST_DEFAULT 20
-#define LIST_MAX 100
-
 struct upload {
     struct evd_dataset_upload *u;
     bool refused; /* a refusal is in *resp already; the rest of the body is discarded */
@@ -123,25 +120,6 @@ static const struct evd_upload_ops upload_ops = {
     .free = upload_free,
 };
 
-/* ?limit= of a list route: 1..100, default 20. False after answering 400. */
-static bool list_limit(const struct evd_req *req, struct evd_resp *resp, unsigned *limit)
-{
-    const char *s = evd_req_query(req, "limit");
-    *limit = LIST_DEFAULT;
-    if (s == NULL)
-        return true;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < 1 || v > LIST_MAX) {
-        char detail[64];
-        snprintf(detail, sizeof(detail), "limit must be between 1 and %d", LIST_MAX);
-        evd_resp_problem(resp, EVD_EINVAL, detail);
-        return false;
-    }
-    *limit = (unsigned)v;
-    return true;
-}
-
 static void answer(struct evd_resp *resp, enum evd_code rc, json_t *out, const struct evd_err *err)
 {
     if (rc != EVD_OK)
@@ -153,7 +131,7 @@ static void answer(struct evd_resp *resp, enum evd_code rc, json_t *out, const s
 void evd_h_datasets_list(struct evd_req *req, struct evd_resp *resp)
 {
     unsigned limit;
-    if (!list_limit(req, resp, &limit))
+    if (!evd_req_page_limit(req, resp, &limit))
         return;
     struct evd_err err = {0};
     json_t *out = NULL;
@@ -173,7 +151,7 @@ void evd_h_dataset_get(struct evd_req *req, struct evd_resp *resp)
 void evd_h_dataset_cases(struct evd_req *req, struct evd_resp *resp)
 {
     unsigned limit;
-    if (!list_limit(req, resp, &limit))
+    if (!evd_req_page_limit(req, resp, &limit))
         return;
     struct evd_err err = {0};
     json_t *out = NULL;

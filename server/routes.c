@@ -3,6 +3,7 @@
 
 #include "handlers/datasets.h"
 #include "handlers/evaluations.h"
+#include "handlers/experiments.h"
 #include "handlers/functions.h"
 #include "handlers/sessions.h"
 #include "handlers/subscriptions.h"
@@ -49,6 +50,15 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/datasets/{id}", evd_h_dataset_get, 0},
     {"DELETE", "/v1/datasets/{id}", evd_h_dataset_delete, 0},
     {"GET", "/v1/datasets/{id}/cases", evd_h_dataset_cases, 0},
+    {"POST", "/v1/experiments", evd_h_experiment_start, EVD_ROUTE_UPLOAD},
+    {"GET", "/v1/experiments", evd_h_experiments_list, 0},
+    {"GET", "/v1/experiments/{id}", evd_h_experiment_get, 0},
+    {"DELETE", "/v1/experiments/{id}", evd_h_experiment_delete, 0},
+    {"GET", "/v1/experiments/{id}/cases", evd_h_experiment_cases, 0},
+    {"GET", "/v1/experiments/{id}/runs", evd_h_experiment_runs, 0},
+    {"GET", "/v1/experiments/{id}/events", evd_h_experiment_events, EVD_ROUTE_QUERY_TOKEN},
+    {"GET", "/v1/experiments/{id}/export", evd_h_experiment_export, 0},
+    {"POST", "/v1/experiments/{id}/cancel", evd_h_experiment_cancel, 0},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
     {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
     {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},

@@ -77,6 +77,15 @@ export const EXAMPLES = {
     ],
     output: /^\{"id":"q1","vars":\{"question":"What is 2 \+ 2\?"\},"expected":"4","metadata":\{\}\}$/m,
   },
+  experiment: {
+    calls: [
+      ['POST', /^\/v1\/experiments$/, 202, ['experiment_id', 'status']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/events$/, 200, []],
+      ['GET', /^\/v1\/experiments\/exp_\w+$/, 200, ['comparisons.0.verdict', 'analysis.partial']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/export\?format=csv$/, 200, []],
+    ],
+    output: /^\{"label":"return","verdict":"worse","delta":-1,"ci":\[-1,-1\]\}\nexperiment_id,run_id,session_id,case_id,case_index,arm$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 
