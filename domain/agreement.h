@@ -31,12 +31,12 @@ struct evd_agreement_table {
 };
 
 struct evd_agreement {
-    uint64_t n;            /* runs in the table */
-    bool has_agreement;    /* n >= 1 */
-    double agreement;      /* p_o */
-    bool has_kappa;        /* n >= 1 and p_e < 1 */
+    uint64_t n;         /* runs in the table */
+    bool has_agreement; /* n >= 1 */
+    double agreement;   /* p_o */
+    bool has_kappa;     /* n >= 1 and p_e < 1 */
     double kappa;
-    double se;             /* with has_kappa */
+    double se;              /* with has_kappa */
     double ci_low, ci_high; /* with has_kappa, at confidence 1 − alpha */
 };
 

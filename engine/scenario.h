@@ -52,4 +52,23 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
                       struct evd_scenario_outcome *out);
 void evd_scenario_outcome_clear(struct evd_scenario_outcome *out);
 
+/* What a finished agent turn left in the store (borrowed). */
+struct evd_scenario_stored {
+    const json_t *output;
+    const json_t *metrics;    /* or NULL */
+    const json_t *benchmark;  /* or NULL */
+    const json_t *transcript; /* or NULL */
+};
+
+/*
+ * A re-score (docs/experiments.md, "Re-score"): `run` (a running run object) takes the
+ * stored agent turn as it was and only the evaluator of scenario `s` runs, by the same
+ * path as in evd_scenario_run; no model is called for the target (the agent review calls
+ * its reviewer's). The run ends completed with the new verdict, or failed in the evaluate
+ * phase; out->transcript is the stored one with the new reviewer's turns.
+ */
+void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scenario *s,
+                          json_t *run, const struct evd_scenario_stored *stored,
+                          struct evd_cancel *cancel, struct evd_scenario_outcome *out);
+
 #endif

@@ -17,8 +17,8 @@ int main(void)
         struct evd_agreement r;
         evd_agreement_kappa(&t, alpha, &r);
         printf("%.17g %.17g %.17g %.17g %.17g\n", r.has_agreement ? r.agreement : NAN,
-               r.has_kappa ? r.kappa : NAN, r.has_kappa ? r.se : NAN,
-               r.has_kappa ? r.ci_low : NAN, r.has_kappa ? r.ci_high : NAN);
+               r.has_kappa ? r.kappa : NAN, r.has_kappa ? r.se : NAN, r.has_kappa ? r.ci_low : NAN,
+               r.has_kappa ? r.ci_high : NAN);
     }
     return 0;
 }

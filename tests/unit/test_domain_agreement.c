@@ -12,11 +12,11 @@
 #include "domain/agreement.h"
 #include "tests/support/testutil.h"
 
-#define ck_assert_near(a, b)                                                                   \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b);                                                             \
-        ck_assert_msg(fabs(a_ - b_) <= 1e-12 * fmax(1.0, fabs(b_)), "%s = %.17g, expected %.17g", \
-                      #a, a_, b_);                                                             \
+#define ck_assert_near(a, b)                                                                       \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        ck_assert_msg(fabs(a_ - b_) <= 1e-12 * fmax(1.0, fabs(b_)), "%s = %.17g, expected %.17g",  \
+                      #a, a_, b_);                                                                 \
     } while (0)
 
 /* z(0.975) of the standard normal */
