@@ -32,7 +32,8 @@ void evd_h_experiment_review_put(struct evd_req *req, struct evd_resp *resp)
     enum evd_code rc =
         evd_experiment_review_put(req->ctx->engine, evd_req_param(req, "id"),
                                   evd_req_param(req, "run_id"), req->body, &out, &created, &err);
-    answer(resp, created ? 201 : 200, rc, out, &err);
+    (void)created; /* a new review and a replaced one both answer 200 */
+    answer(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_reviews(struct evd_req *req, struct evd_resp *resp)

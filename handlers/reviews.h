@@ -9,7 +9,7 @@
 
 #include "handlers/api.h"
 
-/* PUT /v1/experiments/{id}/runs/{run_id}/review: 201 a new review, 200 a replaced one. */
+/* PUT /v1/experiments/{id}/runs/{run_id}/review: 200 with the review as stored. */
 void evd_h_experiment_review_put(struct evd_req *req, struct evd_resp *resp);
 /* GET /v1/experiments/{id}/reviews?reviewer=&limit=&before= */
 void evd_h_experiment_reviews(struct evd_req *req, struct evd_resp *resp);

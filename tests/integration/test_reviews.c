@@ -247,7 +247,7 @@ START_TEST(review_validation_names_the_field_and_writes_nothing)
         wide[n++] = (char)0xa9;
     }
     snprintf(wide + n, 64, "\"}");
-    ck_assert_int_eq(review(id, "case1-arm0-rep1", wide, NULL), 201);
+    ck_assert_int_eq(review(id, "case1-arm0-rep1", wide, NULL), 200);
     free(wide);
     ck_assert_int_eq(count_rows("experiment_reviews"), 1);
 
@@ -301,7 +301,7 @@ START_TEST(queue_reviews_agreement_and_the_human_analysis)
     char body[256];
     for (int i = 0; i < 4; i++) {
         snprintf(body, sizeof(body), "{\"verdict\":\"%s\",\"reviewer\":\"ann\"}", q3[i][1]);
-        ck_assert_int_eq(review(id, q3[i][0], body, NULL), 201);
+        ck_assert_int_eq(review(id, q3[i][0], body, NULL), 200);
     }
     /* ... and changes her mind on case3-arm1-rep1: the second review replaces the first */
     json_t *rv = NULL;
@@ -364,7 +364,7 @@ START_TEST(queue_reviews_agreement_and_the_human_analysis)
                           "case2-arm1-rep2", "case2-arm0-rep2"};
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(review(id, rest[i], "{\"verdict\":\"pass\",\"reviewer\":\"ann\"}", NULL),
-                         201);
+                         200);
 
     /*
      * Evaluator (rows) against ann (columns) over the 12 runs: both pass 8 (q1 4, q2's three
@@ -406,7 +406,7 @@ START_TEST(queue_reviews_agreement_and_the_human_analysis)
     /* Bob passes case3-arm1-rep1: one pass, one fail, the latest review (his) decides; the
      * table gains a both-pass and loses the evaluator-pass-human-fail. */
     ck_assert_int_eq(
-        review(id, "case3-arm1-rep1", "{\"verdict\":\"pass\",\"reviewer\":\"bob\"}", NULL), 201);
+        review(id, "case3-arm1-rep1", "{\"verdict\":\"pass\",\"reviewer\":\"bob\"}", NULL), 200);
     snprintf(path, sizeof(path), "/v1/experiments/%s/agreement", id);
     ag = call("GET", path, NULL, &st);
     ASSERT_INT(ag, "reviews", 13);
