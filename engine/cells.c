@@ -273,6 +273,7 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
         .evaluator_arguments = json_object_get(ev, "arguments"),
         .progress = on_progress,
         .progress_ctx = &pctx,
+        .judge_metrics = true,
     };
     if (x->rescore)
         evd_engine_rescore_cell(e, c, &scenario, x->case_index, position, run, cancel, &out);

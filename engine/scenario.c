@@ -218,7 +218,8 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
             now = evd_now_ms();
             evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)(now - started_at), now);
             evd_run_complete(run, s->limits, evaluation);
-            judge_metrics(run, review);
+            if (s->judge_metrics)
+                judge_metrics(run, review);
         }
     } else if (out.status == EVD_HARNESS_COMPLETED) {
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
@@ -261,8 +262,13 @@ void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scen
                                                                 : json_null());
     if (stored->metrics != NULL)
         rc |= json_object_set_new(run, "metrics", json_deep_copy(stored->metrics));
-    if (stored->benchmark != NULL)
-        rc |= json_object_set_new(run, "benchmark", json_deep_copy(stored->benchmark));
+    if (stored->benchmark != NULL) {
+        /* the earlier evaluator's own use is not this one's */
+        json_t *bench = json_deep_copy(stored->benchmark);
+        json_object_del(bench, "judge_total_tokens");
+        json_object_del(bench, "judge_cost_usd");
+        rc |= json_object_set_new(run, "benchmark", bench);
+    }
     struct evd_err everr = {0};
     if (rc != 0) {
         evd_run_fail(run, EVD_PHASE_SETUP, NULL, "out of memory", evd_now_ms());
@@ -276,7 +282,8 @@ void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scen
     } else {
         json_object_set_new(run, "completed_at", json_integer(evd_now_ms()));
         evd_run_complete(run, s->limits, evaluation);
-        judge_metrics(run, review);
+        if (s->judge_metrics)
+            judge_metrics(run, review);
     }
     /* The transcript of the agent turn, with this evaluator's reviewer in place of the
      * earlier one's. */

@@ -64,10 +64,16 @@ static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
     ck_assert_int_eq(evd_t_stub_start(&stub, SCRIPT, NULL), 0);
-    static char base[300];
+    static char base[300], anthropic[300];
     snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
-    char *env[] = {base, "OPENAI_API_KEY=stub-key", "EVALD_SWEEP_INTERVAL_MS=300",
-                   "EVALD_LEASE_MS=1500", NULL};
+    snprintf(anthropic, sizeof(anthropic), "ANTHROPIC_BASE_URL=%s", stub.base);
+    char *env[] = {base,
+                   anthropic,
+                   "OPENAI_API_KEY=stub-key",
+                   "ANTHROPIC_API_KEY=stub-key",
+                   "EVALD_SWEEP_INTERVAL_MS=300",
+                   "EVALD_LEASE_MS=1500",
+                   NULL};
     ck_assert_int_eq(evd_t_evald_start(&evald, db_url, env), 0);
 }
 
@@ -195,6 +201,15 @@ static long stub_requests(void)
 {
     json_t *s = evd_t_stub_stats(&stub);
     long n = (long)json_integer_value(json_object_get(s, "requests"));
+    json_decref(s);
+    return n;
+}
+
+/* Requests the stub received on one API ("responses", "chat", "messages"). */
+static long stub_api_requests(const char *api)
+{
+    json_t *s = evd_t_stub_stats(&stub);
+    long n = (long)json_integer_value(json_object_get(json_object_get(s, "by_api"), api));
     json_decref(s);
     return n;
 }
@@ -643,6 +658,59 @@ START_TEST(derivations_of_a_live_experiment_conflict)
 }
 END_TEST
 
+START_TEST(rescore_by_agent_review_counts_the_judge_apart)
+{
+    char *id = start(THREE);
+    json_decref(wait_terminal(id));
+    long target = stub_api_requests("responses") + stub_api_requests("chat");
+    long judge = stub_api_requests("messages");
+    ck_assert_int_eq(judge, 0);
+    /* The reviewer (Anthropic Messages) says GREEN with 100 + 20 tokens every time. */
+    char script[2048];
+    snprintf(script, sizeof(script),
+             "{\"rules\":[{\"when\":{\"api\":\"messages\"},\"reply\":{\"json\":{\"result\":"
+             "{\"verdict\":\"GREEN\",\"verdictFields\":{\"covered\":[\"answer\"]}}}},"
+             "\"usage\":{\"input_tokens\":100,\"output_tokens\":20}}]}");
+    ck_assert_int_eq(evd_t_stub_script(&stub, script), 200);
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/experiments/%s/rescore", id);
+    long st = 0;
+    json_t *r = call("POST", path,
+                     "{\"evaluator\":{\"function_id\":\"eval::assert::agent_review\","
+                     "\"arguments\":{\"model\":\"claude-reviewer\",\"provider\":\"anthropic\","
+                     "\"instructions\":\"The answer must be yes or no.\",\"green_schema\":"
+                     "{\"properties\":{\"covered\":{\"type\":\"array\",\"items\":{\"type\":"
+                     "\"string\"}}},\"required\":[\"covered\"]},\"red_schema\":{\"properties\":"
+                     "{\"why\":{\"type\":\"string\"}},\"required\":[\"why\"]}}}}",
+                     &st);
+    if (st != 202)
+        evd_t_dump_log(&evald);
+    ck_assert_int_eq(st, 202);
+    char *rid = strdup(json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    json_t *doc = wait_terminal(rid);
+    ASSERT_STR(doc, "status", "completed");
+    /* every run passed (GREEN); the judge used 120 tokens a run in both arms */
+    ASSERT_INT(doc, "progress.passed_runs", 12);
+    ASSERT_NEAR(doc, "arms.0.medians.judge_total_tokens", 120);
+    ASSERT_NEAR(doc, "arms.1.medians.judge_total_tokens", 120);
+    ASSERT_INT(doc, "comparisons.0.metrics.judge_total_tokens.cases", 3);
+    ASSERT_NEAR(doc, "comparisons.0.metrics.judge_total_tokens.delta", 0.0);
+    json_decref(doc);
+    /* one review a run reached the reviewer's API; the target's APIs saw nothing */
+    ck_assert_int_eq(stub_api_requests("messages"), 12);
+    ck_assert_int_eq(stub_api_requests("responses") + stub_api_requests("chat"), target);
+    snprintf(path, sizeof(path), "/v1/experiments/%s/runs?limit=1", rid);
+    json_t *runs = call("GET", path, NULL, &st);
+    ASSERT_INT(runs, "runs.0.benchmark.judge_total_tokens", 120);
+    ck_assert_ptr_nonnull(at(runs, "runs.0.benchmark.total_tokens"));
+    ck_assert(json_is_object(at(runs, "runs.0.transcript.evaluator")));
+    json_decref(runs);
+    free(rid);
+    free(id);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reviews");
@@ -653,6 +721,7 @@ int main(void)
     tcase_add_test(tc, queue_reviews_agreement_and_the_human_analysis);
     tcase_add_test(tc, rescore_calls_no_model_and_scores_every_output_again);
     tcase_add_test(tc, retry_runs_exactly_the_failed_runs);
+    tcase_add_test(tc, rescore_by_agent_review_counts_the_judge_apart);
     tcase_add_test(tc, derivations_of_a_live_experiment_conflict);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
