@@ -1,20 +1,23 @@
 /*
- * eval::completed: the bindings the engine announces and the delivery thread that
- * fires the completion events of the outbox (completion_events, written once per
- * terminal evaluation by whichever evald process finished it) to them.
+ * eval::completed and eval::experiment::completed: the bindings the engine announces
+ * and the delivery thread that fires the completion events of the outbox
+ * (completion_events, written once per terminal evaluation or experiment by whichever
+ * evald process finished it) to them: evaluation.completed events to eval::completed
+ * bindings, experiment.completed events to eval::experiment::completed bindings.
  *
  * DESIGN. Bindings live in memory for the current session (the engine replays them
  * after a reconnect) and are also recorded in iii_bindings with the time they were
  * first seen, so that a binding the engine replays after a restart (same id) keeps
  * its place. An event is due to a binding when no iii_deliveries row pairs them and
- *   - the binding filters on that evaluation (whenever it completed, within the
- *     retention window: binding after starting an evaluation never misses it), or
+ *   - the binding filters on that evaluation (or experiment) (whenever it completed,
+ *     within the retention window: binding after starting one never misses it), or
  *   - the binding has no filter and the event is not older than the binding.
  * Each delivery inserts its (event_id, binding_id) row, queues the fire-and-forget
  * invokefunction, waits until the frame is written to the socket and only then
  * commits; an engine that goes away before that leaves the row uncommitted and the
  * event due. The insert also keeps two evald processes from firing the same pair.
- * The thread owns its PostgreSQL connection and LISTENs on evald_events.
+ * The thread owns its PostgreSQL connection and LISTENs on evald_events and
+ * evald_completed.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -37,57 +40,70 @@
 
 /* ---- config and binding table ---------------------------------------------------------- */
 
-enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_id,
-                                       struct evd_err *err)
+/* A binding config of `trigger`: null or an object whose only member is `field`. */
+static enum evd_code trigger_config(const char *trigger, const char *field, const json_t *config,
+                                    char **filter, struct evd_err *err)
 {
-    *evaluation_id = NULL;
+    *filter = NULL;
     if (config == NULL || json_is_null(config))
         return EVD_OK;
     if (!json_is_object(config))
-        return evd_err_set(err, EVD_EINVAL, "invalid eval::completed config: expected an object");
+        return evd_err_set(err, EVD_EINVAL, "invalid %s config: expected an object", trigger);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)config, key, v)
     {
-        if (strcmp(key, "evaluation_id") != 0)
+        if (strcmp(key, field) != 0)
             return evd_err_set(err, EVD_EINVAL,
-                               "invalid eval::completed config: unknown field `%.100s`, "
-                               "expected `evaluation_id`",
-                               key);
+                               "invalid %s config: unknown field `%.100s`, expected `%s`", trigger,
+                               key, field);
     }
-    json_t *id = json_object_get(config, "evaluation_id");
+    json_t *id = json_object_get(config, field);
     if (id == NULL || json_is_null(id))
         return EVD_OK;
     if (!json_is_string(id))
-        return evd_err_set(err, EVD_EINVAL,
-                           "invalid eval::completed config: evaluation_id must be a string");
+        return evd_err_set(err, EVD_EINVAL, "invalid %s config: %s must be a string", trigger,
+                           field);
     if (json_string_length(id) == 0 || json_string_length(id) > 200)
-        return evd_err_set(err, EVD_EINVAL,
-                           "invalid eval::completed config: evaluation_id "
-                           "must be 1 to 200 characters");
-    *evaluation_id = strdup(json_string_value(id));
-    if (*evaluation_id == NULL)
+        return evd_err_set(err, EVD_EINVAL, "invalid %s config: %s must be 1 to 200 characters",
+                           trigger, field);
+    *filter = strdup(json_string_value(id));
+    if (*filter == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     return EVD_OK;
+}
+
+enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_id,
+                                       struct evd_err *err)
+{
+    return trigger_config(EVD_III_TRIGGER, "evaluation_id", config, evaluation_id, err);
+}
+
+enum evd_code evd_iii_experiment_config(const json_t *config, char **experiment_id,
+                                        struct evd_err *err)
+{
+    return trigger_config(EVD_III_TRIGGER_EXPERIMENT, "experiment_id", config, experiment_id, err);
 }
 
 static void binding_clear(struct evd_iii_binding *b)
 {
     free(b->id);
     free(b->function_id);
-    free(b->evaluation_id);
+    free(b->filter);
     free(b->ns);
     json_decref(b->metadata);
     memset(b, 0, sizeof(*b));
 }
 
-enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *function_id,
-                                  char *evaluation_id_take, const json_t *metadata, const char *ns)
+enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *trigger,
+                                  const char *function_id, char *filter_take,
+                                  const json_t *metadata, const char *ns)
 {
     struct evd_iii_binding nb = {
         .id = strdup(id),
+        .experiment = strcmp(trigger, EVD_III_TRIGGER_EXPERIMENT) == 0,
         .function_id = strdup(function_id),
-        .evaluation_id = evaluation_id_take,
+        .filter = filter_take,
         .metadata = metadata && !json_is_null(metadata) ? json_deep_copy(metadata) : NULL,
         .ns = ns ? strdup(ns) : NULL,
         .received_at = evd_now_ms(),
@@ -154,7 +170,9 @@ void evd_iii_bindings_clear_locked(struct evd_iii *a)
 struct snapshot {
     uint64_t generation;
     uint64_t version;
-    json_t *rows; /* [{binding_id, function_id, evaluation_id, seen_at, metadata?, namespace?}] */
+    /* [{binding_id, trigger_type, function_id, evaluation_id, experiment_id, seen_at,
+     *   metadata?, namespace?}] */
+    json_t *rows;
 };
 
 static bool take_snapshot(struct evd_iii *a, struct snapshot *s)
@@ -168,9 +186,11 @@ static bool take_snapshot(struct evd_iii *a, struct snapshot *s)
     s->version = a->bindings_version;
     for (size_t i = 0; live && i < a->nbindings; i++) {
         const struct evd_iii_binding *b = &a->bindings[i];
-        json_t *r =
-            json_pack("{s:s, s:s, s:s?, s:I}", "binding_id", b->id, "function_id", b->function_id,
-                      "evaluation_id", b->evaluation_id, "seen_at", (json_int_t)b->received_at);
+        json_t *r = json_pack(
+            "{s:s, s:s, s:s, s:s?, s:s?, s:I}", "binding_id", b->id, "trigger_type",
+            b->experiment ? EVD_III_TRIGGER_EXPERIMENT : EVD_III_TRIGGER, "function_id",
+            b->function_id, "evaluation_id", b->experiment ? NULL : b->filter, "experiment_id",
+            b->experiment ? b->filter : NULL, "seen_at", (json_int_t)b->received_at);
         if (r != NULL && b->metadata)
             json_object_set_new(r, "metadata", json_deep_copy(b->metadata));
         if (r != NULL && b->ns)
@@ -210,6 +230,7 @@ static enum outcome deliver_one(struct evd_iii *a, PGconn *c, const struct snaps
 {
     struct evd_err err = {0};
     const json_t *b = binding_row(s, binding_id);
+    const char *trigger = b ? json_string_value(json_object_get(b, "trigger_type")) : NULL;
     json_t *data = json_loads(payload, 0, NULL);
     bool done = false;
     enum outcome o = FAILED;
@@ -242,15 +263,16 @@ static enum outcome deliver_one(struct evd_iii *a, PGconn *c, const struct snaps
     done = evd_db_commit(c, &err) == EVD_OK;
     if (done) {
         o = FIRED;
-        evd_log(EVD_LOG_INFO, "eval::completed fired", "event_id", event_id, "binding", binding_id,
-                "function_id", json_string_value(json_object_get(b, "function_id")), NULL);
+        evd_log(EVD_LOG_INFO, "iii trigger fired", "trigger", trigger, "event_id", event_id,
+                "binding", binding_id, "function_id",
+                json_string_value(json_object_get(b, "function_id")), NULL);
     }
 out:
     evd_db_rollback(c);
     json_decref(data);
     if (!done && err.code != EVD_OK)
-        evd_log(EVD_LOG_WARN, "could not fire eval::completed", "event_id", event_id, "error",
-                err.msg, NULL);
+        evd_log(EVD_LOG_WARN, "could not fire an iii trigger", "trigger", trigger, "event_id",
+                event_id, "error", err.msg, NULL);
     return o;
 }
 
@@ -308,7 +330,7 @@ static int deliver_pass(struct evd_iii *a, PGconn *c, uint64_t *persisted_versio
     worked = ps.worked;
 out:
     if (err.code != EVD_OK)
-        evd_log(EVD_LOG_WARN, "eval::completed delivery pass failed", "error", err.msg, NULL);
+        evd_log(EVD_LOG_WARN, "iii trigger delivery pass failed", "error", err.msg, NULL);
     free(ids);
     json_decref(s.rows);
     return worked;
@@ -321,7 +343,9 @@ static void prune(struct evd_iii *a, PGconn *c)
         evd_log(EVD_LOG_WARN, "could not prune iii delivery records", "error", err.msg, NULL);
 }
 
-static const char *const events_channels[] = {EVD_CHANNEL_EVENTS, NULL};
+/* evald_events: an evaluation changed (its event is written with the last change);
+ * evald_completed: a completion event was recorded (experiments notify only this). */
+static const char *const events_channels[] = {EVD_CHANNEL_EVENTS, EVD_CHANNEL_COMPLETED, NULL};
 
 void *evd_iii_deliver_main(void *arg)
 {

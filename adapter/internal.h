@@ -1,6 +1,6 @@
 /*
  * Adapter internals shared by its files: the adapter object, its connection state,
- * the calls waiting for a result, the eval::completed bindings and the queue of
+ * the calls waiting for a result, the trigger bindings and the queue of
  * invocations for the handler threads.
  *
  * Locking: one mutex `mu` guards everything below it in struct evd_iii; `cv` is
@@ -26,7 +26,8 @@
 #define EVD_III_MAX_OUTBOX (64u * 1024 * 1024)  /* frames waiting for the socket */
 #define EVD_III_MAX_JOBS 1024                   /* queued inbound invocations */
 #define EVD_III_MAX_BINDINGS 4096
-#define EVD_III_TRIGGER "eval::completed"
+#define EVD_III_TRIGGER "eval::completed"                        /* evaluation.completed */
+#define EVD_III_TRIGGER_EXPERIMENT "eval::experiment::completed" /* experiment.completed */
 
 /* A call of an engine function waiting for its invocationresult. */
 struct evd_iii_waiter {
@@ -40,11 +41,13 @@ struct evd_iii_waiter {
     struct evd_iii_waiter *next;
 };
 
-/* An eval::completed binding the engine announced on the current session. */
+/* A binding of eval::completed or eval::experiment::completed the engine announced on
+ * the current session. */
 struct evd_iii_binding {
     char *id;
+    bool experiment; /* eval::experiment::completed, else eval::completed */
     char *function_id;
-    char *evaluation_id; /* filter, NULL = every evaluation */
+    char *filter;        /* evaluation_id (or experiment_id) filter, NULL = every one */
     json_t *metadata;    /* forwarded with each event, or NULL */
     char *ns;            /* the binding's namespace, or NULL */
     int64_t received_at; /* wall clock ms */
@@ -151,9 +154,16 @@ bool evd_iii_policy_allows(const json_t *policy, const char *function_id);
  */
 enum evd_code evd_iii_completed_config(const json_t *config, char **evaluation_id,
                                        struct evd_err *err);
-/* Adds or replaces a binding (under mu, by the connection thread); steals nothing. */
-enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *function_id,
-                                  char *evaluation_id_take, const json_t *metadata, const char *ns);
+/* The same for eval::experiment::completed: only experiment_id, and
+ * "invalid eval::experiment::completed config: …". */
+enum evd_code evd_iii_experiment_config(const json_t *config, char **experiment_id,
+                                        struct evd_err *err);
+/* Adds or replaces a binding of `trigger` (EVD_III_TRIGGER or EVD_III_TRIGGER_EXPERIMENT)
+ * under mu, by the connection thread; steals filter_take (its filter, or NULL), nothing
+ * else. */
+enum evd_code evd_iii_binding_put(struct evd_iii *a, const char *id, const char *trigger,
+                                  const char *function_id, char *filter_take,
+                                  const json_t *metadata, const char *ns);
 void evd_iii_binding_remove(struct evd_iii *a, const char *id);
 /* Drops every binding (the session ended). Caller holds mu. */
 void evd_iii_bindings_clear_locked(struct evd_iii *a);

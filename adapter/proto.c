@@ -81,6 +81,30 @@ static json_t *completed_payload_schema(void)
                      "required", "evaluation_id", "status", "timestamp", "additionalProperties", 0);
 }
 
+/* The binding config of eval::experiment::completed ({experiment_id?}). */
+static const char EXPERIMENT_CONFIG_SCHEMA[] =
+    "{\"$schema\": \"http://json-schema.org/draft-07/schema#\","
+    " \"title\": \"ExperimentCompletedBindingConfigV1\", \"type\": \"object\","
+    " \"properties\": {\"experiment_id\": {\"type\": [\"string\", \"null\"]}},"
+    " \"additionalProperties\": false}";
+
+/* An eval::experiment::completed event: the experiment.completed webhook body. */
+static const char EXPERIMENT_PAYLOAD_SCHEMA[] =
+    "{\"$schema\": \"http://json-schema.org/draft-07/schema#\","
+    " \"title\": \"ExperimentCompletedEventV1\", \"type\": \"object\","
+    " \"properties\": {"
+    "  \"experiment_id\": {\"type\": \"string\"},"
+    "  \"status\": {\"type\": \"string\", \"enum\": [\"completed\", \"failed\", \"cancelled\"]},"
+    "  \"timestamp\": {\"type\": \"integer\"},"
+    "  \"verdicts\": {\"type\": \"array\", \"items\": {\"type\": \"object\","
+    "   \"properties\": {\"treatment\": {\"type\": \"integer\", \"minimum\": 1},"
+    "    \"label\": {\"type\": \"string\"},"
+    "    \"verdict\": {\"type\": \"string\","
+    "     \"enum\": [\"better\", \"worse\", \"equivalent\", \"inconclusive\"]}},"
+    "   \"required\": [\"treatment\", \"label\", \"verdict\"]}}},"
+    " \"required\": [\"experiment_id\", \"status\", \"timestamp\", \"verdicts\"],"
+    " \"additionalProperties\": false}";
+
 static bool is_our_function(const char *id)
 {
     const json_t *cat = evd_functions_catalogue();
@@ -138,6 +162,15 @@ void evd_iii_on_open(struct evd_iii *a, uint64_t gen)
                       "call_request_format", completed_payload_schema());
         evd_iii_send(a, gen, msg, NULL, &err);
     }
+    /* Not part of the eval function contract (contract/functions.json mirrors the
+     * seed's): evald's own trigger, announced the same way. */
+    evd_iii_send(a, gen,
+                 json_pack("{s:s, s:s, s:s, s:o, s:o}", "type", "registertriggertype", "id",
+                           EVD_III_TRIGGER_EXPERIMENT, "description",
+                           "An experiment reached a terminal status.", "trigger_request_format",
+                           json_loads(EXPERIMENT_CONFIG_SCHEMA, 0, NULL), "call_request_format",
+                           json_loads(EXPERIMENT_PAYLOAD_SCHEMA, 0, NULL)),
+                 NULL, &err);
     json_t *f;
     size_t nfunctions = 0;
     json_array_foreach(json_object_get(cat, "functions"), i, f)
@@ -290,14 +323,18 @@ static void on_register_trigger(struct evd_iii *a, uint64_t gen, json_t *msg)
                             "trigger_type", type, "function_id", fid);
     struct evd_err err = {0};
     char *filter = NULL;
-    if (strcmp(type, EVD_III_TRIGGER) != 0) {
+    bool experiment = strcmp(type, EVD_III_TRIGGER_EXPERIMENT) == 0;
+    if (strcmp(type, EVD_III_TRIGGER) != 0 && !experiment) {
         evd_err_set(&err, EVD_ENOTFOUND, "trigger type %.200s is not provided by this worker",
                     type);
         json_object_set_new(
             ack, "error",
             json_pack("{s:s, s:s}", "code", "trigger_type_not_found", "message", err.msg));
-    } else if (evd_iii_completed_config(json_object_get(msg, "config"), &filter, &err) != EVD_OK ||
-               evd_iii_binding_put(a, id, fid, filter, json_object_get(msg, "metadata"),
+    } else if ((experiment
+                    ? evd_iii_experiment_config(json_object_get(msg, "config"), &filter, &err)
+                    : evd_iii_completed_config(json_object_get(msg, "config"), &filter, &err)) !=
+                   EVD_OK ||
+               evd_iii_binding_put(a, id, type, fid, filter, json_object_get(msg, "metadata"),
                                    str(msg, "namespace")) != EVD_OK) {
         if (err.code == EVD_OK)
             evd_err_set(&err, EVD_ENOMEM,
@@ -307,7 +344,8 @@ static void on_register_trigger(struct evd_iii *a, uint64_t gen, json_t *msg)
             ack, "error",
             json_pack("{s:s, s:s}", "code", "trigger_registration_failed", "message", err.msg));
     } else {
-        evd_log(EVD_LOG_INFO, "eval::completed bound", "binding", id, "function_id", fid, NULL);
+        evd_log(EVD_LOG_INFO, "iii trigger bound", "trigger", type, "binding", id, "function_id",
+                fid, NULL);
         evd_iii_wake(a->dwake[1]);
     }
     evd_iii_send(a, gen, ack, NULL, NULL);
@@ -336,7 +374,7 @@ void evd_iii_on_message(struct evd_iii *a, uint64_t gen, const char *text, size_
         const char *id = str(msg, "id");
         if (id != NULL) {
             evd_iii_binding_remove(a, id);
-            evd_log(EVD_LOG_INFO, "eval::completed unbound", "binding", id, NULL);
+            evd_log(EVD_LOG_INFO, "iii trigger unbound", "binding", id, NULL);
         }
     } else if (strcmp(type, "workerregistered") == 0) {
         pthread_mutex_lock(&a->mu);

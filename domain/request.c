@@ -469,6 +469,12 @@ enum evd_code evd_request_view(const json_t *n, struct evd_request_view *out, st
     enum evd_code rc = evd_request_check_normalized(n, err);
     if (rc != EVD_OK)
         return rc;
+    return evd_request_view_trusted(n, out, err);
+}
+
+enum evd_code evd_request_view_trusted(const json_t *n, struct evd_request_view *out,
+                                       struct evd_err *err)
+{
     memset(out, 0, sizeof(*out));
     evd_dimension_parse(evd_fields_str(n, "dimension"), &out->dimension);
     out->order = EVD_ORDER_CONTROL_FIRST;

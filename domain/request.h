@@ -105,6 +105,11 @@ struct evd_request_view {
 /* Fills a view of a normalized request; checks it first (evd_request_check_normalized). */
 enum evd_code evd_request_view(const json_t *normalized, struct evd_request_view *out,
                                struct evd_err *err);
+/* The same for a request that evd_request_start (or a rerun of one) produced, which is not
+ * checked again: only its limits are decoded (EVD_EINVAL when they do not decode). For the
+ * engine's own stored requests, once per run. */
+enum evd_code evd_request_view_trusted(const json_t *normalized, struct evd_request_view *out,
+                                       struct evd_err *err);
 
 /*
  * The request of a rerun: a deep copy of the source's normalized request (not

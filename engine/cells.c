@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/analysis.h"
 #include "domain/experiment.h"
@@ -381,6 +382,9 @@ void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_s
         enum evd_code rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms,
                                                evd_now_ms(), EVD_MAX_ATTEMPTS,
                                                pend.set ? &done : NULL, &next, &err);
+        if (rc == EVD_OK && pend.set && next.outcome != EVD_CELL_LOST)
+            evd_metrics_count("evald_experiment_runs_finished_total", "status",
+                              json_string_value(json_object_get(pend.run, "status")), 1);
         pending_clear(&pend);
         if (rc != EVD_OK) {
             /* A finished cell not written is run again once the lease runs out. */

@@ -40,10 +40,9 @@ static void capitalized(const char *status, char *out, size_t n)
  * function of the iii engine (whose workers come and go, so it is looked up when the run
  * is scored).
  */
-static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *normalized,
+static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *ev,
                                      struct evd_err *err)
 {
-    const json_t *ev = json_object_get(normalized, "evaluator");
     const char *fid = json_string_value(json_object_get(ev, "function_id"));
     if (fid == NULL || evd_evaluator_is_builtin(fid))
         return EVD_OK;
@@ -64,9 +63,9 @@ static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json
 }
 
 /* An output schema that does not compile would fail every run: refuse it at start. */
-static enum evd_code check_output(const struct evd_request_view *view, struct evd_err *err)
+static enum evd_code check_output(const json_t *output, struct evd_err *err)
 {
-    json_t *schema = json_object_get(view->output, "schema");
+    json_t *schema = json_object_get(output, "schema");
     if (schema == NULL || json_is_null(schema))
         return EVD_OK;
     struct evd_err cerr = {EVD_OK, ""};
@@ -82,19 +81,39 @@ static enum evd_code check_output(const struct evd_request_view *view, struct ev
 }
 
 /* Inserts a new evaluation for a normalized request and schedules it; one statement. */
-static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
-                            uint32_t concurrency, const char *source_id, json_t **response,
-                            struct evd_err *err)
+/* The checks of a normalized request that need no database: its model resolves and its
+ * output contract fits the provider. Fills *view. */
+static enum evd_code prepare(struct evd_engine *e, const json_t *normalized,
+                             struct evd_request_view *view, struct evd_err *err)
 {
-    struct evd_request_view view;
-    enum evd_code rc = evd_request_view(normalized, &view, err);
+    enum evd_code rc = evd_request_view_trusted(normalized, view, err);
     if (rc != EVD_OK)
         return rc;
     struct evd_resolved_model resolved;
-    if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)view.model, &resolved, err)))
+    if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)view->model, &resolved, err)))
         return rc;
-    if ((rc = check_output(&view, err)) != EVD_OK ||
-        (rc = check_evaluator(e, c, normalized, err)) != EVD_OK)
+    return check_output(view->output, err);
+}
+
+enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json_t *model,
+                                     const json_t *output, const json_t *evaluator,
+                                     struct evd_err *err)
+{
+    struct evd_resolved_model resolved;
+    enum evd_code rc;
+    if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)model, &resolved, err)) ||
+        (rc = check_output(output, err)))
+        return rc;
+    return evaluator != NULL ? check_evaluator(e, c, evaluator, err) : EVD_OK;
+}
+
+static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
+                            const struct evd_request_view *vp, uint32_t concurrency,
+                            const char *source_id, json_t **response, struct evd_err *err)
+{
+    const struct evd_request_view view = *vp;
+    enum evd_code rc;
+    if ((rc = check_evaluator(e, c, json_object_get(normalized, "evaluator"), err)) != EVD_OK)
         return rc;
     char id[48];
     evd_new_id("eval_", id, sizeof(id));
@@ -120,16 +139,21 @@ enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **res
 {
     json_t *normalized = NULL;
     uint32_t concurrency = 1;
+    struct evd_request_view view;
     enum evd_code rc =
         evd_request_start(request, (uint32_t)e->opts.max_runs, &normalized, &concurrency, err);
-    if (rc != EVD_OK)
+    if (rc == EVD_OK)
+        rc = prepare(e, normalized, &view, err); /* before a connection is taken */
+    if (rc != EVD_OK) {
+        json_decref(normalized);
         return rc;
+    }
     PGconn *c = evd_db_acquire(e->opts.db, err);
     if (c == NULL) {
         json_decref(normalized);
         return err ? err->code : EVD_EDB;
     }
-    rc = create(e, c, normalized, concurrency, NULL, response, err);
+    rc = create(e, c, normalized, &view, concurrency, NULL, response, err);
     evd_db_release(e->opts.db, c);
     json_decref(normalized);
     return rc;
@@ -154,8 +178,10 @@ enum evd_code evd_eval_rerun(struct evd_engine *e, json_t *request, json_t **res
                          "%s is still %s; rerun it after completion or cancellation", id, st);
     } else {
         json_t *req = evd_request_rerun(src.request, id, reverse);
-        rc = req ? create(e, c, req, (uint32_t)src.concurrency, id, response, err)
-                 : evd_err_set(err, EVD_ENOMEM, "out of memory");
+        struct evd_request_view view;
+        rc = req ? prepare(e, req, &view, err) : evd_err_set(err, EVD_ENOMEM, "out of memory");
+        if (rc == EVD_OK)
+            rc = create(e, c, req, &view, (uint32_t)src.concurrency, id, response, err);
         json_decref(req);
     }
     evd_store_eval_clear(&src);

@@ -20,6 +20,7 @@
 #include "domain/plan.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
+#include "store/events.h"
 #include "store/experiments.h"
 #include "store/listen.h"
 
@@ -499,32 +500,36 @@ static int next_inline(void *ctx, const char **json, size_t *len, struct evd_err
     return 1;
 }
 
-/* Stores inline cases as a dataset (the same one again when the name and cases match):
- * its id into dataset_id (size 64). */
-static enum evd_code store_inline(struct evd_engine *e, PGconn *c, const json_t *cases,
-                                  const char *name, char *dataset_id, struct evd_err *err)
+/* Normalizes inline cases exactly like a JSON upload: *cases (new array) and their hash. */
+static enum evd_code normalize_inline(struct evd_engine *e, const json_t *cases, json_t **out,
+                                      char sha[65], struct evd_err *err)
 {
     struct inline_cases ic = {json_array(), 0, NULL};
     size_t count = 0;
-    char sha[65];
-    json_t *row = NULL;
-    bool created = false;
-    enum evd_code rc;
     if (ic.texts == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     size_t max = e->opts.max_dataset_cases > 0 ? (size_t)e->opts.max_dataset_cases : 10000;
-    if ((rc = evd_dataset_normalize_cases(cases, max, collect_case, &ic, &count, sha, err)) !=
-        EVD_OK)
-        goto out;
+    enum evd_code rc = evd_dataset_normalize_cases(cases, max, collect_case, &ic, &count, sha, err);
+    if (rc != EVD_OK) {
+        json_decref(ic.texts);
+        return rc;
+    }
+    *out = ic.texts;
+    return EVD_OK;
+}
+
+/* Stores normalized inline cases as a dataset (the same one again when the name and cases
+ * match): *row is the dataset (new reference). */
+static enum evd_code store_inline(PGconn *c, json_t *cases, const char *sha, const char *name,
+                                  json_t **row, struct evd_err *err)
+{
+    struct inline_cases ic = {cases, 0, NULL};
+    bool created = false;
     char id[64];
     evd_new_id("ds_", id, sizeof(id));
-    if ((rc = evd_store_dataset_create(c, id, name, sha, count, evd_now_ms(), next_inline, &ic,
-                                       &row, &created, err)) != EVD_OK)
-        goto out;
-    snprintf(dataset_id, 64, "%s", json_string_value(json_object_get(row, "dataset_id")));
-out:
-    json_decref(row);
-    json_decref(ic.texts);
+    enum evd_code rc = evd_store_dataset_create(c, id, name, sha, json_array_size(cases),
+                                                evd_now_ms(), next_inline, &ic, row, &created,
+                                                err);
     free(ic.buf);
     return rc;
 }
@@ -594,25 +599,25 @@ enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, jso
         rc = evd_db_code(err);
         goto out;
     }
-    char id[64], dataset_id[64];
+    char id[64], dataset_id[64] = "", sha[65] = "";
     evd_new_id("exp_", id, sizeof(id));
     if (inline_cases != NULL) {
-        const char *name = json_string_value(json_object_get(normalized, "name"));
-        if ((rc = store_inline(e, c, inline_cases, name ? name : id, dataset_id, err)) != EVD_OK)
+        /* Stored only once every case passed the checks below. */
+        if ((rc = normalize_inline(e, inline_cases, &bodies, sha, err)) != EVD_OK)
             goto out;
     } else {
         snprintf(dataset_id, sizeof(dataset_id), "%s",
                  json_string_value(json_object_get(normalized, "dataset_id")));
-    }
-    if ((dataset = evd_store_dataset_get(c, dataset_id, err)) == NULL) {
-        rc = evd_db_code(err);
-        if (rc == EVD_ENOTFOUND)
-            rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
-        goto out;
-    }
-    if ((bodies = evd_store_dataset_bodies(c, dataset_id, err)) == NULL) {
-        rc = evd_db_code(err);
-        goto out;
+        if ((dataset = evd_store_dataset_get(c, dataset_id, err)) == NULL) {
+            rc = evd_db_code(err);
+            if (rc == EVD_ENOTFOUND)
+                rc = evd_err_set(err, EVD_EINVAL, "dataset_id names no dataset: %s", dataset_id);
+            goto out;
+        }
+        if ((bodies = evd_store_dataset_bodies(c, dataset_id, err)) == NULL) {
+            rc = evd_db_code(err);
+            goto out;
+        }
     }
     ncases = json_array_size(bodies);
     uint64_t max_runs = e->opts.max_experiment_runs > 0 ? (uint64_t)e->opts.max_experiment_runs
@@ -633,6 +638,28 @@ enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, jso
             rc = err && err->code ? err->code : EVD_ENOMEM;
             goto out;
         }
+    }
+    /* The model, the output contract and the evaluator as an evaluation's start checks
+     * them, the evaluator's arguments rendered for the first case. */
+    json_t *variant = NULL, *evaluator = NULL;
+    if (ncases > 0) {
+        rc = evd_experiment_cell(normalized, json_array_get(bodies, 0), 0, &variant, &evaluator,
+                                 err);
+        if (rc == EVD_OK)
+            rc = evd_engine_check_start(e, c, json_object_get(normalized, "model"),
+                                        json_object_get(normalized, "output"),
+                                        json_is_object(evaluator) ? evaluator : NULL, err);
+        json_decref(variant);
+        json_decref(evaluator);
+        if (rc != EVD_OK)
+            goto out;
+    }
+    if (inline_cases != NULL) {
+        const char *name = json_string_value(json_object_get(normalized, "name"));
+        if ((rc = store_inline(c, bodies, sha, name ? name : id, &dataset, err)) != EVD_OK)
+            goto out;
+        snprintf(dataset_id, sizeof(dataset_id), "%s",
+                 json_string_value(json_object_get(dataset, "dataset_id")));
     }
     json_object_set_new(normalized, "dataset_id", json_string(dataset_id));
     unsigned arms = (unsigned)evd_experiment_arms(normalized);
@@ -1086,6 +1113,6 @@ void evd_experiment_export_free(struct evd_experiment_export *x)
 enum evd_code evd_engine_experiment_event(PGconn *c, const char *id, const json_t *payload,
                                           int64_t now, struct evd_err *err)
 {
-    (void)c, (void)id, (void)payload, (void)now, (void)err;
-    return EVD_OK;
+    /* Once per experiment; webhooks and the iii adapter deliver it from the outbox. */
+    return evd_store_experiment_event(c, id, payload, now, err);
 }

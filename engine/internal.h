@@ -199,6 +199,14 @@ struct evd_job_kind {
 /* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
 const struct evd_job_kind *evd_engine_job_kind(const char *name);
 
+/* What a start checks beyond the request's shape (engine/eval_functions.c): the model
+ * resolves to a provider, the output schema compiles, and something can run the evaluator
+ * ({function_id, arguments}, or NULL for none): a built-in, the agent review with valid
+ * arguments, a registered tool (read on c), or with the iii adapter any function. */
+enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json_t *model,
+                                     const json_t *output, const json_t *evaluator,
+                                     struct evd_err *err);
+
 /* experiments (engine/experiments.c) */
 struct evd_analysis_cell;
 /* A case's analysis cell as stored in experiment_cases.cells. New reference. */

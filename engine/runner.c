@@ -212,7 +212,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     struct evd_cancel *cancel = NULL;
     int slot = -1;
 
-    if (evd_request_view(ev.request, &view, &err) != EVD_OK) {
+    if (evd_request_view_trusted(ev.request, &view, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
                 err.msg, NULL);
         goto out;

@@ -65,11 +65,12 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
 /*
  * The PostgreSQL connections this process opens at most: one per engine worker, the
  * handlers' pool, and the service threads that hold one each: the engine's keeper (it
- * LISTENs), sweeper, writer and finalizer (engine/threads.c, writer.c, steps.c), each
+ * LISTENs), sweeper, writer, finalizer and analyst (engine/threads.c, writer.c, steps.c,
+ * experiments.c), each
  * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread
  * when it runs (adapter/deliver.c).
  */
-#define ENGINE_SERVICE_CONNECTIONS 4
+#define ENGINE_SERVICE_CONNECTIONS 5
 
 /* Refuses a configuration that the server cannot serve: it would never become ready.
  * Returns false (and logs the reason) only when the server answered and it does not fit. */

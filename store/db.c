@@ -474,3 +474,24 @@ void evd_db_rollback(PGconn *conn)
     PGresult *r = PQexec(conn, "ROLLBACK");
     PQclear(r);
 }
+
+PGresult *evd_db_get_row(PGconn *conn, const char *sql, bool lock, const char *id,
+                         const char *what, struct evd_err *err)
+{
+    size_t n = strlen(sql) + sizeof(" FOR UPDATE");
+    char *q = malloc(n);
+    if (q == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(q, n, "%s%s", sql, lock ? " FOR UPDATE" : "");
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(conn, q, 1, p, err);
+    free(q);
+    if (r != NULL && PQntuples(r) == 0) {
+        PQclear(r);
+        evd_err_set(err, EVD_ENOTFOUND, "%s not found: %s", what, id);
+        return NULL;
+    }
+    return r;
+}

@@ -82,6 +82,10 @@ enum evd_code evd_db_exec(PGconn *conn, const char *sql, int nparams,
 /* Column readers for result rows: JSON (new reference; NULL for SQL NULL or text that is
  * not JSON) and int64 (0 for SQL NULL). */
 json_t *evd_db_col_json(PGresult *r, int row, int col);
+/* The one row that `sql` (whose $1 is `id`) selects, FOR UPDATE when `lock`: a result the
+ * caller clears, or NULL + err (EVD_ENOTFOUND "<what> not found: <id>" without a row). */
+PGresult *evd_db_get_row(PGconn *conn, const char *sql, bool lock, const char *id,
+                         const char *what, struct evd_err *err);
 int64_t evd_db_col_i64(PGresult *r, int row, int col);
 /* The code a failed store call returns: err's code, or EVD_EDB when none was set. */
 enum evd_code evd_db_code(const struct evd_err *err);

@@ -65,16 +65,9 @@ enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
                                  struct evd_store_eval *out, struct evd_err *err)
 {
     memset(out, 0, sizeof(*out));
-    char sql[sizeof(SQL_EVAL_GET) + 16];
-    snprintf(sql, sizeof(sql), "%s%s", SQL_EVAL_GET, lock ? " FOR UPDATE" : "");
-    const char *p[] = {id};
-    PGresult *r = evd_db_query(c, sql, 1, p, err);
+    PGresult *r = evd_db_get_row(c, SQL_EVAL_GET, lock, id, "evaluation", err);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
-    }
     snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
     snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 1));
     out->request = evd_db_col_json(r, 0, 2);

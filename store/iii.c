@@ -7,13 +7,16 @@
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
 
 static const char SQL_UPSERT_BINDINGS[] =
-    "INSERT INTO iii_bindings (binding_id, function_id, evaluation_id, first_seen_at,"
-    " last_seen_at)"
-    " SELECT x.binding_id, x.function_id, x.evaluation_id, x.seen_at, $2::bigint"
+    "INSERT INTO iii_bindings (binding_id, trigger_type, function_id, evaluation_id,"
+    " experiment_id, first_seen_at, last_seen_at)"
+    " SELECT x.binding_id, coalesce(x.trigger_type, 'eval::completed'), x.function_id,"
+    " x.evaluation_id, x.experiment_id, x.seen_at, $2::bigint"
     " FROM jsonb_to_recordset($1::jsonb)"
-    "  AS x(binding_id text, function_id text, evaluation_id text, seen_at bigint)"
-    " ON CONFLICT (binding_id) DO UPDATE SET function_id = EXCLUDED.function_id,"
-    " evaluation_id = EXCLUDED.evaluation_id, last_seen_at = EXCLUDED.last_seen_at";
+    "  AS x(binding_id text, trigger_type text, function_id text, evaluation_id text,"
+    "       experiment_id text, seen_at bigint)"
+    " ON CONFLICT (binding_id) DO UPDATE SET trigger_type = EXCLUDED.trigger_type,"
+    " function_id = EXCLUDED.function_id, evaluation_id = EXCLUDED.evaluation_id,"
+    " experiment_id = EXCLUDED.experiment_id, last_seen_at = EXCLUDED.last_seen_at";
 
 enum evd_code evd_store_iii_upsert_bindings(PGconn *c, const char *rows, int64_t now,
                                             struct evd_err *err)
@@ -24,11 +27,19 @@ enum evd_code evd_store_iii_upsert_bindings(PGconn *c, const char *rows, int64_t
     return evd_db_exec(c, SQL_UPSERT_BINDINGS, 2, p, err);
 }
 
+/* eval::completed bindings get evaluation events, eval::experiment::completed bindings
+ * experiment events; a filtered binding its subject's event whenever it was recorded, an
+ * unfiltered one the events recorded since it was first seen. */
 static const char SQL_DUE[] =
     "SELECT e.event_id, b.binding_id, e.payload::text"
     " FROM iii_bindings b JOIN completion_events e"
-    "  ON CASE WHEN b.evaluation_id IS NULL THEN e.created_at >= b.first_seen_at"
-    "          ELSE e.evaluation_id = b.evaluation_id END"
+    "  ON CASE WHEN b.trigger_type = 'eval::experiment::completed' THEN"
+    "        e.event_type = 'experiment.completed'"
+    "        AND CASE WHEN b.experiment_id IS NULL THEN e.created_at >= b.first_seen_at"
+    "                 ELSE e.experiment_id = b.experiment_id END"
+    "      ELSE e.event_type = 'evaluation.completed'"
+    "        AND CASE WHEN b.evaluation_id IS NULL THEN e.created_at >= b.first_seen_at"
+    "                 ELSE e.evaluation_id = b.evaluation_id END END"
     " WHERE b.binding_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
     "  AND e.created_at >= $2::bigint"
     "  AND NOT EXISTS (SELECT 1 FROM iii_deliveries d"

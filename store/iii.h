@@ -1,7 +1,7 @@
 /*
- * SQL of the iii adapter's eval::completed delivery: the bindings it has seen, the
- * completion events due to them, and the record of each delivery (iii_bindings,
- * iii_deliveries, completion_events).
+ * SQL of the iii adapter's eval::completed and eval::experiment::completed delivery:
+ * the bindings it has seen, the completion events due to them, and the record of each
+ * delivery (iii_bindings, iii_deliveries, completion_events).
  */
 #ifndef EVD_STORE_III_H
 #define EVD_STORE_III_H
@@ -12,8 +12,9 @@
 #include "common/err.h"
 #include "store/db.h"
 
-/* Inserts or refreshes the bindings in `rows` (a JSON array of {binding_id, function_id,
- * evaluation_id, seen_at}) as last seen at `now` (ms). */
+/* Inserts or refreshes the bindings in `rows` (a JSON array of {binding_id, trigger_type,
+ * function_id, evaluation_id, experiment_id, seen_at}; trigger_type eval::completed when
+ * absent) as last seen at `now` (ms). */
 enum evd_code evd_store_iii_upsert_bindings(PGconn *c, const char *rows, int64_t now,
                                             struct evd_err *err);
 /* Called per due (event, binding) pair, oldest first; false stops the walk. The strings
@@ -23,7 +24,8 @@ typedef bool (*evd_store_iii_due_fn)(void *arg, const char *event_id, const char
 /*
  * Walks up to `limit` completion events created at or after `since` (ms) and not yet
  * delivered to one of the bindings in `ids` (a JSON array of binding ids) that they
- * belong to. The callback may run statements on c.
+ * belong to: evaluation events to eval::completed bindings, experiment events to
+ * eval::experiment::completed bindings, each by its filter. The callback may run statements on c.
  */
 enum evd_code evd_store_iii_due(PGconn *c, const char *ids, int64_t since, int limit,
                                 evd_store_iii_due_fn fn, void *arg, struct evd_err *err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/events.h"
 #include "store/page.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -33,25 +34,30 @@ static json_t *json_rows(PGresult *r, int max, struct evd_err *err)
 
 static const char SUB_JSON[] =
     "jsonb_build_object('subscription_id', id, 'url', url, 'evaluation_id', evaluation_id,"
-    " 'created_at', created_at)::text";
+    " 'events', to_jsonb(events), 'created_at', created_at)::text";
 
 enum evd_code evd_store_sub_insert(PGconn *c, const char *id, const char *url,
-                                   const char *evaluation_id, const char *secret_sealed,
-                                   int64_t now, json_t **out, struct evd_err *err)
+                                   const char *evaluation_id, const char *events,
+                                   const char *secret_sealed, int64_t now, json_t **out,
+                                   struct evd_err *err)
 {
     *out = NULL;
     enum evd_code rc =
         evd_db_exec(c, "SELECT pg_advisory_xact_lock_shared(" FANOUT_LOCK_KEY ")", 0, NULL, err);
     if (rc != EVD_OK)
         return rc;
-    char ts[32], sql[512];
+    char ts[32], sql[1024];
     I64(ts, now);
     snprintf(sql, sizeof(sql),
-             "INSERT INTO subscriptions (id, url, evaluation_id, secret_sealed, seq, created_at)"
-             " VALUES ($1, $2, $3, $4, nextval('webhook_seq'), $5::bigint) RETURNING %s",
+             "INSERT INTO subscriptions (id, url, evaluation_id, events, secret_sealed, seq,"
+             " created_at)"
+             " VALUES ($1, $2, $3, coalesce((SELECT array_agg(x ORDER BY n)"
+             "  FROM jsonb_array_elements_text($6::jsonb) WITH ORDINALITY AS t(x, n)),"
+             " '{" EVD_EVENT_EVALUATION "}'), $4, nextval('webhook_seq'), $5::bigint)"
+             " RETURNING %s",
              SUB_JSON);
-    const char *p[] = {id, url, evaluation_id, secret_sealed, ts};
-    PGresult *r = evd_db_query(c, sql, 5, p, err);
+    const char *p[] = {id, url, evaluation_id, secret_sealed, ts, events};
+    PGresult *r = evd_db_query(c, sql, 6, p, err);
     if (r == NULL)
         return evd_db_code(err);
     *out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
@@ -103,7 +109,8 @@ enum evd_code evd_store_sub_delete(PGconn *c, const char *id, bool *deleted, str
 static const char SQL_DELIVERIES[] =
     "SELECT jsonb_build_object("
     " 'delivery_id', d.id, 'subscription_id', d.subscription_id, 'event_id', d.event_id,"
-    " 'evaluation_id', d.evaluation_id, 'status', d.status, 'attempts', d.attempts,"
+    " 'event_type', d.event_type, 'evaluation_id', d.evaluation_id,"
+    " 'experiment_id', d.experiment_id, 'status', d.status, 'attempts', d.attempts,"
     " 'created_at', d.created_at, 'last_attempt_at', d.last_attempt_at,"
     " 'next_attempt_at', CASE WHEN d.status = 'pending'"
     "   THEN (extract(epoch FROM greatest(d.next_attempt_at, d.lease_until)) * 1000)::bigint END,"
@@ -135,17 +142,20 @@ json_t *evd_store_deliveries(PGconn *c, const char *subscription_id, unsigned li
 }
 
 /* The batch of pending events, the deliveries they make (subscriptions created before
- * the event, filter absent or equal), and the events marked done, in one statement. */
+ * the event that asked for its type; an evaluation filter matches only that evaluation's
+ * event, so never an experiment's), and the events marked done, in one statement. */
 static const char SQL_FANOUT[] =
     "WITH ev AS ("
-    "  SELECT event_id, evaluation_id, webhook_seq FROM completion_events"
+    "  SELECT event_id, event_type, evaluation_id, experiment_id, webhook_seq"
+    "  FROM completion_events"
     "  WHERE webhooks_pending ORDER BY webhook_seq LIMIT $1::int),"
     " ins AS ("
-    "  INSERT INTO webhook_deliveries (id, subscription_id, event_id, evaluation_id,"
-    "   created_at, next_attempt_at)"
+    "  INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, evaluation_id,"
+    "   experiment_id, created_at, next_attempt_at)"
     "  SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), s.id, ev.event_id,"
-    "   ev.evaluation_id, $2::bigint, now()"
+    "   ev.event_type, ev.evaluation_id, ev.experiment_id, $2::bigint, now()"
     "  FROM ev JOIN subscriptions s ON s.seq < ev.webhook_seq"
+    "   AND ev.event_type = ANY (s.events)"
     "   AND (s.evaluation_id IS NULL OR s.evaluation_id = ev.evaluation_id)"
     "  ON CONFLICT (event_id, subscription_id) DO NOTHING RETURNING 1),"
     " done AS ("
@@ -195,7 +205,7 @@ static const char SQL_CLAIM[] =
     "   ORDER BY q.next_attempt_at LIMIT 1 FOR UPDATE OF q SKIP LOCKED)"
     " AND s.id = d.subscription_id AND e.event_id = d.event_id"
     " RETURNING d.id, d.event_id, d.evaluation_id, d.subscription_id, s.url, s.secret_sealed,"
-    " e.payload::text, d.attempts, d.created_at";
+    " e.payload::text, d.attempts, d.created_at, d.event_type, d.experiment_id";
 
 enum evd_code evd_store_delivery_claim(PGconn *c, const char *owner, long lease_ms,
                                        int per_subscription, struct evd_store_delivery *out,
@@ -220,6 +230,8 @@ enum evd_code evd_store_delivery_claim(PGconn *c, const char *owner, long lease_
         out->payload = strdup(PQgetvalue(r, 0, 6));
         out->attempt = atoi(PQgetvalue(r, 0, 7));
         out->created_at = strtoll(PQgetvalue(r, 0, 8), NULL, 10);
+        snprintf(out->event_type, sizeof(out->event_type), "%s", PQgetvalue(r, 0, 9));
+        snprintf(out->experiment_id, sizeof(out->experiment_id), "%s", PQgetvalue(r, 0, 10));
         *found = true;
     }
     PQclear(r);

@@ -18,11 +18,14 @@
 
 #include "common/err.h"
 
-/* Inserts a subscription; in a transaction. `evaluation_id` may be NULL. On EVD_OK
- * *out is its SubscriptionV1 (new reference). */
+/* Inserts a subscription; in a transaction. `evaluation_id` may be NULL. `events` is a
+ * JSON array of the event types it receives (store/events.h, validated by the caller),
+ * or NULL for the default ["evaluation.completed"]. On EVD_OK *out is its SubscriptionV1
+ * (new reference). */
 enum evd_code evd_store_sub_insert(PGconn *c, const char *id, const char *url,
-                                   const char *evaluation_id, const char *secret_sealed,
-                                   int64_t now, json_t **out, struct evd_err *err);
+                                   const char *evaluation_id, const char *events,
+                                   const char *secret_sealed, int64_t now, json_t **out,
+                                   struct evd_err *err);
 /* Every subscription, newest first, as SubscriptionV1 objects (new reference array),
  * or NULL + err. */
 json_t *evd_store_sub_list(PGconn *c, struct evd_err *err);
@@ -42,8 +45,10 @@ json_t *evd_store_deliveries(PGconn *c, const char *subscription_id, unsigned li
 
 /*
  * Fans completion events not yet fanned out (at most `batch`) out to the matching
- * subscriptions: one pending delivery per (event, subscription) whose filter is absent
- * or equal, for subscriptions created before the event. In a transaction (it takes
+ * subscriptions: one pending delivery per (event, subscription) whose `events` hold the
+ * event's type and whose evaluation filter is absent or equal (an evaluation-scoped
+ * subscription never gets an experiment event), for subscriptions created before the
+ * event. In a transaction (it takes
  * the fan-out lock until commit). *events and *deliveries count what it did.
  */
 enum evd_code evd_store_webhook_fanout(PGconn *c, int batch, int64_t now, long *events,
@@ -53,7 +58,9 @@ enum evd_code evd_store_webhook_fanout(PGconn *c, int batch, int64_t now, long *
 struct evd_store_delivery {
     char id[48];
     char event_id[48];
-    char evaluation_id[64];
+    char event_type[32];    /* evaluation.completed or experiment.completed */
+    char evaluation_id[64]; /* "" for an experiment event */
+    char experiment_id[64]; /* "" for an evaluation event */
     char subscription_id[48];
     char *url;
     char *secret_sealed;

@@ -162,23 +162,50 @@ static size_t discard(char *data, size_t size, size_t n, void *userdata)
     return size * n;
 }
 
-/* The body: the event in a fixed key order (new malloc'd string, or NULL). */
-static char *event_body(const char *payload_text)
+/* A new copy of object `in` (borrowed) with the keys of `order` first, in that order,
+ * then the others as they come; NULL on ENOMEM. */
+static json_t *ordered(const json_t *in, const char *const *order, size_t n)
 {
-    json_t *in = json_loads(payload_text, 0, NULL);
     json_t *out = json_object();
-    static const char *const order[] = {"evaluation_id", "status", "timestamp", "eligible"};
     const char *key;
     json_t *v;
-    for (size_t i = 0; in && out && i < sizeof(order) / sizeof(order[0]); i++)
+    for (size_t i = 0; out && i < n; i++)
         if ((v = json_object_get(in, order[i])) != NULL)
             json_object_set(out, order[i], v);
-    json_object_foreach(in, key, v)
+    json_object_foreach((json_t *)in, key, v)
     {
-        if (json_object_get(out, key) == NULL)
+        if (out && json_object_get(out, key) == NULL)
             json_object_set(out, key, v);
     }
-    char *body = in && out ? json_dumps(out, JSON_COMPACT) : NULL;
+    return out;
+}
+
+/* The body: the event in a fixed key order (new malloc'd string, or NULL). Only one of
+ * evaluation_id (evaluation.completed) and experiment_id (experiment.completed) is
+ * there; each verdict of an experiment reads treatment, label, verdict. */
+static char *event_body(const char *payload_text)
+{
+    static const char *const order[] = {"evaluation_id", "experiment_id", "status",
+                                        "timestamp",     "eligible",      "verdicts"};
+    static const char *const verdict_order[] = {"treatment", "label", "verdict"};
+    json_t *in = json_loads(payload_text, 0, NULL);
+    json_t *out = in ? ordered(in, order, sizeof(order) / sizeof(order[0])) : NULL;
+    json_t *verdicts = json_object_get(out, "verdicts");
+    bool ok = out != NULL;
+    if (ok && json_is_array(verdicts)) {
+        json_t *list = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(verdicts, i, v)
+        {
+            json_t *o = json_is_object(v) ? ordered(v, verdict_order, 3) : json_incref(v);
+            if (o == NULL || json_array_append_new(list, o) != 0)
+                ok = false;
+        }
+        if (list == NULL || json_object_set_new(out, "verdicts", list) != 0)
+            ok = false;
+    }
+    char *body = ok ? json_dumps(out, JSON_COMPACT) : NULL;
     json_decref(in);
     json_decref(out);
     return body;
@@ -227,14 +254,15 @@ static bool prepare(struct xfer *x, char *error, size_t errsz)
     evd_webhook_secret_free(secret, slen);
     secret = NULL;
 
-    char h[5][160];
+    char h[6][160];
+    snprintf(h[5], sizeof(h[5]), "X-Evald-Event-Type: %s", d->event_type);
     snprintf(h[0], sizeof(h[0]), "X-Evald-Event-Id: %s", d->event_id);
     snprintf(h[1], sizeof(h[1]), "X-Evald-Delivery-Id: %s", d->id);
     snprintf(h[2], sizeof(h[2]), "X-Evald-Timestamp: %lld", (long long)t);
     snprintf(h[3], sizeof(h[3]), "X-Evald-Signature: %s", sig);
     snprintf(h[4], sizeof(h[4]), "X-Evald-Attempt: %d", d->attempt);
     const char *fixed[] = {"Content-Type: application/json", "Expect:"};
-    for (size_t i = 0; i < 7; i++) {
+    for (size_t i = 0; i < 8; i++) {
         struct curl_slist *n = curl_slist_append(x->headers, i < 2 ? fixed[i] : h[i - 2]);
         if (n == NULL) {
             snprintf(error, errsz, "could not build the request (out of memory)");
@@ -322,7 +350,9 @@ static void finish(struct evd_webhooks *w, PGconn *c, struct xfer *x, int code, 
                : (strcmp(a.status, "failed") == 0 ? "webhook delivery given up"
                                                   : "webhook attempt failed"),
             "delivery_id", d->id, "subscription_id", d->subscription_id, "event_id", d->event_id,
-            "evaluation_id", d->evaluation_id, "attempt", attempt, "status",
+            "event_type", d->event_type, "evaluation_id",
+            d->evaluation_id[0] ? d->evaluation_id : NULL, "experiment_id",
+            d->experiment_id[0] ? d->experiment_id : NULL, "attempt", attempt, "status",
             code > 0 ? status : NULL, "error", a.error, "dur_ms", dur, "retry_in_ms",
             strcmp(a.status, "pending") == 0 ? retry : NULL, NULL);
     if (rc != EVD_OK)

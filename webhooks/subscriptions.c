@@ -1,5 +1,5 @@
 /*
- * Subscriptions: validation of {url, secret, evaluation_id?}, sealing of the secret and
+ * Subscriptions: validation of {url, secret, evaluation_id?, events?}, sealing of the secret and
  * the calls behind /v1/subscriptions. The plain secret lives only in the request's
  * json_t and in the buffer sealed here; it never reaches a response, a log line, an
  * error message or the database. Thread-safe (pool connections, immutable policy).
@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "store/db.h"
+#include "store/events.h"
 #include "store/webhooks.h"
 #include "webhooks/internal.h"
 
@@ -41,12 +42,47 @@ static bool valid_eval_id(const char *s)
            strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
+enum evd_code evd_webhook_events_check(const json_t *events, bool has_evaluation_id,
+                                       struct evd_err *err)
+{
+    static const char *const types[] = {EVD_EVENT_EVALUATION, EVD_EVENT_EXPERIMENT};
+    if (events == NULL)
+        return EVD_OK;
+    if (!json_is_array(events) || json_array_size(events) == 0)
+        return evd_err_set(err, EVD_EINVAL, "events must be a non-empty array of event types");
+    bool seen[2] = {false, false};
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        const json_t *v = json_array_get(events, i);
+        if (!json_is_string(v))
+            return evd_err_set(err, EVD_EINVAL, "events[%zu] must be a string", i);
+        const char *s = json_string_value(v);
+        size_t k = 0;
+        while (k < 2 && (strlen(s) != json_string_length(v) || strcmp(s, types[k]) != 0))
+            k++;
+        if (k == 2)
+            return evd_err_set(
+                err, EVD_EINVAL,
+                "events[%zu] is not a known event type: %.64s (expected " EVD_EVENT_EVALUATION
+                " or " EVD_EVENT_EXPERIMENT ")",
+                i, s);
+        if (seen[k])
+            return evd_err_set(err, EVD_EINVAL, "events[%zu] repeats %s", i, types[k]);
+        seen[k] = true;
+    }
+    if (has_evaluation_id && seen[1])
+        return evd_err_set(err, EVD_EINVAL,
+                           "events cannot include " EVD_EVENT_EXPERIMENT
+                           " when evaluation_id is set: an evaluation filter matches that "
+                           "evaluation's event only");
+    return EVD_OK;
+}
+
 /* Checks the request; on EVD_OK the borrowed pointers point into `request`. */
 static enum evd_code decode(const struct evd_webhooks *w, json_t *request, const char **url,
                             const char **secret, size_t *secret_len, const char **evaluation_id,
-                            char *host, size_t hostsz, struct evd_err *err)
+                            json_t **events, char *host, size_t hostsz, struct evd_err *err)
 {
-    static const char *const known[] = {"url", "secret", "evaluation_id", NULL};
+    static const char *const known[] = {"url", "secret", "evaluation_id", "events", NULL};
     if (!json_is_object(request))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
     const char *unknown = evd_json_unknown_member(request, known);
@@ -85,6 +121,10 @@ static enum evd_code decode(const struct evd_webhooks *w, json_t *request, const
                                "'_' or '-')");
         *evaluation_id = json_string_value(e);
     }
+    *events = json_object_get(request, "events");
+    rc = evd_webhook_events_check(*events, *evaluation_id != NULL, err);
+    if (rc != EVD_OK)
+        return rc;
     *url = json_string_value(u);
     *secret = json_string_value(s);
     *secret_len = slen;
@@ -98,14 +138,19 @@ enum evd_code evd_webhooks_subscribe(struct evd_webhooks *w, json_t *request, js
         return not_running(err);
     *response = NULL;
     const char *url = NULL, *secret = NULL, *evaluation_id = NULL;
+    json_t *events = NULL; /* borrowed from request */
     size_t secret_len = 0;
     char host[256], id[48];
-    char *sealed = NULL;
+    char *sealed = NULL, *events_text = NULL;
     PGconn *c = NULL;
-    enum evd_code rc =
-        decode(w, request, &url, &secret, &secret_len, &evaluation_id, host, sizeof(host), err);
+    enum evd_code rc = decode(w, request, &url, &secret, &secret_len, &evaluation_id, &events, host,
+                              sizeof(host), err);
     if (rc != EVD_OK)
         goto out;
+    if (events != NULL && (events_text = evd_json_compact(events, NULL)) == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
     if (!w->has_key) {
         rc = evd_err_set(err, EVD_EUNAVAIL,
                          "webhook subscriptions need EVALD_SECRET_KEY (64 hexadecimal "
@@ -123,8 +168,8 @@ enum evd_code evd_webhooks_subscribe(struct evd_webhooks *w, json_t *request, js
         goto out;
     }
     if ((rc = evd_db_begin(c, err)) != EVD_OK ||
-        (rc = evd_store_sub_insert(c, id, url, evaluation_id, sealed, evd_now_ms(), response,
-                                   err)) != EVD_OK ||
+        (rc = evd_store_sub_insert(c, id, url, evaluation_id, events_text, sealed, evd_now_ms(),
+                                   response, err)) != EVD_OK ||
         (rc = evd_db_commit(c, err)) != EVD_OK) {
         json_decref(*response);
         *response = NULL;
@@ -135,6 +180,7 @@ enum evd_code evd_webhooks_subscribe(struct evd_webhooks *w, json_t *request, js
 out:
     evd_db_release(w->opts.db, c); /* rolls back an open transaction */
     free(sealed);
+    free(events_text);
     return rc;
 }
 

@@ -1,9 +1,10 @@
 /*
- * Signed webhooks of eval::completed: subscriptions (what the handlers call) and the
- * delivery threads that drain the PostgreSQL outbox. The engine records each
- * completion event in the transaction that makes an evaluation terminal and
- * notifies EVD_CHANNEL_COMPLETED; delivery threads fan the event out to the matching
- * subscriptions, then POST it, signed, with retries and backoff for at least 24 hours.
+ * Signed webhooks of evaluation.completed (eval::completed) and experiment.completed:
+ * subscriptions (what the handlers call) and the delivery threads that drain the
+ * PostgreSQL outbox. The engine records each completion event in the transaction that
+ * makes an evaluation or experiment terminal and notifies EVD_CHANNEL_COMPLETED;
+ * delivery threads fan the event out to the subscriptions that asked for its type, then
+ * POST it, signed, with retries and backoff for at least 24 hours.
  * See docs/webhooks.md for the protocol and the secret handling.
  *
  * Thread-safety: every function may be called from any thread once started (they
@@ -13,6 +14,7 @@
 #define EVD_WEBHOOKS_WEBHOOKS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -63,6 +65,16 @@ enum evd_code evd_webhooks_delete(struct evd_webhooks *w, const char *id, struct
 /* `limit` 0 = the default (50); 1..100 otherwise. `before` may be NULL. */
 enum evd_code evd_webhooks_deliveries(struct evd_webhooks *w, const char *id, long limit,
                                       const char *before, json_t **response, struct evd_err *err);
+
+/*
+ * Checks the `events` member of a subscription request (borrowed; NULL when absent):
+ * a non-empty array of distinct known event types (evaluation.completed,
+ * experiment.completed), without experiment.completed when `has_evaluation_id` (an
+ * evaluation filter matches evaluation events only). EVD_EINVAL naming `events` (and the
+ * offending index) otherwise. Pure.
+ */
+enum evd_code evd_webhook_events_check(const json_t *events, bool has_evaluation_id,
+                                       struct evd_err *err);
 
 /*
  * Backoff before retry number `attempt` + 1 after `attempt` failures (attempt >= 1):

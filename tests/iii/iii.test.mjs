@@ -2,7 +2,7 @@
 // model, the fake iii engine (fake-engine.mjs) in this process, evald connected to it
 // with III_URL, and a second worker written with the real iii-sdk that starts
 // evaluations through the engine, scores runs as the evaluator, serves a function the
-// agent calls, and binds eval::completed. Run through run.sh (tests/cmake/iii.cmake).
+// agent calls, and binds eval::completed and eval::experiment::completed. Run through run.sh (tests/cmake/iii.cmake).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -23,7 +23,7 @@ const children = [];
 let dbName, dbUrl, stub, evald, engine, worker, enginePort;
 
 // What the SDK worker saw.
-const seen = { completed: [], any: [], scored: [], lookups: [] };
+const seen = { completed: [], any: [], experiments: [], scored: [], lookups: [] };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -168,6 +168,10 @@ function startSdkWorker() {
     seen.any.push({ event, metadata });
     return null;
   });
+  w.registerFunction('test::on-experiment', async (event, metadata) => {
+    seen.experiments.push({ event, metadata });
+    return null;
+  });
   return w;
 }
 
@@ -262,6 +266,13 @@ test('evald registers as a worker with every eval function, its schemas and the 
   assert.equal(tt.description, 'An evaluation reached a terminal status.');
   assert.equal(tt.trigger_request_format.additionalProperties, false);
   assert.deepEqual(tt.call_request_format.required, ['evaluation_id', 'status', 'timestamp']);
+  const xt = engine.triggerTypes.get('eval::experiment::completed');
+  assert.ok(xt, 'the experiment trigger type is registered');
+  assert.equal(xt.workerId, w.id);
+  assert.equal(xt.message.description, 'An experiment reached a terminal status.');
+  assert.equal(xt.message.trigger_request_format.additionalProperties, false);
+  assert.deepEqual(Object.keys(xt.message.trigger_request_format.properties), ['experiment_id']);
+  assert.deepEqual(xt.message.call_request_format.required, ['experiment_id', 'status', 'timestamp', 'verdicts']);
   assert.deepEqual(engine.dropped.filter((d) => d.workerId === w.id), [], 'no frame of evald was undecodable');
 });
 
@@ -355,10 +366,102 @@ test('an unfiltered binding hears of evaluations that finish after it, once each
   binding.unregister();
 });
 
+// An experiment.completed event recorded as evd_store_experiment_event records it (the
+// experiments engine calls that in its terminal transaction): the outbox row and the
+// notification, in one transaction.
+function recordExperimentEvent(experimentId, payload) {
+  const eventId = `evt_${randomBytes(16).toString('hex')}`;
+  const json = JSON.stringify(payload).replace(/'/g, "''");
+  psql(
+    dbUrl,
+    `BEGIN; INSERT INTO completion_events (event_id, event_type, experiment_id, payload, created_at)` +
+      ` VALUES ('${eventId}', 'experiment.completed', '${experimentId}', '${json}'::jsonb,` +
+      ` (extract(epoch FROM clock_timestamp()) * 1000)::bigint)` +
+      ` ON CONFLICT (experiment_id) DO NOTHING; SELECT pg_notify('evald_completed', '${eventId}'); COMMIT`,
+  );
+  return eventId;
+}
+
+test('eval::experiment::completed reaches its bindings once, and only theirs', async () => {
+  const filtered = worker.registerTrigger({
+    type: 'eval::experiment::completed',
+    function_id: 'test::on-experiment',
+    config: { experiment_id: 'exp_iii_1' },
+    metadata: { who: 'experiment' },
+  });
+  const unfiltered = worker.registerTrigger({ type: 'eval::experiment::completed', function_id: 'test::on-experiment', config: null });
+  const evalBinding = worker.registerTrigger({ type: 'eval::completed', function_id: 'test::on-any', config: {} });
+  try {
+    await experimentBindings();
+  } finally {
+    filtered.unregister();
+    unfiltered.unregister();
+    evalBinding.unregister();
+  }
+});
+
+async function experimentBindings() {
+  const beforeAny = seen.any.length;
+  const beforeCompleted = seen.completed.length;
+  await engine.waitFor(
+    () => [...engine.triggers.values()].filter((t) => t.message.trigger_type === 'eval::experiment::completed' && t.results.length).length >= 2,
+    5000,
+    'the experiment bindings to reach evald',
+  );
+  await sleep(300);
+
+  // An evaluation: the eval::completed binding hears of it, no experiment binding does.
+  const c = await worker.trigger({ function_id: 'eval::start', payload: startRequest({ evaluator: undefined }) });
+  await waitTerminal(c.evaluation_id);
+  await waitUntil(() => seen.any.slice(beforeAny).some((e) => e.event.evaluation_id === c.evaluation_id), 10000, 'the evaluation event');
+
+  const payload = {
+    experiment_id: 'exp_iii_1',
+    status: 'completed',
+    timestamp: Date.now(),
+    verdicts: [{ treatment: 1, label: 'shorter', verdict: 'better' }],
+  };
+  const eventId = recordExperimentEvent('exp_iii_1', payload);
+  recordExperimentEvent('exp_iii_1', payload); // a repeated transition writes nothing
+  await waitUntil(() => seen.experiments.length >= 2, 10000, 'the experiment event at both bindings');
+  await sleep(1500); // anything extra would arrive by now
+  assert.equal(seen.experiments.length, 2, 'one firing per experiment binding');
+  for (const { event } of seen.experiments) {
+    const { _caller_worker_id, ...body } = event; // the engine's addition
+    assert.deepEqual(body, payload);
+  }
+  assert.deepEqual(
+    seen.experiments.map((e) => e.metadata ?? null).sort((a, b) => (a === null) - (b === null)),
+    [{ who: 'experiment' }, null],
+  );
+  assert.ok(!seen.any.slice(beforeAny).some((e) => e.event.experiment_id), 'eval::completed got no experiment event');
+  assert.equal(seen.completed.length, beforeCompleted);
+  assert.equal(psql(dbUrl, `SELECT count(*) FROM completion_events WHERE experiment_id = 'exp_iii_1'`), '1');
+  assert.equal(psql(dbUrl, `SELECT count(*) FROM iii_deliveries WHERE event_id = '${eventId}'`), '2');
+  assert.equal(
+    psql(dbUrl, `SELECT count(*) FROM iii_bindings WHERE trigger_type = 'eval::experiment::completed' AND experiment_id = 'exp_iii_1'`),
+    '1',
+  );
+
+  // A config of the other trigger type is refused with this one's message.
+  worker.registerTrigger({ type: 'eval::experiment::completed', function_id: 'test::on-experiment', config: { evaluation_id: 'x' } });
+  const refused = await engine.waitFor(
+    () =>
+      [...engine.triggers.values()].find(
+        (t) => t.message.trigger_type === 'eval::experiment::completed' && t.results.some((r) => r.error),
+      ),
+    5000,
+    'the refusal',
+  );
+  const err = refused.results.find((r) => r.error).error;
+  assert.equal(err.code, 'trigger_registration_failed');
+  assert.equal(err.message, 'invalid eval::experiment::completed config: unknown field `evaluation_id`, expected `experiment_id`');
+}
+
 test('an invalid binding config is refused with the contract message', async () => {
   worker.registerTrigger({ type: 'eval::completed', function_id: 'test::on-any', config: { evaluation: 'x' } });
   const refused = await engine.waitFor(
-    () => [...engine.triggers.values()].find((t) => t.results.some((r) => r.error)),
+    () => [...engine.triggers.values()].find((t) => t.message.trigger_type === 'eval::completed' && t.results.some((r) => r.error)),
     5000,
     'the refusal',
   );

@@ -76,9 +76,10 @@ START_TEST(too_many_connections_exit_2_naming_the_settings)
     ck_assert_int_eq(status, 2);
     char *e = logged_error(&p, "invalid configuration");
     ck_assert_ptr_nonnull(e);
-    /* 64 workers + 8 pool + 2 webhook threads + keeper, sweeper, writer, finalizer. */
+    /* 64 workers + 8 pool + 2 webhook threads + keeper, sweeper, writer, finalizer,
+     * analyst. */
     const char *want = "EVALD_WORKERS (64) + EVALD_DB_POOL_SIZE (8) + EVALD_WEBHOOK_WORKERS (2) + "
-                       "4 service connections = 78 exceed what PostgreSQL allows this process "
+                       "5 service connections = 79 exceed what PostgreSQL allows this process "
                        "(max_connections 20 - 3 reserved - ";
     ck_assert_msg(strncmp(e, want, strlen(want)) == 0, "message: %s", e);
     long in_use = -1, allowed = -1;

@@ -2,8 +2,10 @@
  * How an experiment's runs are executed, seen from the stub model server with the real
  * evald processes and a real PostgreSQL: the cells of a case reach the provider one after
  * another in the planned order (a Williams design for three arms), never two of a case at
- * once, cases run `concurrency` at a time; and an evald killed with SIGKILL in the middle
- * of an experiment loses nothing: the survivor finishes it, and every run is counted once.
+ * once, cases run `concurrency` at a time; an evald killed with SIGKILL in the middle
+ * of an experiment loses nothing: the survivor finishes it, and every run is counted once;
+ * and per-case outcomes scripted at the stub give each of the four verdicts and exact
+ * token deltas.
  */
 #include <check.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include "domain/plan.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
+#include "tests/support/webhooks_receiver.h"
 
 static char db_url[1024];
 static char db_name[64];
@@ -253,6 +256,190 @@ START_TEST(kill_9_mid_experiment_counts_every_run_once)
 }
 END_TEST
 
+/* POSTs an experiment body; returns its id (static buffer). */
+static const char *start_body(const struct evd_t_proc *p, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/experiments", p->base);
+    long status = 0;
+    json_t *r = evd_t_http_json("POST", url, text, &status);
+    free(text);
+    ck_assert_msg(status == 202, "start answered %ld", status);
+    static char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    return id;
+}
+
+/* A two-arm experiment whose case i has the control pass when ctrl[i] and the treatment
+ * when treat[i] (the stub answers by the markers in the prompts), one repeat. */
+static json_t *scripted_body(const bool *ctrl, const bool *treat, int n, double min_effect)
+{
+    json_t *cs = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(cs, json_pack("{s:{s:s, s:s, s:i}, s:s}", "vars", "c",
+                                            ctrl[i] ? "ctrl-pass" : "ctrl-fail", "t",
+                                            treat[i] ? "treat-pass" : "treat-fail", "n", i,
+                                            "expected", "OK"));
+    return json_pack("{s:s, s:{s:s, s:s}, s:{s:s}, s:[{s:s}], s:o, s:{s:s, s:{s:s}}, s:i,"
+                     " s:i, s:{s:f}}",
+                     "dimension", "prompt", "model", "model", "stub-model", "provider", "openai",
+                     "control", "prompt", "Control {{c}} {{n}}", "treatments", "prompt",
+                     "Treatment {{t}} {{n}}", "cases", cs, "evaluator", "function_id",
+                     "eval::assert::exact", "arguments", "expected", "{{expected}}", "repeats", 1,
+                     "concurrency", 4, "analysis", "min_effect", min_effect);
+}
+
+static const char VERDICT_SCRIPT[] =
+    "{\"rules\":["
+    "{\"when\":{\"prompt_contains\":\"ctrl-pass\"},\"reply\":{\"text\":\"OK\"},"
+    "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}},"
+    "{\"when\":{\"prompt_contains\":\"ctrl-fail\"},\"reply\":{\"text\":\"NO\"},"
+    "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}},"
+    "{\"when\":{\"prompt_contains\":\"treat-pass\"},\"reply\":{\"text\":\"OK\"},"
+    "\"usage\":{\"input_tokens\":13,\"output_tokens\":5}},"
+    "{\"when\":{\"prompt_contains\":\"treat-fail\"},\"reply\":{\"text\":\"NO\"},"
+    "\"usage\":{\"input_tokens\":13,\"output_tokens\":5}}]}";
+
+static json_t *comparison(json_t *doc)
+{
+    return json_array_get(json_object_get(doc, "comparisons"), 0);
+}
+
+/*
+ * Hand-worked (n = 4 cases, one repeat, alpha 0.05, one treatment: alpha' = 0.05):
+ *   better       control fails every case, the treatment passes: d = 1,1,1,1, se = 0,
+ *                p = 0, CI [1, 1] > 0.
+ *   worse        the other way round: CI [−1, −1] < 0.
+ *   equivalent   both pass everything, min_effect 0.1: CI [0, 0] inside (−0.1, 0.1).
+ *   inconclusive d = 0, 1, −1, 0: d̄ = 0, s = √(2/3), se = s/2 = 0.408, t(0.975, 3) =
+ *                3.1824: CI ±1.2992 spans 0; sign test 1 win 1 loss, p = 1.
+ * Tokens: control 10 + 2 = 12, treatment 13 + 5 = 18 on every case: delta +6 exactly,
+ * se 0, relative 6 / 12 = 0.5.
+ */
+START_TEST(scripted_outcomes_give_each_verdict)
+{
+    ck_assert_int_eq(evd_t_stub_start(&stub, VERDICT_SCRIPT, NULL), 0);
+    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=8");
+    const bool F = false, T = true;
+    const bool all_f[] = {F, F, F, F}, all_t[] = {T, T, T, T};
+    const bool mix_c[] = {T, F, T, T}, mix_t[] = {T, T, F, T};
+    struct {
+        const bool *ctrl, *treat;
+        double min_effect;
+        const char *verdict;
+        double delta, ci_low, ci_high;
+    } want[] = {
+        {all_f, all_t, 0, "better", 1, 1, 1},
+        {all_t, all_f, 0, "worse", -1, -1, -1},
+        {all_t, all_t, 0.1, "equivalent", 0, 0, 0},
+        {mix_c, mix_t, 0, "inconclusive", 0, -1.2992283, 1.2992283},
+    };
+    char ids[4][64];
+    for (int k = 0; k < 4; k++)
+        snprintf(ids[k], sizeof(ids[k]), "%s",
+                 start_body(&p, scripted_body(want[k].ctrl, want[k].treat, 4, want[k].min_effect)));
+    for (int k = 0; k < 4; k++) {
+        json_t *doc = wait_terminal(&p, ids[k], 30000);
+        json_t *cmp = comparison(doc);
+        json_t *pr = json_object_get(cmp, "pass_rate");
+        ck_assert_msg(strcmp(json_string_value(json_object_get(cmp, "verdict")), want[k].verdict) ==
+                          0,
+                      "experiment %d: verdict %s, want %s", k,
+                      json_string_value(json_object_get(cmp, "verdict")), want[k].verdict);
+        ck_assert_int_eq(json_integer_value(json_object_get(cmp, "paired_cases")), 4);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "delta")), want[k].delta,
+                                1e-12);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "ci_low")), want[k].ci_low,
+                                1e-6);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "ci_high")),
+                                want[k].ci_high, 1e-6);
+        ck_assert(json_is_false(json_object_get(json_object_get(doc, "analysis"), "partial")));
+        if (k == 3) {
+            json_t *sign = json_object_get(pr, "sign_test");
+            ck_assert_int_eq(json_integer_value(json_object_get(sign, "wins")), 1);
+            ck_assert_int_eq(json_integer_value(json_object_get(sign, "losses")), 1);
+            ck_assert_int_eq(json_integer_value(json_object_get(sign, "ties")), 2);
+            ck_assert_double_eq_tol(json_number_value(json_object_get(sign, "p_value")), 1.0,
+                                    1e-12);
+            ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "se")),
+                                    0.40824829046386296, 1e-12);
+        }
+        json_t *tok = json_object_get(json_object_get(cmp, "metrics"), "total_tokens");
+        ck_assert_int_eq(json_integer_value(json_object_get(tok, "cases")), 4);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(tok, "delta")), 6.0, 1e-12);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(tok, "se")), 0.0, 1e-12);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(tok, "relative")), 0.5, 1e-12);
+        json_decref(doc);
+    }
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+#define HOOK_SECRET "whsec_experiment_test_0123456789"
+#define HOOK_KEY "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+/* An experiment's end fires experiment.completed once, signed, to a subscription that asked
+ * for it, and not to one left at the default (evaluation.completed). */
+START_TEST(experiment_completed_fires_once)
+{
+    ck_assert_int_eq(evd_t_stub_start(&stub, VERDICT_SCRIPT, NULL), 0);
+    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    struct evd_t_receiver *rx = evd_t_receiver_start(0);
+    ck_assert_ptr_nonnull(rx);
+    char *env[] = {env_base, env_key, "EVALD_WORKERS=4", "EVALD_WEBHOOK_ALLOW_HOSTS=127.0.0.1",
+                   "EVALD_SECRET_KEY=" HOOK_KEY, NULL};
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+    char url[256], body[512];
+    snprintf(url, sizeof(url), "%s/v1/subscriptions", p.base);
+    long status = 0;
+    snprintf(body, sizeof(body),
+             "{\"url\":\"http://127.0.0.1:%u/exp\",\"secret\":\"" HOOK_SECRET "\","
+             "\"events\":[\"experiment.completed\"]}",
+             evd_t_receiver_port(rx));
+    json_decref(evd_t_http_json("POST", url, body, &status));
+    ck_assert_int_eq(status, 201);
+    snprintf(body, sizeof(body),
+             "{\"url\":\"http://127.0.0.1:%u/eval\",\"secret\":\"" HOOK_SECRET "\"}",
+             evd_t_receiver_port(rx));
+    json_decref(evd_t_http_json("POST", url, body, &status));
+    ck_assert_int_eq(status, 201);
+
+    const bool all_f[] = {false, false, false}, all_t[] = {true, true, true};
+    char id[64];
+    snprintf(id, sizeof(id), "%s", start_body(&p, scripted_body(all_f, all_t, 3, 0)));
+    json_decref(wait_terminal(&p, id, 30000));
+    ck_assert(evd_t_receiver_wait_acked(rx, 1, 15000));
+    usleep(1500 * 1000); /* a second delivery, if there were one, would have come by now */
+    ck_assert_int_eq(evd_t_receiver_count(rx), 1);
+    struct evd_t_hook h;
+    ck_assert(evd_t_receiver_get(rx, 0, &h));
+    ck_assert_str_eq(h.path, "/exp");
+    ck_assert_str_eq(h.event_type, "experiment.completed");
+    ck_assert(evd_t_hook_signature_ok(&h, HOOK_SECRET));
+    json_t *ev = json_loads(h.body, 0, NULL);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "experiment_id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "status")), "completed");
+    ck_assert(json_is_integer(json_object_get(ev, "timestamp")));
+    json_t *verdicts = json_object_get(ev, "verdicts");
+    ck_assert_int_eq(json_array_size(verdicts), 1);
+    json_t *v = json_array_get(verdicts, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "treatment")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "label")), "B");
+    ck_assert_str_eq(json_string_value(json_object_get(v, "verdict")), "better");
+    json_decref(ev);
+    evd_t_hook_free(&h);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    evd_t_receiver_stop(rx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_runs");
@@ -261,6 +448,8 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, three_arms_reach_the_provider_in_the_planned_order);
     tcase_add_test(tc, kill_9_mid_experiment_counts_every_run_once);
+    tcase_add_test(tc, scripted_outcomes_give_each_verdict);
+    tcase_add_test(tc, experiment_completed_fires_once);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

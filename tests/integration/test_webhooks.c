@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "store/db.h"
+#include "store/events.h"
 #include "store/webhooks.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
@@ -100,6 +101,23 @@ static json_t *subscribe(const struct evd_t_proc *p, struct evd_t_receiver *r, c
     json_t *sub = call(p, "POST", "/v1/subscriptions", body, &status);
     ck_assert_msg(status == 201, "subscribe: %ld", status);
     ck_assert(strncmp(json_string_value(json_object_get(sub, "subscription_id")), "sub_", 4) == 0);
+    return sub;
+}
+
+/* A subscription for every evaluation with `events` (JSON text). */
+static json_t *subscribe_events(const struct evd_t_proc *p, struct evd_t_receiver *r,
+                                const char *path, const char *events)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"url\":\"http://127.0.0.1:%u%s\",\"secret\":\"" SECRET "\",\"events\":%s}",
+             evd_t_receiver_port(r), path, events);
+    long status = 0;
+    json_t *sub = call(p, "POST", "/v1/subscriptions", body, &status);
+    ck_assert_msg(status == 201, "subscribe: %ld", status);
+    json_t *want = json_loads(events, 0, NULL);
+    ck_assert(json_equal(json_object_get(sub, "events"), want));
+    json_decref(want);
     return sub;
 }
 
@@ -195,6 +213,7 @@ static void assert_event_body(const struct evd_t_hook *h, const char *evaluation
     ck_assert_str_eq(h->content_type, "application/json");
     ck_assert(strncmp(h->event_id, "evt_", 4) == 0 && strlen(h->event_id) == 36);
     ck_assert(strncmp(h->delivery_id, "dlv_", 4) == 0 && strlen(h->delivery_id) == 36);
+    ck_assert_str_eq(h->event_type, "evaluation.completed");
 }
 
 /* ---- tests --------------------------------------------------------------------------- */
@@ -618,8 +637,26 @@ static const struct bad_case bad_cases[] = {
      "evaluation_id must be a string or null"},
     {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"evaluation_id\":\"a b\"}",
      "evaluation_id must be"},
-    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"events\":[\"x\"]}",
-     "events is not a known field"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"event\":[\"x\"]}",
+     "event is not a known field"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"events\":[]}",
+     "events must be a non-empty array of event types"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"events\":null}",
+     "events must be a non-empty array of event types"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET
+     "\",\"events\":\"experiment.completed\"}",
+     "events must be a non-empty array of event types"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET
+     "\",\"events\":[\"evaluation.completed\",\"foo\"]}",
+     "events[1] is not a known event type: foo"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET "\",\"events\":[7]}",
+     "events[0] must be a string"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET
+     "\",\"events\":[\"experiment.completed\",\"experiment.completed\"]}",
+     "events[1] repeats experiment.completed"},
+    {"{\"url\":\"http://127.0.0.1:9/x\",\"secret\":\"" SECRET
+     "\",\"evaluation_id\":\"eval_1\",\"events\":[\"experiment.completed\"]}",
+     "events cannot include experiment.completed when evaluation_id is set"},
     {"[]", "request body must be a JSON object"},
     {"{\"url\":\"http://127.0.0.1:9/x\",", "malformed JSON"},
 };
@@ -695,7 +732,10 @@ START_TEST(bad_input_is_refused_and_writes_nothing)
     ck_assert_str_eq(jstr(ok, "url"), "https://hooks.example.com/evald");
     ck_assert(json_is_null(json_object_get(ok, "evaluation_id")));
     ck_assert(json_is_integer(json_object_get(ok, "created_at")));
-    ck_assert_uint_eq(json_object_size(ok), 4);
+    json_t *want_events = json_pack("[s]", "evaluation.completed");
+    ck_assert(json_equal(json_object_get(ok, "events"), want_events));
+    json_decref(want_events);
+    ck_assert_uint_eq(json_object_size(ok), 5);
     char path[160];
     snprintf(path, sizeof(path), "/v1/subscriptions/%s", jstr(ok, "subscription_id"));
     j = call(&q, "GET", path, NULL, &status);
@@ -908,6 +948,215 @@ START_TEST(silent_receiver_delays_no_other)
 }
 END_TEST
 
+/* The experiment.completed body the engine records, keys deliberately out of order: the
+ * delivered body puts them in the documented order. */
+static json_t *experiment_payload(const char *id)
+{
+    return json_pack("{s:[{s:s, s:s, s:i}, {s:s, s:i, s:s}], s:I, s:s, s:s}", "verdicts", "verdict",
+                     "better", "label", "shorter", "treatment", 1, "label", "longer", "treatment",
+                     2, "verdict", "inconclusive", "timestamp", (json_int_t)1767225603900LL,
+                     "status", "completed", "experiment_id", id);
+}
+
+static const char EXPERIMENT_BODY[] =
+    "{\"experiment_id\":\"exp_hooks_1\",\"status\":\"completed\",\"timestamp\":1767225603900,"
+    "\"verdicts\":[{\"treatment\":1,\"label\":\"shorter\",\"verdict\":\"better\"},"
+    "{\"treatment\":2,\"label\":\"longer\",\"verdict\":\"inconclusive\"}]}";
+
+START_TEST(events_filter_routes_each_type)
+{
+    struct evd_t_proc stub;
+    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
+    struct evd_t_receiver *rx = evd_t_receiver_start(0);
+    ck_assert_ptr_nonnull(rx);
+    struct env e;
+    base_env(&e, &stub);
+    struct evd_t_proc p;
+    start_evald(&p, &e);
+
+    json_t *def = subscribe(&p, rx, "/default", NULL);
+    json_t *want = json_pack("[s]", "evaluation.completed");
+    ck_assert(json_equal(json_object_get(def, "events"), want));
+    json_decref(want);
+    json_t *exp = subscribe_events(&p, rx, "/exp", "[\"experiment.completed\"]");
+    json_t *both =
+        subscribe_events(&p, rx, "/both", "[\"experiment.completed\",\"evaluation.completed\"]");
+    json_t *scoped = subscribe(&p, rx, "/scoped", "eval_not_this_one");
+    /* The API refuses an evaluation filter with experiment events; a row written
+     * directly shows the fan-out would not match them either. */
+    unsigned char key[EVD_WEBHOOK_KEY_LEN];
+    ck_assert(evd_webhook_key_parse(KEY_HEX, key));
+    const char *raw_id = "sub_00000000000000000000000000000002";
+    char *sealed = evd_webhook_seal(key, raw_id, SECRET, strlen(SECRET));
+    ck_assert_ptr_nonnull(sealed);
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO subscriptions (id, url, evaluation_id, events, secret_sealed, seq,"
+             " created_at) VALUES ('%s', 'http://127.0.0.1:%u/scoped', 'eval_not_this_one',"
+             " '{experiment.completed}', '%s', nextval('webhook_seq'), 0)",
+             raw_id, evd_t_receiver_port(rx), sealed);
+    free(sealed);
+    free(evd_t_sql(db_url, sql));
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM subscriptions"), 5);
+    /* What was returned at creation is what a read returns. */
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/subscriptions/%s", jstr(both, "subscription_id"));
+    long status = 0;
+    json_t *read = call(&p, "GET", path, NULL, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert(json_equal(read, both));
+    json_decref(read);
+
+    /* 1. An evaluation: the default and the both subscriptions, not the experiment one. */
+    char id[64];
+    start_eval(&p, id);
+    ck_assert_str_eq(wait_terminal(&p, id, 30000), "completed");
+    ck_assert_msg(evd_t_receiver_wait_acked(rx, 2, 30000), "evaluation event: %zu deliveries",
+                  evd_t_receiver_acked(rx));
+
+    /* 2. An experiment event as the engine records it: in the terminal transaction,
+     * exactly once even when the transition is repeated. A payload that is not an
+     * experiment.completed body is refused and writes nothing. */
+    struct evd_err err = {0};
+    PGconn *c = evd_db_connect(db_url, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    json_t *payload = experiment_payload("exp_hooks_1");
+    json_t *running = json_pack("{s:s, s:s, s:I, s:[]}", "experiment_id", "exp_hooks_1", "status",
+                                "running", "timestamp", (json_int_t)1, "verdicts");
+    ck_assert_int_eq(evd_store_experiment_event(c, "exp_hooks_1", running, 1, &err), EVD_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "status"));
+    ck_assert_int_eq(evd_store_experiment_event(c, "exp_other", payload, 1, &err), EVD_EINVAL);
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"
+                               " WHERE event_type = 'experiment.completed'"),
+                     0);
+    ck_assert_int_eq(evd_db_begin(c, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_experiment_event(c, "exp_hooks_1", payload, evd_now_ms(), &err),
+                     EVD_OK);
+    ck_assert_int_eq(evd_store_experiment_event(c, "exp_hooks_1", payload, evd_now_ms(), &err),
+                     EVD_OK);
+    ck_assert_int_eq(evd_db_commit(c, &err), EVD_OK);
+    ck_assert_int_eq(evd_store_experiment_event(c, "exp_hooks_1", payload, evd_now_ms(), &err),
+                     EVD_OK);
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"
+                               " WHERE experiment_id = 'exp_hooks_1'"
+                               " AND event_type = 'experiment.completed'"
+                               " AND evaluation_id IS NULL"),
+                     1);
+    PQfinish(c);
+    json_decref(payload);
+    json_decref(running);
+    ck_assert_msg(evd_t_receiver_wait_acked(rx, 4, 30000), "experiment event: %zu deliveries",
+                  evd_t_receiver_acked(rx));
+    usleep(2500 * 1000); /* longer than the fallback poll: nothing else arrives */
+    ck_assert_uint_eq(evd_t_receiver_count(rx), 4);
+
+    int def_eval = 0, exp_exp = 0, both_eval = 0, both_exp = 0;
+    char exp_event_id[96] = "";
+    for (size_t i = 0; i < 4; i++) {
+        struct evd_t_hook h;
+        ck_assert(evd_t_receiver_get(rx, i, &h));
+        ck_assert_msg(evd_t_hook_signature_ok(&h, SECRET), "%s: signature", h.path);
+        ck_assert_msg(strcmp(h.path, "/scoped") != 0, "the evaluation-scoped subscription got %s",
+                      h.body);
+        bool experiment = strcmp(h.event_type, "experiment.completed") == 0;
+        if (experiment) {
+            ck_assert_str_eq(h.body, EXPERIMENT_BODY);
+            ck_assert_str_eq(h.content_type, "application/json");
+            ck_assert(strncmp(h.delivery_id, "dlv_", 4) == 0);
+            if (exp_event_id[0] == '\0')
+                snprintf(exp_event_id, sizeof(exp_event_id), "%s", h.event_id);
+            ck_assert_str_eq(h.event_id, exp_event_id); /* one event, two subscriptions */
+        } else {
+            assert_event_body(&h, id);
+        }
+        if (strcmp(h.path, "/default") == 0) {
+            ck_assert_msg(!experiment, "the default subscription got an experiment event");
+            def_eval++;
+        } else if (strcmp(h.path, "/exp") == 0) {
+            ck_assert_msg(experiment, "the experiment subscription got %s", h.body);
+            exp_exp++;
+        } else {
+            ck_assert_str_eq(h.path, "/both");
+            both_eval += !experiment;
+            both_exp += experiment;
+        }
+        evd_t_hook_free(&h);
+    }
+    ck_assert_int_eq(def_eval, 1);
+    ck_assert_int_eq(exp_exp, 1);
+    ck_assert_int_eq(both_eval, 1);
+    ck_assert_int_eq(both_exp, 1);
+
+    /* The delivery records name the event's type and subject. */
+    json_t *list = deliveries(&p, jstr(exp, "subscription_id"));
+    ck_assert_uint_eq(json_array_size(list), 1);
+    json_t *d = json_array_get(list, 0);
+    ck_assert_str_eq(jstr(d, "event_type"), "experiment.completed");
+    ck_assert_str_eq(jstr(d, "experiment_id"), "exp_hooks_1");
+    ck_assert(json_is_null(json_object_get(d, "evaluation_id")));
+    ck_assert_str_eq(jstr(d, "event_id"), exp_event_id);
+    ck_assert_str_eq(jstr(d, "status"), "delivered");
+    json_decref(list);
+    list = deliveries(&p, jstr(def, "subscription_id"));
+    ck_assert_uint_eq(json_array_size(list), 1);
+    d = json_array_get(list, 0);
+    ck_assert_str_eq(jstr(d, "event_type"), "evaluation.completed");
+    ck_assert_str_eq(jstr(d, "evaluation_id"), id);
+    ck_assert(json_is_null(json_object_get(d, "experiment_id")));
+    json_decref(list);
+    list = deliveries(&p, jstr(scoped, "subscription_id"));
+    ck_assert_uint_eq(json_array_size(list), 0);
+    json_decref(list);
+    list = deliveries(&p, raw_id);
+    ck_assert_uint_eq(json_array_size(list), 0);
+    json_decref(list);
+
+    json_decref(def);
+    json_decref(exp);
+    json_decref(both);
+    json_decref(scoped);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 15000), 0);
+    evd_t_receiver_stop(rx);
+    evd_t_stop(&stub, SIGTERM, 5000);
+}
+END_TEST
+
+START_TEST(outbox_rows_name_exactly_one_subject)
+{
+    /* migrations/0011: an event names an evaluation or an experiment, matching its type;
+     * a subscription's events are a non-empty set of known types. */
+    struct evd_err err = {0};
+    ck_assert_msg(evd_db_migrate(db_url, &err) == EVD_OK, "%s", err.msg);
+    static const char *const refused[] = {
+        "INSERT INTO completion_events (event_id, payload, created_at) VALUES ('evt_a', '{}', 0)",
+        "INSERT INTO completion_events (event_id, evaluation_id, experiment_id, payload,"
+        " created_at) VALUES ('evt_b', 'eval_1', 'exp_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, event_type, evaluation_id, payload,"
+        " created_at) VALUES ('evt_c', 'experiment.completed', 'eval_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, experiment_id, payload, created_at)"
+        " VALUES ('evt_d', 'exp_1', '{}', 0)",
+        "INSERT INTO completion_events (event_id, event_type, experiment_id, payload,"
+        " created_at) VALUES ('evt_e', 'run.completed', 'exp_1', '{}', 0)",
+        "INSERT INTO subscriptions (id, url, events, secret_sealed, seq, created_at)"
+        " VALUES ('sub_a', 'http://127.0.0.1:9/a', '{}', 'v1:x', 1, 0)",
+        "INSERT INTO subscriptions (id, url, events, secret_sealed, seq, created_at)"
+        " VALUES ('sub_b', 'http://127.0.0.1:9/b', '{session.completed}', 'v1:x', 1, 0)",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char *r = evd_t_sql(db_url, refused[i]);
+        ck_assert_msg(r == NULL, "accepted: %s", refused[i]);
+    }
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"), 0);
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM subscriptions"), 0);
+    /* Rows written before the migration keep their meaning: the defaults. */
+    free(evd_t_sql(db_url, "INSERT INTO completion_events (event_id, evaluation_id, payload,"
+                           " created_at) VALUES ('evt_old', 'eval_old', '{}', 0)"));
+    ck_assert_int_eq(sql_count("SELECT count(*) FROM completion_events"
+                               " WHERE event_type = 'evaluation.completed' AND webhooks_pending"),
+                     1);
+}
+END_TEST
+
 START_TEST(claims_cap_each_subscription)
 {
     /* The store alone: a subscription with 4 attempts in flight gets no fifth slot, the
@@ -988,6 +1237,8 @@ int main(void)
     tcase_add_test(tc, private_address_refused_at_connect_time);
     tcase_add_test(tc, silent_receiver_delays_no_other);
     tcase_add_test(tc, claims_cap_each_subscription);
+    tcase_add_test(tc, events_filter_routes_each_type);
+    tcase_add_test(tc, outbox_rows_name_exactly_one_subject);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -58,8 +58,8 @@ export const EXAMPLES = {
   },
   'subscribe-webhook': {
     pending: 'POST /v1/subscriptions',
-    calls: [['POST', /^\/v1\/subscriptions$/, 201, ['subscription_id', 'url']]],
-    output: /"subscription_id": "sub_[0-9a-f]{32}"/,
+    calls: [['POST', /^\/v1\/subscriptions$/, 201, ['subscription_id', 'url', 'events.1']]],
+    output: /"subscription_id": "sub_[0-9a-f]{32}"[\s\S]*"experiment\.completed"/,
   },
   sessions: {
     calls: [

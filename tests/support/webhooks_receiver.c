@@ -79,6 +79,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     snprintf(h.path, sizeof(h.path), "%s", url);
     copy_header(c, "Content-Type", h.content_type, sizeof(h.content_type));
     copy_header(c, "X-Evald-Event-Id", h.event_id, sizeof(h.event_id));
+    copy_header(c, "X-Evald-Event-Type", h.event_type, sizeof(h.event_type));
     copy_header(c, "X-Evald-Delivery-Id", h.delivery_id, sizeof(h.delivery_id));
     copy_header(c, "X-Evald-Timestamp", h.timestamp, sizeof(h.timestamp));
     copy_header(c, "X-Evald-Signature", h.signature, sizeof(h.signature));

@@ -16,6 +16,7 @@ struct evd_t_hook {
     char path[256];
     char content_type[128];
     char event_id[96];    /* X-Evald-Event-Id */
+    char event_type[64];  /* X-Evald-Event-Type */
     char delivery_id[96]; /* X-Evald-Delivery-Id */
     char timestamp[32];   /* X-Evald-Timestamp */
     char signature[160];  /* X-Evald-Signature */

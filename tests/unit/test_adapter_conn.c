@@ -215,6 +215,18 @@ static int srv_registration(struct srv *s, const char *previous_worker)
     ck_assert_str_eq(json_string_value(json_object_get(m, "id")), "eval::completed");
     ck_assert(json_is_string(json_object_get(m, "description")));
     json_decref(m);
+    /* evald's own trigger type follows, with both of its schemas. */
+    m = srv_json(s);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "type")), "registertriggertype");
+    ck_assert_str_eq(json_string_value(json_object_get(m, "id")), "eval::experiment::completed");
+    ck_assert(json_is_string(json_object_get(m, "description")));
+    json_t *config = json_object_get(m, "trigger_request_format");
+    ck_assert(
+        json_is_object(json_object_get(json_object_get(config, "properties"), "experiment_id")));
+    json_t *event = json_object_get(m, "call_request_format");
+    ck_assert_uint_eq(json_array_size(json_object_get(event, "required")), 4);
+    ck_assert(json_is_object(json_object_get(json_object_get(event, "properties"), "verdicts")));
+    json_decref(m);
     int n = json_array_size(json_object_get(evd_functions_catalogue(), "functions"));
     for (int i = 0; i < n; i++) {
         m = srv_json(s);
@@ -384,6 +396,23 @@ START_TEST(a_session_registers_answers_and_survives_a_reconnect)
     ck_assert(strncmp(json_string_value(json_object_get(error, "message")),
                       "invalid eval::completed config: ", 32) == 0);
     json_decref(m);
+    /* So are bindings of eval::experiment::completed, with their own config. */
+    m = bind_trigger(&s, "x-1", "eval::experiment::completed",
+                     json_pack("{s:s}", "experiment_id", "exp_1"));
+    ck_assert_ptr_null(json_object_get(m, "error"));
+    json_decref(m);
+    ck_assert_uint_eq(nbindings(a), 3);
+    m = bind_trigger(&s, "x-2", "eval::experiment::completed",
+                     json_pack("{s:s}", "evaluation_id", "eval_1"));
+    error = json_object_get(m, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(error, "code")),
+                     "trigger_registration_failed");
+    ck_assert_str_eq(json_string_value(json_object_get(error, "message")),
+                     "invalid eval::experiment::completed config: unknown field `evaluation_id`, "
+                     "expected `experiment_id`");
+    json_decref(m);
+    srv_send(&s, json_pack("{s:s, s:s, s:s}", "type", "unregistertrigger", "id", "x-1",
+                           "trigger_type", "eval::experiment::completed"));
     m = bind_trigger(&s, "b-3", "other::type", json_object());
     error = json_object_get(m, "error");
     ck_assert_str_eq(json_string_value(json_object_get(error, "code")), "trigger_type_not_found");

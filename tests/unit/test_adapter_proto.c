@@ -54,6 +54,45 @@ START_TEST(binding_configs_are_validated)
 }
 END_TEST
 
+static const struct config_case experiment_configs[] = {
+    {NULL, 1, NULL, NULL},
+    {"null", 1, NULL, NULL},
+    {"{}", 1, NULL, NULL},
+    {"{\"experiment_id\": null}", 1, NULL, NULL},
+    {"{\"experiment_id\": \"exp_1\"}", 1, "exp_1", NULL},
+    {"[]", 0, NULL, "expected an object"},
+    {"{\"evaluation_id\": \"eval_1\"}", 0, NULL,
+     "unknown field `evaluation_id`, expected `experiment_id`"},
+    {"{\"experiment_id\": 5}", 0, NULL, "experiment_id must be a string"},
+    {"{\"experiment_id\": \"\"}", 0, NULL, "1 to 200 characters"},
+};
+
+START_TEST(experiment_binding_configs_are_validated)
+{
+    const struct config_case *c = &experiment_configs[_i];
+    json_t *config = c->json ? json_loads(c->json, JSON_DECODE_ANY, NULL) : NULL;
+    ck_assert(c->json == NULL || config != NULL);
+    char *filter = (char *)"untouched";
+    struct evd_err err = {0};
+    enum evd_code rc = evd_iii_experiment_config(config, &filter, &err);
+    if (c->ok) {
+        ck_assert_msg(rc == EVD_OK, "%s: %s", c->json, err.msg);
+        if (c->filter)
+            ck_assert_str_eq(filter, c->filter);
+        else
+            ck_assert_ptr_null(filter);
+    } else {
+        ck_assert_int_eq(rc, EVD_EINVAL);
+        ck_assert_ptr_null(filter);
+        const char *prefix = "invalid eval::experiment::completed config: ";
+        ck_assert_msg(strncmp(err.msg, prefix, strlen(prefix)) == 0, "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, c->error_part) != NULL, "%s: %s", c->json, err.msg);
+    }
+    free(filter);
+    json_decref(config);
+}
+END_TEST
+
 struct error_case {
     enum evd_code code;
     const char *msg;
@@ -164,6 +203,8 @@ int main(void)
     Suite *s = suite_create("adapter_proto");
     TCase *tc = tcase_create("proto");
     tcase_add_loop_test(tc, binding_configs_are_validated, 0, sizeof(configs) / sizeof(configs[0]));
+    tcase_add_loop_test(tc, experiment_binding_configs_are_validated, 0,
+                        sizeof(experiment_configs) / sizeof(experiment_configs[0]));
     tcase_add_loop_test(tc, failed_invocations_answer_in_the_eval_worker_shape, 0,
                         sizeof(errors) / sizeof(errors[0]));
     tcase_add_test(tc, policies_match_like_the_harness);

@@ -492,8 +492,16 @@ START_TEST(view_reads_a_normalized_request)
     ck_assert_uint_eq(v.limits.max_turns, 1000);
     ck_assert(!v.limits.has_max_cost_usd);
     ck_assert_ptr_eq(v.control, json_object_get(n, "control"));
+    /* The trusted view of the same request is the same view, without the check: a broken
+     * dimension passes it (the engine's own stored requests were checked at the start). */
+    struct evd_request_view t;
+    ck_assert_int_eq(evd_request_view_trusted(n, &t, &err), EVD_OK);
+    ck_assert_int_eq(memcmp(&t, &v, sizeof(t)), 0);
     json_object_set_new(n, "dimension", json_string("tone"));
     ck_assert_int_eq(evd_request_view(n, &v, &err), EVD_EINVAL);
+    ck_assert_int_eq(evd_request_view_trusted(n, &t, &err), EVD_OK);
+    json_object_set_new(n, "limits", json_string("none"));
+    ck_assert_int_eq(evd_request_view_trusted(n, &t, &err), EVD_EINVAL);
     json_decref(n);
 }
 END_TEST

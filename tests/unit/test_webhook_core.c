@@ -308,6 +308,73 @@ START_TEST(backoff_doubles_with_jitter_up_to_the_cap)
 }
 END_TEST
 
+struct events_case {
+    const char *json; /* NULL = absent */
+    bool evaluation_id;
+    const char *error; /* NULL = accepted; else the whole message */
+};
+
+static const struct events_case events_cases[] = {
+    {NULL, false, NULL},
+    {NULL, true, NULL},
+    {"[\"evaluation.completed\"]", false, NULL},
+    {"[\"evaluation.completed\"]", true, NULL},
+    {"[\"experiment.completed\"]", false, NULL},
+    {"[\"experiment.completed\", \"evaluation.completed\"]", false, NULL},
+    {"[]", false, "events must be a non-empty array of event types"},
+    {"null", false, "events must be a non-empty array of event types"},
+    {"{}", false, "events must be a non-empty array of event types"},
+    {"\"evaluation.completed\"", false, "events must be a non-empty array of event types"},
+    {"[1]", false, "events[0] must be a string"},
+    {"[\"evaluation.completed\", null]", false, "events[1] must be a string"},
+    {"[\"evaluation.completed\", \"foo\"]", false,
+     "events[1] is not a known event type: foo (expected evaluation.completed or "
+     "experiment.completed)"},
+    {"[\"Evaluation.Completed\"]", false,
+     "events[0] is not a known event type: Evaluation.Completed (expected "
+     "evaluation.completed or experiment.completed)"},
+    {"[\"eval::completed\"]", false,
+     "events[0] is not a known event type: eval::completed (expected evaluation.completed or "
+     "experiment.completed)"},
+    {"[\"evaluation.completed\", \"evaluation.completed\"]", false,
+     "events[1] repeats evaluation.completed"},
+    {"[\"experiment.completed\"]", true,
+     "events cannot include experiment.completed when evaluation_id is set: an evaluation "
+     "filter matches that evaluation's event only"},
+    {"[\"evaluation.completed\", \"experiment.completed\"]", true,
+     "events cannot include experiment.completed when evaluation_id is set: an evaluation "
+     "filter matches that evaluation's event only"},
+};
+
+START_TEST(events_filter_is_validated)
+{
+    const struct events_case *c = &events_cases[_i];
+    json_t *events = c->json ? json_loads(c->json, JSON_DECODE_ANY, NULL) : NULL;
+    ck_assert(c->json == NULL || events != NULL);
+    struct evd_err err = {0};
+    enum evd_code rc = evd_webhook_events_check(events, c->evaluation_id, &err);
+    if (c->error == NULL) {
+        ck_assert_msg(rc == EVD_OK, "%s: %s", c->json, err.msg);
+    } else {
+        ck_assert_int_eq(rc, EVD_EINVAL);
+        ck_assert_str_eq(err.msg, c->error);
+    }
+    json_decref(events);
+}
+END_TEST
+
+START_TEST(events_filter_refuses_an_embedded_nul)
+{
+    /* "evaluation.completed\0x" is not the known type, whatever strcmp would say. */
+    json_t *events = json_array();
+    json_array_append_new(events, json_stringn("evaluation.completed\0x", 22));
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_webhook_events_check(events, false, &err), EVD_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "events[0] is not a known event type"));
+    json_decref(events);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("webhook_core");
@@ -324,6 +391,9 @@ int main(void)
     tcase_add_loop_test(tc, url_check, 0, (int)(sizeof(url_cases) / sizeof(url_cases[0])));
     tcase_add_test(tc, url_length_is_bounded);
     tcase_add_test(tc, backoff_doubles_with_jitter_up_to_the_cap);
+    tcase_add_loop_test(tc, events_filter_is_validated, 0,
+                        (int)(sizeof(events_cases) / sizeof(events_cases[0])));
+    tcase_add_test(tc, events_filter_refuses_an_embedded_nul);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
