@@ -44,7 +44,7 @@ struct case_ctx {
 };
 
 struct cell_progress {
-    PGconn *c;
+    struct evd_wconn *w;
     const struct case_ctx *x;
     int position;
     int attempt;
@@ -54,10 +54,13 @@ static void on_progress(void *ctx, json_t *metrics)
 {
     struct cell_progress *p = ctx;
     struct evd_err err = {0};
-    if (evd_store_cell_progress(p->c, p->x->experiment_id, p->x->case_index, p->position,
-                                p->attempt, metrics, &err) != EVD_OK)
+    bool had;
+    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
+    if (c == NULL || evd_store_cell_progress(c, p->x->experiment_id, p->x->case_index,
+                                             p->position, p->attempt, metrics, &err) != EVD_OK)
         evd_log(EVD_LOG_DEBUG, "could not record cell progress", "experiment_id",
                 p->x->experiment_id, "error", err.msg, NULL);
+    evd_wconn_return(p->w, had);
 }
 
 /* A running cell's run object: the API's fields, and the seed's for the evaluator input. */
@@ -224,7 +227,8 @@ static bool fail_exhausted(struct case_ctx *x, struct pending *p, int position, 
 enum cell_end { CELL_FINISHED, CELL_STOP };
 
 /* Phases 2 and 3 of cell `position`, started with `attempt`. */
-static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
+                              const struct evd_store_job *job,
                               struct case_ctx *x, int position, int attempt, struct pending *p)
 {
     struct evd_err err = {0};
@@ -256,7 +260,7 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
     int64_t deadline = evd_mono_ms() + (int64_t)x->limits.scenario_timeout_seconds * 1000;
     slot = evd_engine_inflight_add(e, &reg, attempt, cancel, deadline);
 
-    struct cell_progress pctx = {c, x, position, attempt};
+    struct cell_progress pctx = {w, x, position, attempt};
     const json_t *sp = json_object_get(variant, "system_prompt");
     const json_t *ev = evaluator;
     const struct evd_scenario scenario = {
@@ -277,9 +281,9 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
         .judge_metrics = true,
     };
     if (x->rescore)
-        evd_engine_rescore_cell(e, c, &scenario, x->case_index, position, run, cancel, &out);
+        evd_engine_rescore_cell(e, w, &scenario, x->case_index, position, run, cancel, &out);
     else
-        evd_scenario_run(e, c, &scenario, run, cancel, started_at, &out);
+        evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
     if (out.not_started)
@@ -290,7 +294,8 @@ static enum cell_end run_cell(struct evd_engine *e, PGconn *c, const struct evd_
         if (reason == REASON_LEASE)
             evd_log(EVD_LOG_WARN, "lease not renewed in time; experiment run handed back",
                     "experiment_id", x->experiment_id, NULL);
-        if (evd_db_ensure(c) &&
+        PGconn *c = evd_wconn_get(w, &err);
+        if (c != NULL && evd_db_ensure(c) &&
             evd_store_cell_hand_back(c, job->id, e->owner, x->experiment_id, x->case_index,
                                      position, attempt, &err) != EVD_OK)
             evd_log(EVD_LOG_WARN, "could not hand an experiment run back; its lease runs out",
@@ -355,11 +360,14 @@ fail:
     return false;
 }
 
-void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
+                             const struct evd_store_job *job)
 {
     struct case_ctx x = {0};
     struct pending pend = {0};
-    if (!load_case(c, job, &x))
+    struct evd_err lerr = {0};
+    PGconn *c = evd_wconn_get(w, &lerr);
+    if (c == NULL || !load_case(c, job, &x))
         goto out;
     for (;;) {
         struct evd_err err = {0};
@@ -369,7 +377,7 @@ void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_s
         if (atomic_load(&e->stopping)) {
             /* The last finished cell is written; the next one stays for whoever comes. */
             bool written;
-            if (pend.set && evd_db_ensure(c) &&
+            if (pend.set && (c = evd_wconn_get(w, &err)) != NULL && evd_db_ensure(c) &&
                 evd_store_cell_finish(c, &done, evd_now_ms(), &written, &err) != EVD_OK)
                 evd_log(EVD_LOG_WARN, "could not record experiment run", "experiment_id",
                         job->ref, "error", err.msg, NULL);
@@ -378,6 +386,12 @@ void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_s
         struct evd_store_cell_next next;
         struct evd_store_job cur = *job;
         int64_t sent = evd_mono_ms();
+        /* The connection the last cell gave back before its provider call. */
+        if ((c = evd_wconn_get(w, &err)) == NULL) {
+            evd_log(EVD_LOG_WARN, "could not step an experiment case", "experiment_id",
+                    job->ref, "error", err.msg, NULL);
+            break;
+        }
         evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
         enum evd_code rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms,
                                                evd_now_ms(), EVD_MAX_ATTEMPTS,
@@ -410,7 +424,7 @@ void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_s
         }
         /* No call may outlast the lease as it stood when the step was sent. */
         cur.claimed_mono = sent - (e->opts.lease_ms - next.lease_left_ms);
-        if (run_cell(e, c, &cur, &x, next.position, next.attempt, &pend) != CELL_FINISHED)
+        if (run_cell(e, w, &cur, &x, next.position, next.attempt, &pend) != CELL_FINISHED)
             break;
     }
 out:

@@ -92,7 +92,7 @@ struct xstate {
     struct evd_analysis_cell *cells; /* cases x arms */
     uint32_t *failed;                /* cases x arms */
     struct evd_analysis *a;
-    int64_t counts[3]; /* terminal, passed, failed runs */
+    int64_t counts[3]; /* terminal, passed, failed (evaluated, not passed) runs */
     int64_t seen;      /* the highest change number taken in */
     int64_t used_ms;
     struct xstate *next;
@@ -128,9 +128,11 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
             struct evd_analysis_cell cell, *old = &x->cells[k * x->arms + arm];
             uint32_t failed = 0;
             cell_of_json(json_array_get(cells, arm), &cell, &failed);
+            /* failed_runs as an evaluation counts them: evaluated and not passed. */
             x->counts[0] += (int64_t)cell.runs - old->runs;
             x->counts[1] += (int64_t)cell.passed - old->passed;
-            x->counts[2] += (int64_t)failed - x->failed[k * x->arms + arm];
+            x->counts[2] += ((int64_t)cell.evaluated - cell.passed) -
+                            ((int64_t)old->evaluated - old->passed);
             x->failed[k * x->arms + arm] = failed;
             evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
         }

@@ -20,7 +20,7 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
     evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
                                         EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
     pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT && slot < 0; i++)
+    for (int i = 0; i < e->ninflight && slot < 0; i++)
         if (!e->inflight[i].used)
             slot = i;
     if (slot >= 0) {
@@ -89,7 +89,7 @@ void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id,
                                 enum inflight_reason reason)
 {
     pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+    for (int i = 0; i < e->ninflight; i++) {
         struct inflight *f = &e->inflight[i];
         if (f->used && (evaluation_id == NULL || strcmp(f->evaluation_id, evaluation_id) == 0) &&
             (position == 0 || f->position == position))
@@ -99,12 +99,12 @@ void evd_engine_inflight_cancel(struct evd_engine *e, const char *evaluation_id,
 }
 
 
-size_t evd_engine_inflight_due(struct evd_engine *e, int64_t ids[EVD_MAX_INFLIGHT])
+size_t evd_engine_inflight_due(struct evd_engine *e, int64_t *ids)
 {
     size_t n = 0;
     int64_t now = evd_mono_ms();
     pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+    for (int i = 0; i < e->ninflight; i++) {
         struct inflight *f = &e->inflight[i];
         if (!f->used)
             continue;
@@ -121,7 +121,7 @@ void evd_engine_inflight_renewed(struct evd_engine *e, const int64_t *ids,
 {
     pthread_mutex_lock(&e->inflight_mu);
     for (size_t k = 0; k < n; k++) {
-        for (int i = 0; i < EVD_MAX_INFLIGHT; i++) {
+        for (int i = 0; i < e->ninflight; i++) {
             struct inflight *f = &e->inflight[i];
             if (!f->used || f->job_id != ids[k])
                 continue;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/queue.h"
 #include "engine/engine.h"
 #include "domain/limits.h"
 #include "harness/harness.h"
@@ -26,9 +27,8 @@
  * third of the lease, so one may be missed, and an aborted call has ended at the
  * provider before a second process can claim the run. */
 #define EVD_LEASE_MARGIN_MS(lease_ms) ((lease_ms) / 4)
-/* In-flight slots: a worker (at most 256) holds one for its run, and one more while the
- * writer has its previous outcome. */
-#define EVD_MAX_INFLIGHT 512
+/* In-flight slots: a worker holds one for its run, and one more while the writer has its
+ * previous outcome: 2 per worker (e->ninflight). */
 /* Evaluations whose request a process keeps (least recently used goes first). */
 #define EVD_REQUEST_CACHE 64
 
@@ -70,12 +70,20 @@ struct evd_engine {
     int wake_pipe[2]; /* written once at stop; wakes every poll */
 
     pthread_t *workers;
+    struct worker_arg *worker_args;
     size_t nworkers;
     pthread_t keeper, sweeper, analyst;
     bool threads_started;
 
     pthread_mutex_t inflight_mu;
-    struct inflight inflight[EVD_MAX_INFLIGHT];
+    struct inflight *inflight; /* ninflight slots */
+    int ninflight;
+    int64_t *renew_ids;                 /* the keeper's scratch, ninflight each */
+    enum evd_lease_state *renew_state;
+
+    /* The workers' connections: a worker holds one only while it talks to the database,
+     * never during a provider call (struct evd_wconn). */
+    struct evd_db *wdb;
 
     pthread_mutex_t hub_mu;
     pthread_cond_t hub_cv;
@@ -86,17 +94,15 @@ struct evd_engine {
     pthread_mutex_t writes_mu; /* leaf lock */
     pthread_cond_t writes_cv;  /* the writer waits here for work */
     pthread_cond_t written_cv; /* workers wait here for their write */
-    struct pending_write *writes_head, *writes_tail;
-    long writers_clients; /* workers still running */
+    struct evd_queue writes; /* struct pending_write *, under writes_mu; closed when the
+                                engine stops and the last worker is gone */
+    long writers_clients;    /* workers still running */
     pthread_t writer;
 
     /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
     pthread_mutex_t finals_mu; /* leaf lock */
     pthread_cond_t finals_cv;
-    struct pending_final {
-        char evaluation_id[64];
-        struct pending_final *next;
-    } *finals_head, *finals_tail;
+    struct evd_queue finals; /* evaluation ids (char *) for the finalizer, under finals_mu */
     pthread_t finalizer;
 
     pthread_mutex_t requests_mu; /* leaf lock */
@@ -111,6 +117,24 @@ struct evd_engine {
     pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
     long work_tokens;        /* announced jobs not yet taken by a waking worker */
 };
+
+/*
+ * A worker's database connection (engine/threads.c): taken from the workers' pool
+ * (e->wdb) when the worker needs one and given back around provider calls, so that a
+ * call in flight holds no connection. evd_wconn_get returns the held one or takes one
+ * (waiting up to 5 s; NULL + err when none came), evd_wconn_put gives it back (NULL-safe
+ * when none is held; an open transaction is rolled back). A progress callback that finds
+ * none held takes one for its statement and gives it back (evd_wconn_borrow/_return).
+ */
+struct evd_wconn {
+    struct evd_engine *e;
+    PGconn *c;
+};
+PGconn *evd_wconn_get(struct evd_wconn *w, struct evd_err *err);
+void evd_wconn_put(struct evd_wconn *w);
+/* For a statement of a callback: *had says whether the worker held one already. */
+PGconn *evd_wconn_borrow(struct evd_wconn *w, bool *had, struct evd_err *err);
+void evd_wconn_return(struct evd_wconn *w, bool had);
 
 /* step machine (engine/steps.c); every function expects an open transaction that
  * holds the evaluation's row lock. */
@@ -142,7 +166,6 @@ struct pending_write {
     char evaluation_id[64];
     char status[16];
     bool *outstanding;
-    struct pending_write *next;
 };
 /* Queues a finished run for the writer (which frees `text`); waits first for the
  * worker's previous one, so a worker has at most one write outstanding. */
@@ -156,6 +179,8 @@ bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
 void evd_engine_wake(struct evd_engine *e, long n);
 /* A worker's last act: waits for its write, then lets the writer stop when all are done. */
 void evd_engine_worker_done(struct evd_engine *e, bool *outstanding);
+/* Frees a queued write (what the queue holds at destroy; none is left after the writer). */
+void evd_engine_pending_write_free(void *item);
 /* The writer thread's body (engine/writer.c), started with the workers. */
 void *evd_engine_writer_main(void *arg);
 
@@ -172,17 +197,20 @@ long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
 /* run execution (engine/runner.c): a claimed job of kind 'run' whose attempt is still to
  * be started; _started: one whose attempt `attempt` evd_store_job_claim_start started.
  * The outcome goes to the writer thread; `outstanding` is the worker's flag for it. */
-void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                            bool *outstanding);
-void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                                int attempt, bool *outstanding);
+struct evd_wconn;
+void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
+                            const struct evd_store_job *job, bool *outstanding);
+void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
+                                const struct evd_store_job *job, int attempt, bool *outstanding);
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
-void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
+                                const struct evd_store_job *job);
 
 /* experiment case execution (engine/cells.c): a claimed job of kind 'cell', whose cells
  * run one after another until the case is done, the lease is lost or the engine stops */
-void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job);
+void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
+                             const struct evd_store_job *job);
 
 /*
  * The kinds of job (engine/jobs.c): a worker hands every claimed job to the entry of its
@@ -193,7 +221,7 @@ void evd_engine_process_cell(struct evd_engine *e, PGconn *c, const struct evd_s
  */
 struct evd_job_kind {
     const char *name; /* jobs.kind */
-    void (*process)(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+    void (*process)(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, bool *outstanding);
 };
 /* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
@@ -224,7 +252,7 @@ json_t *evd_engine_case_cells(unsigned arms, uint32_t repeats, const json_t *don
  * position) of scenario s->subject_id scored again (evd_scenario_rescore). */
 struct evd_scenario;
 struct evd_scenario_outcome;
-void evd_engine_rescore_cell(struct evd_engine *e, PGconn *c, const struct evd_scenario *s,
+void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                              int case_index, int position, json_t *run, struct evd_cancel *cancel,
                              struct evd_scenario_outcome *out);
 /* Finishes `id` when every run is terminal and no case job is left (its own transaction). */
@@ -273,7 +301,7 @@ enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
 /* For the keeper's renewal: triggers the slots past their scenario deadline and writes
  * the job ids of every slot into ids; returns how many. */
-size_t evd_engine_inflight_due(struct evd_engine *e, int64_t ids[EVD_MAX_INFLIGHT]);
+size_t evd_engine_inflight_due(struct evd_engine *e, int64_t *ids);
 /* What the renewal found for ids[0..n): a renewed slot's calls may go on until `until`
  * (evd_mono_ms), a slot whose lease is gone is triggered (or, with the writer, lost). */
 void evd_engine_inflight_renewed(struct evd_engine *e, const int64_t *ids,

@@ -7,27 +7,27 @@
 
 #include "engine/internal.h"
 
-static void process_run(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void process_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                         int attempt, bool *outstanding)
 {
     if (attempt > 0)
-        evd_engine_process_started(e, c, job, attempt, outstanding);
+        evd_engine_process_started(e, w, job, attempt, outstanding);
     else
-        evd_engine_process_job(e, c, job, outstanding);
+        evd_engine_process_job(e, w, job, outstanding);
 }
 
-static void process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void process_session(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                             int attempt, bool *outstanding)
 {
     (void)attempt, (void)outstanding;
-    evd_engine_process_session(e, c, job);
+    evd_engine_process_session(e, w, job);
 }
 
-static void process_cell(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void process_cell(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                          int attempt, bool *outstanding)
 {
     (void)attempt, (void)outstanding;
-    evd_engine_process_cell(e, c, job);
+    evd_engine_process_cell(e, w, job);
 }
 
 static const struct evd_job_kind KINDS[] = {

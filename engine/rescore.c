@@ -20,12 +20,15 @@
 #include "store/reviews.h"
 #include "store/tools.h"
 
-void evd_engine_rescore_cell(struct evd_engine *e, PGconn *c, const struct evd_scenario *s,
-                             int case_index, int position, json_t *run, struct evd_cancel *cancel,
+void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w,
+                             const struct evd_scenario *s, int case_index, int position,
+                             json_t *run, struct evd_cancel *cancel,
                              struct evd_scenario_outcome *out)
 {
     struct evd_err err = {0};
-    json_t *stored = evd_store_rescore_input(c, s->subject_id, case_index, position, &err);
+    PGconn *c = evd_wconn_get(w, &err);
+    json_t *stored =
+        c != NULL ? evd_store_rescore_input(c, s->subject_id, case_index, position, &err) : NULL;
     if (stored == NULL) {
         evd_log(EVD_LOG_WARN, "could not read the run to score again", "experiment_id",
                 s->subject_id, "error", err.msg, NULL);
@@ -39,7 +42,7 @@ void evd_engine_rescore_cell(struct evd_engine *e, PGconn *c, const struct evd_s
         .benchmark = json_object_get(stored, "benchmark"),
         .transcript = json_object_get(stored, "transcript"),
     };
-    evd_scenario_rescore(e, c, s, run, &st, cancel, out);
+    evd_scenario_rescore(e, w, s, run, &st, cancel, out);
     json_decref(stored);
 }
 

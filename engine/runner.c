@@ -91,11 +91,12 @@ rollback:
  * this process still holds the lease and the run this attempt: a run taken over is left
  * to its new owner.
  */
-static void hand_back(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void hand_back(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                       int attempt)
 {
     struct evd_err err = {0};
-    if (!evd_db_ensure(c)) {
+    PGconn *c = evd_wconn_get(w, &err);
+    if (c == NULL || !evd_db_ensure(c)) {
         evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
                 job->evaluation_id, NULL);
         return;
@@ -107,7 +108,7 @@ static void hand_back(struct evd_engine *e, PGconn *c, const struct evd_store_jo
 }
 
 struct run_progress {
-    PGconn *c;
+    struct evd_wconn *w;
     const char *evaluation_id;
     int position;
     int attempt;
@@ -118,10 +119,14 @@ static void on_progress(void *ctx, json_t *metrics)
 {
     struct run_progress *p = ctx;
     struct evd_err err = {0};
-    if (evd_store_run_progress(p->c, p->evaluation_id, p->position, p->attempt, metrics, &err) !=
-        EVD_OK)
+    bool had;
+    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
+    if (c == NULL ||
+        evd_store_run_progress(c, p->evaluation_id, p->position, p->attempt, metrics, &err) !=
+            EVD_OK)
         evd_log(EVD_LOG_DEBUG, "could not record run progress", "evaluation_id", p->evaluation_id,
                 "error", err.msg, NULL);
+    evd_wconn_return(p->w, had);
 }
 
 /*
@@ -166,42 +171,44 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struc
     return request;
 }
 
-static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, const struct evd_store_eval *evp, bool *outstanding);
 
-void evd_engine_process_job(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                            bool *outstanding)
+void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
+                            const struct evd_store_job *job, bool *outstanding)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
-    int attempt = start_attempt(e, c, job, &ev, &err);
+    PGconn *c = evd_wconn_get(w, &err);
+    int attempt = c != NULL ? start_attempt(e, c, job, &ev, &err) : 0;
     if (attempt > 0)
-        execute(e, c, job, attempt, &ev, outstanding);
+        execute(e, w, job, attempt, &ev, outstanding);
     else if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
     evd_store_eval_clear(&ev);
 }
 
-void evd_engine_process_started(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                                int attempt, bool *outstanding)
+void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
+                                const struct evd_store_job *job, int attempt, bool *outstanding)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
     snprintf(ev.id, sizeof(ev.id), "%s", job->evaluation_id);
-    if ((ev.request = request_of(e, c, job->evaluation_id, &err)) == NULL) {
+    PGconn *c = evd_wconn_get(w, &err);
+    if (c == NULL || (ev.request = request_of(e, c, job->evaluation_id, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
-        hand_back(e, c, job, attempt);
+        hand_back(e, w, job, attempt);
         return;
     }
-    execute(e, c, job, attempt, &ev, outstanding);
+    execute(e, w, job, attempt, &ev, outstanding);
     evd_store_eval_clear(&ev);
 }
 
 /* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
  * id and request. The outcome goes to the writer thread. */
-static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
+static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, const struct evd_store_eval *evp, bool *outstanding)
 {
     struct evd_err err = {0};
@@ -229,7 +236,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     int64_t deadline = evd_mono_ms() + (int64_t)view.limits.scenario_timeout_seconds * 1000;
     slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
 
-    struct run_progress pctx = {c, ev.id, job->run_position, attempt};
+    struct run_progress pctx = {w, ev.id, job->run_position, attempt};
     const struct evd_scenario scenario = {
         .subject_id = ev.id,
         .session_id = json_string_value(json_object_get(run, "session_id")),
@@ -250,7 +257,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
     snprintf(att, sizeof(att), "%d", attempt);
     evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", ev.id, "run_id",
             json_string_value(json_object_get(run, "run_id")), "attempt", att, NULL);
-    evd_scenario_run(e, c, &scenario, run, cancel, started_at, &out);
+    evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
     if (out.not_started)
         goto out; /* the lease runs out and the run is tried again */
 
@@ -264,7 +271,7 @@ static void execute(struct evd_engine *e, PGconn *c, const struct evd_store_job 
         if (reason == REASON_LEASE)
             evd_log(EVD_LOG_WARN, "lease not renewed in time; run handed back", "evaluation_id",
                     ev.id, NULL);
-        hand_back(e, c, job, attempt);
+        hand_back(e, w, job, attempt);
         goto out;
     }
     if (reason == REASON_CANCELLED)

@@ -21,7 +21,7 @@
  * EvaluatorResponseV1 (new reference). The agent review also leaves its reviewer's turns
  * in *review (new reference or NULL).
  */
-static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const struct evd_scenario *view,
+static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *view,
                               const json_t *run, json_t *tools, struct evd_cancel *cancel,
                               json_t **evaluation, json_t **review, struct evd_err *err)
 {
@@ -39,8 +39,11 @@ static enum evd_code evaluate(struct evd_engine *e, PGconn *c, const struct evd_
             rc = evd_evaluator_run(view->evaluator_function_id, &in, &answer, err);
     } else {
         struct evd_tool tool;
-        evd_db_ensure(c); /* a restart of PostgreSQL during the run broke it */
-        rc = evd_store_tool_get(c, view->evaluator_function_id, &tool, err);
+        /* The connection only for the lookup: the call itself holds none. */
+        PGconn *c = evd_wconn_get(w, err);
+        rc = c != NULL ? evd_store_tool_get(c, view->evaluator_function_id, &tool, err)
+                       : evd_db_code(err);
+        evd_wconn_put(w);
         const struct evd_engine_remote *remote = e->opts.remote;
         if (rc == EVD_ENOTFOUND && remote != NULL) {
             int64_t timeout = (int64_t)view->limits->invocation_timeout_seconds * 1000;
@@ -122,7 +125,7 @@ static void judge_metrics(json_t *run, const json_t *review)
     json_decref(jb);
 }
 
-void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario *s, json_t *run,
+void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s, json_t *run,
                       struct evd_cancel *cancel, int64_t started_at,
                       struct evd_scenario_outcome *res)
 {
@@ -138,7 +141,10 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
     bool review_eval = s->evaluator_function_id != NULL &&
                        evd_evaluator_is_agent_review(s->evaluator_function_id);
     if (policy_may_allow(s->functions) || review_eval)
-        tools = evd_store_tools_json(c, &err);
+    {
+        PGconn *c = evd_wconn_get(w, &err);
+        tools = c != NULL ? evd_store_tools_json(c, &err) : NULL;
+    }
     else
         tools = json_array();
     if (tools == NULL) {
@@ -174,6 +180,9 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
             in.dispatch = &dispatch;
         }
     }
+    /* No database connection is held while the provider works (a progress snapshot takes
+     * one for its statement): thousands of calls in flight need few connections. */
+    evd_wconn_put(w);
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 
     res->interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
@@ -195,7 +204,7 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
         }
         int64_t t0 = evd_now_ms();
         struct evd_err everr = {0};
-        if (evaluate(e, c, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+        if (evaluate(e, w, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
             res->interrupted = evd_cancel_is_set(cancel); /* a failure the token may cause */
             evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
                          evd_now_ms());
@@ -234,6 +243,7 @@ void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario
     res->transcript = transcript_of(&out, review);
     res->metrics = out.metrics ? json_incref(out.metrics) : NULL;
 out:
+    evd_wconn_put(w);
     evd_harness_outcome_clear(&out);
     json_decref(tools);
     json_decref(remote_fns);
@@ -241,7 +251,7 @@ out:
     json_decref(review);
 }
 
-void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scenario *s,
+void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                           json_t *run, const struct evd_scenario_stored *stored,
                           struct evd_cancel *cancel, struct evd_scenario_outcome *res)
 {
@@ -250,7 +260,14 @@ void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scen
     memset(res, 0, sizeof(*res));
     bool review_eval = s->evaluator_function_id != NULL &&
                        evd_evaluator_is_agent_review(s->evaluator_function_id);
-    tools = review_eval ? evd_store_tools_json(c, &err) : json_array();
+    if (review_eval) {
+        PGconn *c = evd_wconn_get(w, &err);
+        tools = c != NULL ? evd_store_tools_json(c, &err) : NULL;
+    } else {
+        tools = json_array();
+    }
+    /* The evaluator may call out: no connection is held during it. */
+    evd_wconn_put(w);
     if (tools == NULL) {
         evd_log(EVD_LOG_WARN, "could not prepare run", "subject_id", s->subject_id, "error",
                 err.msg, NULL);
@@ -275,7 +292,7 @@ void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scen
     } else if (s->evaluator_function_id == NULL) {
         json_object_set_new(run, "completed_at", json_integer(evd_now_ms()));
         evd_run_complete(run, s->limits, NULL);
-    } else if (evaluate(e, c, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+    } else if (evaluate(e, w, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
         res->interrupted = evd_cancel_is_set(cancel);
         evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
                      evd_now_ms());

@@ -6,7 +6,8 @@
  * evd_run_fail). An evaluation run (engine/runner.c) and an experiment cell
  * (engine/cells.c) differ only in where the scenario comes from and where the run goes.
  * No lock is held and nothing is written here except the progress snapshots the caller's
- * callback makes.
+ * callback makes; the worker's connection (w) is given back before the provider is called
+ * and is not held when this returns.
  */
 #ifndef EVD_ENGINE_SCENARIO_H
 #define EVD_ENGINE_SCENARIO_H
@@ -49,8 +50,8 @@ struct evd_scenario_outcome {
  * status, unless the token stops it) under `cancel`. `started_at` is the run's start
  * (evd_now_ms). Fills *out; the caller clears it with evd_scenario_outcome_clear.
  */
-void evd_scenario_run(struct evd_engine *e, PGconn *c, const struct evd_scenario *s, json_t *run,
-                      struct evd_cancel *cancel, int64_t started_at,
+void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                      json_t *run, struct evd_cancel *cancel, int64_t started_at,
                       struct evd_scenario_outcome *out);
 void evd_scenario_outcome_clear(struct evd_scenario_outcome *out);
 
@@ -69,7 +70,7 @@ struct evd_scenario_stored {
  * its reviewer's). The run ends completed with the new verdict, or failed in the evaluate
  * phase; out->transcript is the stored one with the new reviewer's turns.
  */
-void evd_scenario_rescore(struct evd_engine *e, PGconn *c, const struct evd_scenario *s,
+void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                           json_t *run, const struct evd_scenario_stored *stored,
                           struct evd_cancel *cancel, struct evd_scenario_outcome *out);
 

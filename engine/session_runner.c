@@ -26,7 +26,7 @@
 #include "store/tools.h"
 
 struct progress_ctx {
-    PGconn *c;
+    struct evd_wconn *w;
     const char *session_id;
     int seq;
     int attempt;
@@ -37,9 +37,13 @@ static void on_progress(void *ctx, json_t *metrics)
 {
     struct progress_ctx *p = ctx;
     struct evd_err err = {0};
-    if (evd_store_turn_progress(p->c, p->session_id, p->seq, p->attempt, metrics, &err) != EVD_OK)
+    bool had;
+    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
+    if (c == NULL ||
+        evd_store_turn_progress(c, p->session_id, p->seq, p->attempt, metrics, &err) != EVD_OK)
         evd_log(EVD_LOG_DEBUG, "could not record turn progress", "session_id", p->session_id,
                 "error", err.msg, NULL);
+    evd_wconn_return(p->w, had);
 }
 
 /* Ends a turn without running it (attempts exhausted), and folds it into the session. */
@@ -168,7 +172,8 @@ static void write_late_transcript(PGconn *c, const char *id, int seq, int attemp
     evd_store_session_clear(&s);
 }
 
-void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct evd_store_job *job)
+void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
+                                const struct evd_store_job *job)
 {
     struct evd_err err = {0};
     struct evd_store_session s = {0};
@@ -179,7 +184,8 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     int slot = -1;
     const int seq = job->run_position;
 
-    int attempt = start_attempt(c, job, &s, &turn, &err);
+    PGconn *c = evd_wconn_get(w, &err);
+    int attempt = c != NULL ? start_attempt(c, job, &s, &turn, &err) : 0;
     if (attempt == 0) {
         if (err.code != EVD_OK)
             evd_log(EVD_LOG_WARN, "could not start session turn", "session_id", job->ref, "error",
@@ -205,7 +211,7 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", s.id);
     slot = evd_engine_inflight_add(e, &reg, attempt, cancel, evd_mono_ms() + timeout_s * 1000);
 
-    struct progress_ctx pctx = {c, s.id, seq, attempt};
+    struct progress_ctx pctx = {w, s.id, seq, attempt};
     json_t *sp = json_object_get(s.config, "system_prompt");
     struct evd_harness_input in = {
         .session_id = s.id,
@@ -222,6 +228,7 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
         .progress_ctx = &pctx,
     };
     int64_t started = evd_now_ms();
+    evd_wconn_put(w); /* none held while the provider works */
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
@@ -230,6 +237,11 @@ void evd_engine_process_session(struct evd_engine *e, PGconn *c, const struct ev
     int64_t wall = evd_now_ms() - started;
     transcript = transcript_of(&out);
 
+    if ((c = evd_wconn_get(w, &err)) == NULL) {
+        evd_log(EVD_LOG_WARN, "could not record session turn; its lease runs out", "session_id",
+                s.id, "error", err.msg, NULL);
+        goto out;
+    }
     if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
         if (evd_db_ensure(c))
             evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, e->owner, &err);

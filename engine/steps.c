@@ -129,6 +129,13 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
     return EVD_OK;
 }
 
+/* The finalizer's queue, under the engine's finals_mu and finals_cv (which the stop
+ * broadcasts); made with the engine. */
+static struct evd_queue *finals(struct evd_engine *e)
+{
+    return &e->finals;
+}
+
 /*
  * Reports are built one at a time in a process, by one thread on a connection of its own.
  * A report holds every run of its evaluation several times over while it is built
@@ -142,21 +149,15 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
  */
 void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id)
 {
-    struct pending_final *f = calloc(1, sizeof(*f));
-    if (f == NULL) {
+    char *id = strdup(evaluation_id);
+    if (id != NULL && evd_queue_push(finals(e), id))
+        return;
+    free(id);
+    /* A queue closed by the finalizer on its way out: the stop's leftovers are the
+     * sweeper's, as a finalization lost to a crash is. */
+    if (!atomic_load(&e->stopping))
         evd_log(EVD_LOG_WARN, "could not queue a finalization; the sweeper will do it",
                 "evaluation_id", evaluation_id, NULL);
-        return;
-    }
-    snprintf(f->evaluation_id, sizeof(f->evaluation_id), "%s", evaluation_id);
-    pthread_mutex_lock(&e->finals_mu);
-    if (e->finals_tail != NULL)
-        e->finals_tail->next = f;
-    else
-        e->finals_head = f;
-    e->finals_tail = f;
-    pthread_cond_signal(&e->finals_cv);
-    pthread_mutex_unlock(&e->finals_mu);
 }
 
 static enum evd_code finalize_if_done(PGconn *c, const char *evaluation_id,
@@ -174,17 +175,11 @@ static enum evd_code finalize_if_done(PGconn *c, const char *evaluation_id,
 void *evd_engine_finalizer_main(void *arg)
 {
     struct evd_engine *e = arg;
+    struct evd_queue *q = finals(e);
     PGconn *c = NULL;
-    for (;;) {
-        pthread_mutex_lock(&e->finals_mu);
-        while (e->finals_head == NULL && !atomic_load(&e->stopping))
-            pthread_cond_wait(&e->finals_cv, &e->finals_mu);
-        struct pending_final *f = e->finals_head;
-        if (f != NULL && (e->finals_head = f->next) == NULL)
-            e->finals_tail = NULL;
-        pthread_mutex_unlock(&e->finals_mu);
-        if (f == NULL)
-            break; /* stopping, and nothing is left to finalize */
+    char *id;
+    /* Until stopping and nothing is left to finalize. */
+    while ((id = evd_queue_pop_wait(q, &e->stopping)) != NULL) {
         struct evd_err err = {0};
         if (c != NULL && !evd_db_ensure(c)) {
             evd_db_finish(c);
@@ -192,11 +187,15 @@ void *evd_engine_finalizer_main(void *arg)
         }
         if (c == NULL)
             c = evd_db_connect(e->opts.conninfo, &err);
-        if (c == NULL || finalize_if_done(c, f->evaluation_id, &err) != EVD_OK)
-            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id",
-                    f->evaluation_id, "error", err.msg, NULL);
-        free(f);
+        if (c == NULL || finalize_if_done(c, id, &err) != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", id,
+                    "error", err.msg, NULL);
+        free(id);
     }
+    /* What comes after this is the sweeper's (finalize_later frees it). */
+    evd_queue_close(q);
+    while ((id = evd_queue_try_pop(q)) != NULL)
+        free(id);
     evd_db_finish(c);
     return NULL;
 }

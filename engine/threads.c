@@ -29,6 +29,34 @@
 #include "store/db.h"
 #include "store/listen.h"
 
+/* ---- the workers' connections --------------------------------------------------- */
+
+PGconn *evd_wconn_get(struct evd_wconn *w, struct evd_err *err)
+{
+    if (w->c == NULL)
+        w->c = evd_db_acquire(w->e->wdb, err);
+    return w->c;
+}
+
+void evd_wconn_put(struct evd_wconn *w)
+{
+    if (w->c != NULL)
+        evd_db_release(w->e->wdb, w->c);
+    w->c = NULL;
+}
+
+PGconn *evd_wconn_borrow(struct evd_wconn *w, bool *had, struct evd_err *err)
+{
+    *had = w->c != NULL;
+    return evd_wconn_get(w, err);
+}
+
+void evd_wconn_return(struct evd_wconn *w, bool had)
+{
+    if (!had)
+        evd_wconn_put(w);
+}
+
 /* ---- connections that LISTEN ------------------------------------------------------ */
 
 /* A listener on the engine's channels (none: a worker's or the sweeper's connection). */
@@ -86,48 +114,64 @@ void evd_engine_wake(struct evd_engine *e, long n)
         wake_workers(e, n);
 }
 
+/* A few workers look for due work every second (leases that ran out, retries that came
+ * due); the others sleep until jobs are announced or another worker claimed one. */
+#define EVD_POLLERS 4
+
+struct worker_arg {
+    struct evd_engine *e;
+    long index;
+};
+
 static void *worker_main(void *arg)
 {
-    struct evd_engine *e = arg;
-    struct evd_listener *l = evd_engine_listener(e, NULL, NULL);
-    PGconn *c = l ? evd_listener_conn(l) : NULL;
+    struct worker_arg *me = arg;
+    struct evd_engine *e = me->e;
+    struct evd_wconn w = {e, NULL};
     bool outstanding = false; /* this worker's finished run is with the writer */
-    while (c != NULL && !atomic_load(&e->stopping)) {
+    const int idle_ms = me->index < EVD_POLLERS ? 1000 : 30000;
+    while (!atomic_load(&e->stopping)) {
         struct evd_err err = {0};
         struct evd_store_job job;
         enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
         int attempt = 0;
+        PGconn *c = evd_wconn_get(&w, &err);
+        if (c == NULL) {
+            wait_for_work(e, 500); /* the database is away: try again */
+            continue;
+        }
         enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
                                                      EVD_MAX_ATTEMPTS, &job, &outcome, &attempt,
                                                      &err);
         if (rc == EVD_OK && (outcome == EVD_CLAIM_RUN || outcome == EVD_CLAIM_CLAIMED)) {
-            /* One path for every kind: claimed, then executed by its entry. */
+            /* There may be more: one more idle worker looks (a backlog fans out). */
+            evd_engine_wake(e, 1);
+            /* One path for every kind: claimed, then executed by its entry, which holds
+             * the connection only while it talks to the database. */
             const struct evd_job_kind *kind = evd_engine_job_kind(job.kind);
             if (kind != NULL)
-                kind->process(e, c, &job, outcome == EVD_CLAIM_RUN ? attempt : 0, &outstanding);
+                kind->process(e, &w, &job, outcome == EVD_CLAIM_RUN ? attempt : 0, &outstanding);
             else
                 evd_log(EVD_LOG_WARN, "job of an unknown kind left to its lease", "kind",
                         job.kind, NULL);
+            evd_wconn_put(&w);
             continue;
         }
+        evd_wconn_put(&w);
         if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
             continue;
         if (rc != EVD_OK) {
-            if (!evd_listener_alive(l)) {
-                c = evd_listener_conn(l);
-            } else {
-                wait_for_work(e, 500);
-            }
+            wait_for_work(e, 500);
             continue;
         }
         /* Nothing due: this worker's own write may be what enqueues its evaluation's next
-         * run; else sleep until a job is announced, or poll again within a second. */
+         * run; else sleep until a job is announced, or (a poller) look again in a second. */
         if (evd_engine_wait_written(e, &outstanding))
             continue;
-        wait_for_work(e, 1000);
+        wait_for_work(e, idle_ms);
     }
+    evd_wconn_put(&w);
     evd_engine_worker_done(e, &outstanding);
-    evd_listener_free(l);
     return NULL;
 }
 
@@ -141,8 +185,8 @@ static void *worker_main(void *arg)
  */
 static void renew(struct evd_engine *e, PGconn *c)
 {
-    int64_t ids[EVD_MAX_INFLIGHT];
-    enum evd_lease_state state[EVD_MAX_INFLIGHT];
+    int64_t *ids = e->renew_ids;
+    enum evd_lease_state *state = e->renew_state;
     size_t n = evd_engine_inflight_due(e, ids);
     if (n == 0)
         return;
@@ -255,16 +299,45 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->written_cv, NULL);
     pthread_mutex_init(&e->finals_mu, NULL);
     pthread_cond_init(&e->finals_cv, NULL);
+    evd_queue_init_shared(&e->writes, &e->writes_mu, &e->writes_cv);
+    evd_queue_init_shared(&e->finals, &e->finals_mu, &e->finals_cv);
     pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
+    e->ninflight = 2 * (int)(opts->workers > 0 ? opts->workers : 1) + 16;
+    e->inflight = calloc((size_t)e->ninflight, sizeof(*e->inflight));
+    e->renew_ids = calloc((size_t)e->ninflight, sizeof(*e->renew_ids));
+    e->renew_state = calloc((size_t)e->ninflight, sizeof(*e->renew_state));
+    long wconns = opts->worker_connections > 0 ? opts->worker_connections : 16;
+    if (opts->workers > 0 && wconns > opts->workers)
+        wconns = opts->workers;
+    if (e->inflight == NULL || e->renew_ids == NULL || e->renew_state == NULL ||
+        (opts->workers > 0 && (e->wdb = evd_db_open(opts->conninfo, (int)wconns, err)) == NULL)) {
+        if (err != NULL && err->code == EVD_OK)
+            evd_err_set(err, EVD_ENOMEM, "out of memory");
+        free(e->inflight);
+        free(e->renew_ids);
+        free(e->renew_state);
+        close(e->wake_pipe[0]);
+        close(e->wake_pipe[1]);
+        free(e);
+        return NULL;
+    }
     if (opts->workers > 0) {
+        /* Workers spend their time waiting for providers: small stacks let thousands of
+         * them exist (1 MiB each, of which a few pages are ever touched). */
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 1u << 20);
         e->workers = calloc((size_t)opts->workers, sizeof(*e->workers));
-        for (long i = 0; e->workers && i < opts->workers; i++) {
+        e->worker_args = calloc((size_t)opts->workers, sizeof(*e->worker_args));
+        for (long i = 0; e->workers && e->worker_args && i < opts->workers; i++) {
             pthread_mutex_lock(&e->writes_mu);
             e->writers_clients++; /* counted before it runs: it ends by counting itself out */
             pthread_mutex_unlock(&e->writes_mu);
-            if (pthread_create(&e->workers[e->nworkers], NULL, worker_main, e) == 0) {
+            e->worker_args[e->nworkers] = (struct worker_arg){e, (long)e->nworkers};
+            if (pthread_create(&e->workers[e->nworkers], &attr, worker_main,
+                               &e->worker_args[e->nworkers]) == 0) {
                 e->nworkers++;
             } else {
                 pthread_mutex_lock(&e->writes_mu);
@@ -272,6 +345,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
                 pthread_mutex_unlock(&e->writes_mu);
             }
         }
+        pthread_attr_destroy(&attr);
         pthread_create(&e->keeper, NULL, keeper_main, e);
         pthread_create(&e->sweeper, NULL, sweeper_main, e);
         pthread_create(&e->writer, NULL, evd_engine_writer_main, e);
@@ -300,7 +374,11 @@ void evd_engine_signal_stop(struct evd_engine *e)
     wake_all(&e->hub_mu, &e->hub_cv);
     wake_all(&e->work_mu, &e->work_cv);
     wake_all(&e->finals_mu, &e->finals_cv);
-    wake_all(&e->writes_mu, &e->writes_cv);
+    pthread_mutex_lock(&e->writes_mu);
+    bool no_workers = e->writers_clients == 0;
+    pthread_mutex_unlock(&e->writes_mu);
+    if (no_workers) /* else the last worker out closes it (evd_engine_worker_done) */
+        evd_queue_close(&e->writes);
 }
 
 void evd_engine_stop(struct evd_engine *e)
@@ -318,6 +396,11 @@ void evd_engine_stop(struct evd_engine *e)
         pthread_join(e->analyst, NULL);
     }
     free(e->workers);
+    free(e->worker_args);
+    free(e->inflight);
+    free(e->renew_ids);
+    free(e->renew_state);
+    evd_db_close(e->wdb); /* after the workers: none holds a connection any more */
     close(e->wake_pipe[0]);
     close(e->wake_pipe[1]);
     pthread_mutex_destroy(&e->inflight_mu);
@@ -327,11 +410,9 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->work_cv);
     for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
         free(e->requests[i].text);
-    while (e->finals_head != NULL) { /* queued after the finalizer left: the sweeper's */
-        struct pending_final *f = e->finals_head;
-        e->finals_head = f->next;
-        free(f);
-    }
+    /* Finalizations queued after the finalizer left are the sweeper's. */
+    evd_queue_destroy(&e->finals, free);
+    evd_queue_destroy(&e->writes, evd_engine_pending_write_free);
     pthread_mutex_destroy(&e->finals_mu);
     pthread_cond_destroy(&e->finals_cv);
     pthread_mutex_destroy(&e->writes_mu);

@@ -55,13 +55,17 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     w->outstanding = outstanding;
     pthread_mutex_lock(&e->writes_mu);
     *outstanding = true;
-    if (e->writes_tail != NULL)
-        e->writes_tail->next = w;
-    else
-        e->writes_head = w;
-    e->writes_tail = w;
-    pthread_cond_signal(&e->writes_cv);
     pthread_mutex_unlock(&e->writes_mu);
+    if (!evd_queue_push(&e->writes, w)) { /* out of memory (the queue closes only later) */
+        pthread_mutex_lock(&e->writes_mu);
+        *outstanding = false;
+        pthread_mutex_unlock(&e->writes_mu);
+        evd_engine_inflight_remove(e, slot);
+        free(text);
+        free(w);
+        evd_log(EVD_LOG_WARN, "could not queue a finished run; it runs again", "evaluation_id",
+                evaluation_id, NULL);
+    }
 }
 
 /* Writes one batch; false when it could not, and then nothing of it is written. */
@@ -169,19 +173,15 @@ void *evd_engine_writer_main(void *arg)
     PGconn *c = NULL;
     struct pending_write *batch[BATCH_MAX];
     for (;;) {
-        size_t n = 0;
-        pthread_mutex_lock(&e->writes_mu);
-        /* Until the workers are gone: a stopping worker may still hand over its last. */
-        while (e->writes_head == NULL && !(atomic_load(&e->stopping) && e->writers_clients == 0))
-            pthread_cond_wait(&e->writes_cv, &e->writes_mu);
-        while (e->writes_head != NULL && n < BATCH_MAX) {
-            batch[n++] = e->writes_head;
-            if ((e->writes_head = e->writes_head->next) == NULL)
-                e->writes_tail = NULL;
-        }
-        pthread_mutex_unlock(&e->writes_mu);
-        if (n == 0)
+        /* Until the workers are gone: a stopping worker may still hand over its last (the
+         * last worker out closes the queue). */
+        struct pending_write *w = evd_queue_pop_wait(&e->writes, NULL);
+        if (w == NULL)
             break; /* stopping, the workers gone and every write done */
+        size_t n = 0;
+        batch[n++] = w;
+        while (n < BATCH_MAX && (w = evd_queue_try_pop(&e->writes)) != NULL)
+            batch[n++] = w;
         write_until_done(e, &c, batch, n);
         pthread_mutex_lock(&e->writes_mu);
         for (size_t i = 0; i < n; i++) {
@@ -200,7 +200,15 @@ void evd_engine_worker_done(struct evd_engine *e, bool *outstanding)
 {
     evd_engine_wait_written(e, outstanding);
     pthread_mutex_lock(&e->writes_mu);
-    e->writers_clients--;
-    pthread_cond_signal(&e->writes_cv);
+    bool last = --e->writers_clients == 0;
     pthread_mutex_unlock(&e->writes_mu);
+    if (last) /* workers leave only once the engine stops: nothing more can come */
+        evd_queue_close(&e->writes);
+}
+
+void evd_engine_pending_write_free(void *item)
+{
+    struct pending_write *w = item;
+    free(w->text);
+    free(w);
 }

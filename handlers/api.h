@@ -7,7 +7,7 @@
  * handler call. A handler fills *resp through the evd_resp_* helpers, which take
  * ownership of what they are given. Handlers run on libmicrohttpd's pool threads,
  * concurrently, each serving many connections: they must only touch thread-safe state
- * (the db pool, the engine's public functions, immutable configuration) and must not
+ * (the engine's public functions, immutable configuration) and must not
  * wait for long (a stream pauses instead of waiting).
  */
 #ifndef EVD_HANDLERS_API_H
@@ -21,7 +21,6 @@
 
 #include "common/err.h"
 
-struct evd_db;
 struct evd_engine;
 struct evd_webhooks;
 struct evd_sse_hub;
@@ -29,7 +28,6 @@ struct evd_sse_hub;
 /* What handlers may use; built once by main, immutable afterwards except through
  * the thread-safe objects it points to. */
 struct evd_ctx {
-    struct evd_db *db;       /* handler connection pool */
     long max_runs;           /* EVALD_MAX_RUNS */
     const char *version;     /* evald version string */
     int64_t started_at_ms;   /* process start, for /healthz */

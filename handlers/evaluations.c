@@ -2,7 +2,8 @@
  * Evaluation resources over the engine; see evaluations.h. The resource routes
  * and the function mirror call the same engine functions; the resources add HTTP
  * semantics (202 + Location, 404 for unknown ids) and fields beyond the contract.
- * Server-Sent Events stream from the engine's change subscriptions.
+ * Server-Sent Events stream from the engine's change subscriptions and read the
+ * evaluation through the engine (engine/evaluation_events.h).
  */
 #include "handlers/evaluations.h"
 
@@ -12,10 +13,9 @@
 
 #include "common/util.h"
 #include "engine/engine.h"
+#include "engine/evaluation_events.h"
 #include "handlers/functions.h"
 #include "handlers/sse.h"
-#include "store/db.h"
-#include "store/evals.h"
 
 /* ---- function mirror ----------------------------------------------------------------- */
 
@@ -238,7 +238,6 @@ void evd_h_models(struct evd_req *req, struct evd_resp *resp)
 
 struct sse {
     struct evd_sse base; /* first: the stream callbacks get a struct sse */
-    struct evd_db *db;
     char id[64];
     char (*seen)[40]; /* per position: last status sent */
     size_t nseen;
@@ -249,21 +248,15 @@ static void sse_emit(struct evd_sse *base)
 {
     struct sse *s = (struct sse *)base;
     struct evd_err err = {0};
-    PGconn *c = evd_db_acquire(s->db, &err);
-    if (c == NULL) {
-        evd_buf_printf(&base->pending, ": database unavailable, retrying\n\n");
-        return;
-    }
-    json_t *status = evd_store_eval_status(c, s->id, &err);
-    json_t *runs = status ? evd_store_runs(c, s->id, false, &err) : NULL;
-    evd_db_release(s->db, c);
-    if (status == NULL) {
+    json_t *status = NULL, *runs = NULL;
+    if (evd_eval_events_read(base->engine, s->id, &status, &runs, &err) != EVD_OK) {
         if (err.code == EVD_ENOTFOUND) {
             evd_buf_printf(&base->pending, "event: deleted\ndata: {\"evaluation_id\":\"%s\"}\n\n",
                            s->id);
             base->done = true;
+        } else {
+            evd_buf_printf(&base->pending, ": database unavailable, retrying\n\n");
         }
-        json_decref(runs);
         return;
     }
     size_t n = json_array_size(runs);
@@ -326,7 +319,6 @@ void evd_h_eval_events(struct evd_req *req, struct evd_resp *resp)
     s->base.engine = req->ctx->engine;
     s->base.hub = req->ctx->sse;
     s->base.emit = sse_emit;
-    s->db = req->ctx->db;
     snprintf(s->id, sizeof(s->id), "%s", id);
     /* Subscribe before the first read so no change can slip between them. */
     s->base.sub = evd_engine_subscribe(s->base.engine, s->id);

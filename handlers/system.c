@@ -5,10 +5,8 @@
 #include <string.h>
 
 #include "common/assets.h"
-#include "common/prometheus.h"
-#include "harness/harness.h"
 #include "common/util.h"
-#include "store/db.h"
+#include "engine/health.h"
 
 void evd_h_healthz(struct evd_req *req, struct evd_resp *resp)
 {
@@ -20,7 +18,7 @@ void evd_h_healthz(struct evd_req *req, struct evd_resp *resp)
 void evd_h_readyz(struct evd_req *req, struct evd_resp *resp)
 {
     struct evd_err err = {0};
-    enum evd_code rc = evd_db_ready(req->ctx->db, &err);
+    enum evd_code rc = evd_engine_ready(req->ctx->engine, &err);
     /* EVD_EUNAVAIL: the database answered but migrations are missing; any other
      * failure means it could not be asked. The reason itself goes to no client. */
     const char *database = rc == EVD_OK || rc == EVD_EUNAVAIL ? "ok" : "unreachable";
@@ -32,13 +30,8 @@ void evd_h_readyz(struct evd_req *req, struct evd_resp *resp)
 
 void evd_h_metrics(struct evd_req *req, struct evd_resp *resp)
 {
-    int size = 0, in_use = 0, open = 0;
-    evd_db_stats(req->ctx->db, &size, &in_use, &open);
-    evd_metrics_gauge("evald_db_pool_size", size);
-    evd_metrics_gauge("evald_db_pool_in_use", in_use);
-    evd_metrics_gauge("evald_db_pool_open", open);
     struct evd_buf out = {0};
-    if (evd_metrics_render(&out) != 0 || evd_hx_limiter_render(&out) != 0) {
+    if (evd_engine_metrics_render(req->ctx->engine, &out) != 0) {
         evd_buf_free(&out);
         evd_resp_problem(resp, EVD_ENOMEM, "could not render metrics");
         return;

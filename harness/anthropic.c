@@ -67,6 +67,14 @@ static const char *effort_of(const char *level)
     return level; /* low, medium, high, xhigh */
 }
 
+/* A neutral tool as an Anthropic Messages tool (new reference). */
+static json_t *anthropic_tool(json_t *t)
+{
+    return json_pack("{s:O,s:O,s:O}", "name", json_object_get(t, "name"), "description",
+                     json_object_get(t, "description"), "input_schema",
+                     json_object_get(t, "parameters"));
+}
+
 json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *err)
 {
     json_t *messages = json_array();
@@ -102,18 +110,8 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
             goto nomem;
     }
     if (json_array_size(r->tools) > 0) {
-        json_t *tools = json_array();
-        json_t *t;
-        if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)
+        if (!evd_hx_put_each(body, "tools", r->tools, anthropic_tool))
             goto nomem;
-        json_array_foreach(r->tools, i, t)
-        {
-            json_t *w = json_pack("{s:O,s:O,s:O}", "name", json_object_get(t, "name"),
-                                  "description", json_object_get(t, "description"), "input_schema",
-                                  json_object_get(t, "parameters"));
-            if (w == NULL || json_array_append_new(tools, w) != 0)
-                goto nomem;
-        }
         /* A history with tool_use blocks needs `tools`: the repair keeps them, unusable. */
         if (r->tools_disabled &&
             json_object_set_new(body, "tool_choice", json_pack("{s:s}", "type", "none")) != 0)

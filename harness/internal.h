@@ -200,6 +200,10 @@ json_t *evd_hx_tool_call_from_text(const char *id, const char *name, const char 
  */
 bool evd_hx_reply_finish(struct evd_hx_reply *out, struct evd_buf *text, const char *kind,
                          json_t *items);
+/* Sets obj[key] to an array of one wire entry per element of `items` (borrowed), each made
+ * by `shape` (new reference, NULL when out of memory): the tool list, the tool calls of a
+ * replayed message. false when out of memory. */
+bool evd_hx_put_each(json_t *obj, const char *key, json_t *items, json_t *(*shape)(json_t *item));
 /* The arguments of a neutral tool call as JSON text (new malloc'd string). */
 char *evd_hx_tool_call_args_text(json_t *call);
 /* Reads a non-negative integer field path like "a.b"; false when absent. */

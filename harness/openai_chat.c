@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A neutral tool call as a Chat Completions tool call (new reference). */
+static json_t *chat_call(json_t *tc)
+{
+    char *args = evd_hx_tool_call_args_text(tc);
+    json_t *w = args == NULL ? NULL
+                             : json_pack("{s:O,s:s,s:{s:O,s:s}}", "id", json_object_get(tc, "id"),
+                                         "type", "function", "function", "name",
+                                         json_object_get(tc, "name"), "arguments", args);
+    free(args);
+    return w;
+}
+
 static json_t *assistant_message(json_t *msg)
 {
     json_t *content = json_object_get(msg, "content");
@@ -18,27 +30,19 @@ static json_t *assistant_message(json_t *msg)
     json_t *calls = json_object_get(msg, "tool_calls");
     if (m == NULL || json_array_size(calls) == 0)
         return m;
-    json_t *wire = json_array();
-    if (wire == NULL || json_object_set_new(m, "tool_calls", wire) != 0)
-        goto fail;
-    size_t i;
-    json_t *tc;
-    json_array_foreach(calls, i, tc)
-    {
-        char *args = evd_hx_tool_call_args_text(tc);
-        json_t *w = args == NULL
-                        ? NULL
-                        : json_pack("{s:O,s:s,s:{s:O,s:s}}", "id", json_object_get(tc, "id"),
-                                    "type", "function", "function", "name",
-                                    json_object_get(tc, "name"), "arguments", args);
-        free(args);
-        if (w == NULL || json_array_append_new(wire, w) != 0)
-            goto fail;
+    if (!evd_hx_put_each(m, "tool_calls", calls, chat_call)) {
+        json_decref(m);
+        return NULL;
     }
     return m;
-fail:
-    json_decref(m);
-    return NULL;
+}
+
+/* A neutral tool as a Chat Completions function tool (new reference). */
+static json_t *chat_tool(json_t *t)
+{
+    return json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function", "name",
+                     json_object_get(t, "name"), "description", json_object_get(t, "description"),
+                     "parameters", json_object_get(t, "parameters"));
 }
 
 json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
@@ -73,21 +77,9 @@ json_t *evd_hx_chat_build(const struct evd_hx_request *r, struct evd_err *err)
         if (w == NULL || json_array_append_new(messages, w) != 0)
             goto nomem;
     }
-    if (json_array_size(r->tools) > 0 && !r->tools_disabled) {
-        json_t *tools = json_array();
-        json_t *t;
-        if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)
-            goto nomem;
-        json_array_foreach(r->tools, i, t)
-        {
-            json_t *w = json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "function", "function", "name",
-                                  json_object_get(t, "name"), "description",
-                                  json_object_get(t, "description"), "parameters",
-                                  json_object_get(t, "parameters"));
-            if (w == NULL || json_array_append_new(tools, w) != 0)
-                goto nomem;
-        }
-    }
+    if (json_array_size(r->tools) > 0 && !r->tools_disabled &&
+        !evd_hx_put_each(body, "tools", r->tools, chat_tool))
+        goto nomem;
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning_effort", json_string(r->thinking_level)))
         goto nomem;

@@ -79,6 +79,14 @@ static int add_assistant(json_t *input, json_t *msg)
     return 0;
 }
 
+/* A neutral tool as a Responses function tool (new reference). */
+static json_t *responses_tool(json_t *t)
+{
+    return json_pack("{s:s,s:O,s:O,s:O,s:b}", "type", "function", "name",
+                     json_object_get(t, "name"), "description", json_object_get(t, "description"),
+                     "parameters", json_object_get(t, "parameters"), "strict", 0);
+}
+
 json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *err)
 {
     json_t *input = json_array();
@@ -115,21 +123,9 @@ json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *e
         if (item == NULL || json_array_append_new(input, item) != 0)
             goto nomem;
     }
-    if (json_array_size(r->tools) > 0 && !r->tools_disabled) {
-        json_t *tools = json_array();
-        json_t *t;
-        if (tools == NULL || json_object_set_new(body, "tools", tools) != 0)
-            goto nomem;
-        json_array_foreach(r->tools, i, t)
-        {
-            json_t *w = json_pack("{s:s,s:O,s:O,s:O,s:b}", "type", "function", "name",
-                                  json_object_get(t, "name"), "description",
-                                  json_object_get(t, "description"), "parameters",
-                                  json_object_get(t, "parameters"), "strict", 0);
-            if (w == NULL || json_array_append_new(tools, w) != 0)
-                goto nomem;
-        }
-    }
+    if (json_array_size(r->tools) > 0 && !r->tools_disabled &&
+        !evd_hx_put_each(body, "tools", r->tools, responses_tool))
+        goto nomem;
     if (r->thinking_level != NULL &&
         json_object_set_new(body, "reasoning", json_pack("{s:s}", "effort", r->thinking_level)))
         goto nomem;

@@ -1,7 +1,7 @@
 /*
- * What the three wire formats share: dispatch by kind, provider_options merging, tool-call
- * entries, the end of a reply parse and usage counters. Pure functions over jansson values;
- * thread-safe.
+ * What the three wire formats share: dispatch by kind, provider_options merging, wire
+ * lists (tools, replayed calls), tool-call entries, the end of a reply parse and usage counters.
+ * Pure functions over jansson values; thread-safe.
  */
 #include "harness/internal.h"
 
@@ -165,5 +165,21 @@ bool evd_hx_get_count(json_t *obj, const char *path, int64_t *out)
     if (!json_is_integer(cur) || json_integer_value(cur) < 0)
         return false;
     *out = (int64_t)json_integer_value(cur);
+    return true;
+}
+
+bool evd_hx_put_each(json_t *obj, const char *key, json_t *items, json_t *(*shape)(json_t *item))
+{
+    json_t *list = json_array();
+    if (list == NULL || json_object_set_new(obj, key, list) != 0)
+        return false;
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item)
+    {
+        json_t *w = shape(item);
+        if (w == NULL || json_array_append_new(list, w) != 0)
+            return false;
+    }
     return true;
 }

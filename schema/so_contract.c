@@ -112,6 +112,17 @@ fail:
     return NULL;
 }
 
+/* Compiles c's validator v from `schema` (borrowed); err reads "<label>: <why>". */
+static enum evd_code compile(struct evd_so_contract *c, int v, json_t *schema, const char *label,
+                             struct evd_err *err)
+{
+    struct evd_err cerr = {0};
+    c->validator[v] = evd_jsonschema_new(schema, &cerr);
+    if (c->validator[v] == NULL)
+        return evd_err_set(err, cerr.code, "%s: %s", label, cerr.msg);
+    return EVD_OK;
+}
+
 struct evd_so_contract *evd_so_verdict_new(json_t *green_owner, json_t *red_owner,
                                            struct evd_err *err)
 {
@@ -129,12 +140,8 @@ struct evd_so_contract *evd_so_verdict_new(json_t *green_owner, json_t *red_owne
         c->branch[v] = make_branch(c->owner[v], evd_so_verdict_names[v]);
         if (c->branch[v] == NULL)
             goto nomem;
-        struct evd_err cerr = {0};
-        c->validator[v] = evd_jsonschema_new(c->branch[v], &cerr);
-        if (c->validator[v] == NULL) {
-            evd_err_set(err, cerr.code, "%s: %s", labels[v], cerr.msg);
+        if (compile(c, v, c->branch[v], labels[v], err) != EVD_OK)
             goto fail;
-        }
     }
     return c;
 nomem:
@@ -157,12 +164,8 @@ struct evd_so_contract *evd_so_value_new(json_t *schema, struct evd_err *err)
         }
         if ((c->owner[0] = json_deep_copy(schema)) == NULL)
             goto nomem;
-        struct evd_err cerr = {0};
-        c->validator[0] = evd_jsonschema_new(c->owner[0], &cerr);
-        if (c->validator[0] == NULL) {
-            evd_err_set(err, cerr.code, "output schema: %s", cerr.msg);
+        if (compile(c, 0, c->owner[0], "output schema", err) != EVD_OK)
             goto fail;
-        }
     }
     return c;
 nomem:

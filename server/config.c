@@ -32,8 +32,11 @@ static const struct setting settings[] = {
      "libpq connection string or URI (make run starts a private PostgreSQL and sets it)"},
     {"EVALD_LISTEN", "listen", K_STR, "127.0.0.1:8080", 0, 0, OFF(listen),
      "address:port to serve ([::1]:8080 for IPv6; port 0 picks a free port)"},
-    {"EVALD_WORKERS", "workers", K_INT, "8", 1, 256, OFF(workers),
-     "worker threads per process"},
+    {"EVALD_WORKERS", "workers", K_INT, NULL, 1, 4096, OFF(workers),
+     "worker threads per process; unset = EVALD_MAX_CONCURRENCY (the older name of that knob)"},
+    {"EVALD_WORKER_CONNECTIONS", "worker-connections", K_INT, "16", 1, 256,
+     OFF(worker_connections),
+     "database connections the workers share (a worker holds one only between provider calls)"},
     {"EVALD_SWEEP_INTERVAL_MS", "sweep-interval-ms", K_INT, "15000", 50, 3600000,
      OFF(sweep_interval_ms), "sweeper period in milliseconds"},
     {"EVALD_LEASE_MS", "lease-ms", K_INT, "30000", 200, 3600000, OFF(lease_ms),
@@ -42,8 +45,9 @@ static const struct setting settings[] = {
      "when set, /v1 requests need 'Authorization: Bearer <token>'; required beyond loopback"},
     {"EVALD_MAX_RUNS", "max-runs", K_INT, "100", 1, 10000, OFF(max_runs),
      "upper bound of runs per variant"},
-    {"EVALD_MAX_CONCURRENCY", "max-concurrency", K_INT, "256", 1, 100000, OFF(max_concurrency),
-     "upper bound of an experiment's concurrency (cases in flight at once)"},
+    {"EVALD_MAX_CONCURRENCY", "max-concurrency", K_INT, "256", 1, 4096, OFF(max_concurrency),
+     "provider calls one process may have in flight (its worker threads), and the largest "
+     "concurrency an experiment may ask for"},
     {"EVALD_MAX_EXPERIMENT_RUNS", "max-experiment-runs", K_INT, "100000", 1, 10000000,
      OFF(max_experiment_runs), "upper bound of an experiment's runs (cases x arms x repeats)"},
     {"EVALD_MAX_DATASET_CASES", "max-dataset-cases", K_INT, "10000", 1, 1000000,
@@ -278,4 +282,9 @@ void evd_config_usage(FILE *out)
                 s->def ? s->def : "unset", s->help);
     }
     fprintf(out, "\n  --help, --version\n");
+}
+
+long evd_config_workers(const struct evd_config *cfg)
+{
+    return cfg->workers > 0 ? cfg->workers : cfg->max_concurrency;
 }

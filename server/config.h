@@ -23,6 +23,7 @@ struct evd_config {
     long sweep_interval_ms;  /* EVALD_SWEEP_INTERVAL_MS */
     long lease_ms;           /* EVALD_LEASE_MS */
     char *api_token;         /* EVALD_API_TOKEN; NULL = no auth */
+    long worker_connections; /* EVALD_WORKER_CONNECTIONS */
     long max_runs;           /* EVALD_MAX_RUNS */
     long max_concurrency;    /* EVALD_MAX_CONCURRENCY */
     long max_experiment_runs; /* EVALD_MAX_EXPERIMENT_RUNS */
@@ -66,5 +67,8 @@ void evd_config_usage(FILE *out);
 
 /* True when `host` is a loopback name or address (127.0.0.0/8, ::1, localhost). */
 bool evd_config_host_is_loopback(const char *host);
+
+/* The engine's worker threads: EVALD_WORKERS when set, else EVALD_MAX_CONCURRENCY. */
+long evd_config_workers(const struct evd_config *cfg);
 
 #endif

@@ -63,12 +63,13 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
 }
 
 /*
- * The PostgreSQL connections this process opens at most: one per engine worker, the
- * handlers' pool, and the service threads that hold one each: the engine's keeper (it
- * LISTENs), sweeper, writer, finalizer and analyst (engine/threads.c, writer.c, steps.c,
- * experiments.c), each
- * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread
- * when it runs (adapter/deliver.c).
+ * The PostgreSQL connections this process opens at most: the workers' shared connections
+ * (EVALD_WORKER_CONNECTIONS, at most one per worker), the pool that the engine's and the
+ * webhooks' functions borrow from (for handlers and the adapter), and the service threads
+ * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer and
+ * analyst (engine/threads.c, writer.c, steps.c, experiments.c), each webhook delivery
+ * thread (webhooks/deliver.c), and the iii adapter's delivery thread when it runs
+ * (adapter/deliver.c).
  */
 #define ENGINE_SERVICE_CONNECTIONS 5
 
@@ -84,16 +85,19 @@ static bool connections_fit(const struct evd_config *cfg, bool iii)
         return true;
     }
     long services = ENGINE_SERVICE_CONNECTIONS + (iii ? 1 : 0);
-    long need = cfg->workers + cfg->db_pool_size + cfg->webhook_workers + services;
+    long workers = evd_config_workers(cfg);
+    long wconns = cfg->worker_connections < workers ? cfg->worker_connections : workers;
+    long need = wconns + cfg->db_pool_size + cfg->webhook_workers + services;
     long allowed = cap.max_connections - cap.reserved - cap.in_use;
     if (need <= allowed)
         return true;
     char msg[400];
     snprintf(msg, sizeof(msg),
-             "EVALD_WORKERS (%ld) + EVALD_DB_POOL_SIZE (%ld) + EVALD_WEBHOOK_WORKERS (%ld) + "
-             "%ld service connections = %ld exceed what PostgreSQL allows this process "
-             "(max_connections %ld - %ld reserved - %ld in use = %ld)",
-             cfg->workers, cfg->db_pool_size, cfg->webhook_workers, services, need,
+             "EVALD_WORKER_CONNECTIONS (%ld) + EVALD_DB_POOL_SIZE (%ld) + "
+             "EVALD_WEBHOOK_WORKERS (%ld) + %ld service connections = %ld exceed what "
+             "PostgreSQL allows this process (max_connections %ld - %ld reserved - %ld in use "
+             "= %ld)",
+             wconns, cfg->db_pool_size, cfg->webhook_workers, services, need,
              cap.max_connections, cap.reserved, cap.in_use, allowed);
     evd_log(EVD_LOG_ERROR, "invalid configuration", "error", msg, NULL);
     return false;
@@ -188,7 +192,8 @@ int main(int argc, char **argv)
         .conninfo = cfg.database_url,
         .db = db,
         .providers = providers,
-        .workers = cfg.workers,
+        .workers = evd_config_workers(&cfg),
+        .worker_connections = cfg.worker_connections,
         .lease_ms = cfg.lease_ms,
         .sweep_interval_ms = cfg.sweep_interval_ms,
         .max_runs = cfg.max_runs,
@@ -224,7 +229,6 @@ int main(int argc, char **argv)
     evd_evaluations_register();
     evd_sessions_register();
     struct evd_ctx ctx = {
-        .db = db,
         .max_runs = cfg.max_runs,
         .max_dataset_cases = cfg.max_dataset_cases,
         .max_dataset_bytes = cfg.max_dataset_bytes,

@@ -153,7 +153,8 @@ json_t *evd_store_experiment_progress(PGconn *c, const char *id, struct evd_err 
     return one_json(c,
                     "SELECT json_build_object('experiment_id', x.id, 'status', x.status,"
                     " 'updated_at', x.updated_at, 'progress', " PROGRESS_JSON
-                    ", 'partial', x.status IN ('queued', 'running'))::text"
+                    ", 'analysis', json_build_object('partial',"
+                    " x.status IN ('queued', 'running')))::text"
                     " FROM experiments x WHERE x.id = $1",
                     id, "experiment", err);
 }
@@ -571,7 +572,7 @@ enum evd_code evd_store_experiment_finish(PGconn *c, const char *id, const char 
         " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
         " FROM (SELECT count(*) FILTER (WHERE status IN ('completed', 'failed', 'cancelled'))"
         " AS terminal, count(*) FILTER (WHERE passed) AS passed,"
-        " count(*) FILTER (WHERE status = 'failed') AS failed FROM experiment_runs"
+        " count(*) FILTER (WHERE passed = false) AS failed FROM experiment_runs"
         " WHERE experiment_id = $1) s"
         " WHERE x.id = $1 AND x.status IN ('queued', 'running') RETURNING 1",
         4, p, err);

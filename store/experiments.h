@@ -42,7 +42,8 @@ enum evd_code evd_store_experiment_create(PGconn *c, const struct evd_store_expe
 /* The experiment as the API shows it (without the analysis members merged in: the row's
  * `analysis` member holds {arms, comparisons, analysis}). NULL + EVD_ENOTFOUND. */
 json_t *evd_store_experiment_get(PGconn *c, const char *id, struct evd_err *err);
-/* The status and progress only: {experiment_id, status, progress, partial}. */
+/* The status and progress only: {experiment_id, status, updated_at, progress,
+ * analysis: {partial}}. */
 json_t *evd_store_experiment_progress(PGconn *c, const char *id, struct evd_err *err);
 /* Newest first (store/page.h). */
 json_t *evd_store_experiment_list(PGconn *c, unsigned limit, const char *before,

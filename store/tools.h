@@ -1,6 +1,7 @@
 /*
  * HTTP tools: functions the agent may call (and HTTP evaluators), registered with
- * PUT /v1/tools/{id}. SQL only; validation is the handler's.
+ * PUT /v1/tools/{id}. SQL only; validation is the engine's
+ * (engine/tools.c).
  */
 #ifndef EVD_STORE_TOOLS_H
 #define EVD_STORE_TOOLS_H

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1091,6 +1092,16 @@ enum evd_code stub_server_start(const struct stub_config *cfg, struct stub_scrip
     s->script = script;
     s->require_key = cfg->require_key;
     s->max_body = cfg->max_body;
+    /* A connection a call in flight: raise the descriptor limit to what the system allows,
+     * so that benchmarks can hold thousands of calls at once. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    unsigned limit = 16000;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (rlim_t)limit + 64)
+        limit = nofile.rlim_cur > 128 ? (unsigned)(nofile.rlim_cur - 64) : 64;
     int fd = bind_listen(cfg->listen, s->address, sizeof(s->address), err);
     if (fd < 0) {
         stub_server_stop(s);
@@ -1100,7 +1111,7 @@ enum evd_code stub_server_start(const struct stub_config *cfg, struct stub_scrip
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
         NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_END);
     if (s->mhd == NULL) {
         close(fd);
         stub_server_stop(s);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The suites that exercise evald's threads (engine workers, writer and keeper, webhook
-# delivery, sessions, the iii adapter) under ThreadSanitizer, in build-tsan. The
-# integration suites run the TSan evald and evald-stub binaries; tests/support/itest.c
-# fails a suite when a child's stderr holds a report, the TSan runtime fails a test
-# binary with its own, and the logs under build-tsan/test-logs are checked once more at
-# the end. Suppressions (tests/tsan.supp) are for third-party libraries only.
+# delivery, sessions, the iii adapter, the common thread queue) under ThreadSanitizer, in
+# build-tsan. The integration suites run the TSan evald and evald-stub binaries;
+# tests/support/itest.c fails a suite when a child's stderr holds a report, the TSan
+# runtime fails a test binary with its own, and the logs under build-tsan/test-logs are
+# checked once more at the end. Suppressions (tests/tsan.supp) are for third-party libraries only.
 # Starts a private PostgreSQL under var/pg-test (port EVALD_TEST_PG_PORT, default 54330)
 # unless EVALD_TEST_DATABASE_URL is set, and stops it again when it started it.
 set -euo pipefail
@@ -16,7 +16,7 @@ scripts/deps.sh
 # GCC by default (its TSan runtime, libtsan2, comes with it); TSAN_CC=clang works as well.
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="${TSAN_CC:-gcc}" -DCMAKE_BUILD_TYPE=Debug -DEVALD_TSAN=ON >/dev/null
 suites=(test_engine test_webhooks test_sessions test_run_functions
-        test_adapter_conn test_adapter_proto test_adapter_ws test_webhook_core)
+        test_adapter_conn test_adapter_proto test_adapter_ws test_webhook_core test_queue)
 cmake --build "$build" -j "$jobs" --target evald evald-stub "${suites[@]}"
 
 if [ -z "${EVALD_TEST_DATABASE_URL:-}" ]; then
@@ -38,7 +38,7 @@ rm -rf "$build/test-logs"
 mkdir -p "$build/test-logs"
 status=0
 ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}" \
-  -R '^(unit/test_(adapter_.*|webhook_core)|integration/test_(engine|webhooks|sessions|run_functions))$' || status=$?
+  -R '^(unit/test_(adapter_.*|webhook_core|queue)|integration/test_(engine|webhooks|sessions|run_functions))$' || status=$?
 # The iii suite (Node) keeps evald's stderr to itself: there the reports go to files.
 TSAN_OPTIONS="$TSAN_OPTIONS log_path=$build/test-logs/iii-tsan" \
   ctest --test-dir "$build" --output-on-failure -R '^iii/adapter$' || status=$?

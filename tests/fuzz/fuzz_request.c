@@ -19,7 +19,7 @@
  *   8  POST /v1/evaluators/{name}          evd_request_evaluator_input, evd_evaluator_run
  *   9  POST /v1/sessions                    evd_session_request_decode
  *  10  POST /v1/sessions/{id}/messages      evd_session_message_decode
- *  11  PUT /v1/tools/{id}                   evd_h_tool_decode
+ *  11  PUT /v1/tools/{id}                   evd_tools_decode
  *  12  POST /v1/subscriptions               evd_webhooks_subscribe (no key: stops after decode)
  *  13  agent review arguments               evd_engine_review_check
  *  14  an evaluator's answer                evd_evaluator_check_response
@@ -36,7 +36,7 @@
 #include "domain/review.h"
 #include "domain/session.h"
 #include "engine/internal.h"
-#include "handlers/tools.h"
+#include "engine/tools.h"
 #include "harness/providers.h"
 #include "schema/structured.h"
 #include "store/tools.h"
@@ -191,7 +191,7 @@ static void decode(unsigned which, json_t *body)
         break;
     case 11: {
         struct evd_tool t;
-        rc = evd_h_tool_decode("fuzz.tool", body, &t, &err);
+        rc = evd_tools_decode("fuzz.tool", body, &t, &err);
         break;
     }
     case 12: {

@@ -66,7 +66,8 @@ START_TEST(too_many_connections_exit_2_naming_the_settings)
     pg_start();
     char dburl[300];
     snprintf(dburl, sizeof(dburl), "EVALD_DATABASE_URL=%s", pgurl);
-    char *env[] = {dburl, "EVALD_LISTEN=127.0.0.1:0", "EVALD_WORKERS=64", NULL};
+    char *env[] = {dburl, "EVALD_LISTEN=127.0.0.1:0", "EVALD_WORKERS=64",
+                   "EVALD_WORKER_CONNECTIONS=40", NULL};
     char *argv[] = {(char *)evd_t_evald_bin(), NULL};
     struct evd_t_proc p;
     ck_assert_int_eq(evd_t_spawn(&p, argv, env, false, 0), 0);
@@ -76,11 +77,11 @@ START_TEST(too_many_connections_exit_2_naming_the_settings)
     ck_assert_int_eq(status, 2);
     char *e = logged_error(&p, "invalid configuration");
     ck_assert_ptr_nonnull(e);
-    /* 64 workers + 8 pool + 2 webhook threads + keeper, sweeper, writer, finalizer,
-     * analyst. */
-    const char *want = "EVALD_WORKERS (64) + EVALD_DB_POOL_SIZE (8) + EVALD_WEBHOOK_WORKERS (2) + "
-                       "5 service connections = 79 exceed what PostgreSQL allows this process "
-                       "(max_connections 20 - 3 reserved - ";
+    /* 40 of the 64 workers' connections + 8 pool + 2 webhook threads + keeper, sweeper,
+     * writer, finalizer, analyst. */
+    const char *want = "EVALD_WORKER_CONNECTIONS (40) + EVALD_DB_POOL_SIZE (8) + "
+                       "EVALD_WEBHOOK_WORKERS (2) + 5 service connections = 55 exceed what "
+                       "PostgreSQL allows this process (max_connections 20 - 3 reserved - ";
     ck_assert_msg(strncmp(e, want, strlen(want)) == 0, "message: %s", e);
     long in_use = -1, allowed = -1;
     ck_assert_int_eq(sscanf(e + strlen(want), "%ld in use = %ld)", &in_use, &allowed), 2);
@@ -94,7 +95,7 @@ END_TEST
 START_TEST(a_configuration_that_fits_becomes_ready)
 {
     pg_start();
-    /* 4 + 4 + 2 + 4 = 14 of the 17 that are not reserved. */
+    /* 4 + 4 + 2 + 5 = 15 of the 17 that are not reserved. */
     char *env[] = {"EVALD_WORKERS=4", "EVALD_DB_POOL_SIZE=4", NULL};
     struct evd_t_proc p;
     ck_assert_int_eq(evd_t_evald_start(&p, pgurl, env), 0);

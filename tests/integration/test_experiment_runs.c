@@ -440,6 +440,49 @@ START_TEST(experiment_completed_fires_once)
 }
 END_TEST
 
+/* A call in flight holds no database connection: 48 workers share 2 connections, and
+ * 40 cases at once reach the provider together (the limiter's window opens at 8 and
+ * doubles each round trip, so the later repeats run at full width) while evald never
+ * has more than its fixed connections open. */
+START_TEST(calls_in_flight_hold_no_connection)
+{
+    start_stub(700);
+    struct evd_t_proc p;
+    char *env[] = {env_base, env_key, "EVALD_WORKERS=48", "EVALD_WORKER_CONNECTIONS=2",
+                   "EVALD_DB_POOL_SIZE=2", "EVALD_WEBHOOK_WORKERS=0", NULL};
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+    char xid[64];
+    snprintf(xid, sizeof(xid), "%s", start_experiment(&p, 40, 2, 4, 40));
+    long most = 0;
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+             " AND pid <> pg_backend_pid()");
+    for (int waited = 0; waited < 30000; waited += 100) {
+        char *v = evd_t_sql(db_url, sql);
+        if (v != NULL && atol(v) > most)
+            most = atol(v);
+        free(v);
+        json_t *stats = evd_t_stub_stats(&stub);
+        long in_flight = (long)json_integer_value(json_object_get(stats, "max_in_flight"));
+        json_decref(stats);
+        if (in_flight >= 40)
+            break;
+        usleep(100 * 1000);
+    }
+    json_t *doc = wait_terminal(&p, xid, 60000);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
+    json_decref(doc);
+    json_t *stats = evd_t_stub_stats(&stub);
+    ck_assert_int_ge(json_integer_value(json_object_get(stats, "max_in_flight")), 40);
+    json_decref(stats);
+    /* 2 worker connections + at most 2 pooled + keeper, sweeper, writer, finalizer,
+     * analyst: 9, far below the 40 calls in flight. */
+    ck_assert_msg(most <= 9, "evald had %ld connections open", most);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_runs");
@@ -450,6 +493,7 @@ int main(void)
     tcase_add_test(tc, kill_9_mid_experiment_counts_every_run_once);
     tcase_add_test(tc, scripted_outcomes_give_each_verdict);
     tcase_add_test(tc, experiment_completed_fires_once);
+    tcase_add_test(tc, calls_in_flight_hold_no_connection);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

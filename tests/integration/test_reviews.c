@@ -556,8 +556,10 @@ START_TEST(retry_runs_exactly_the_failed_runs)
 {
     char *id = start(TWO);
     json_t *doc = wait_terminal(id);
-    /* r2's treatment failed at the provider: the treatment has one evaluated case */
-    ASSERT_INT(doc, "progress.failed_runs", 1);
+    /* r2's treatment failed at the provider, before any verdict: three runs passed */
+    ASSERT_INT(doc, "progress.terminal_runs", 4);
+    ASSERT_INT(doc, "progress.passed_runs", 3);
+    ASSERT_INT(doc, "comparisons.0.paired_cases", 1);
     json_decref(doc);
     char path[256];
     long st = 0;

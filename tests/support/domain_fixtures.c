@@ -93,7 +93,8 @@ json_t *evd_dt_metrics(const char *session_id, bool complete, int64_t turns, int
     return m;
 }
 
-json_t *evd_dt_normalized(uint32_t runs, enum evd_order order, bool with_evaluator)
+/* The start body with `runs` and the execution order set (new reference). */
+static json_t *start_body(uint32_t runs, enum evd_order order)
 {
     json_t *body = evd_dt_start_body();
     char text[32];
@@ -102,6 +103,12 @@ json_t *evd_dt_normalized(uint32_t runs, enum evd_order order, bool with_evaluat
     evd_dt_set(body, "execution_order",
                order == EVD_ORDER_CONTROL_FIRST ? "\"balanced_control_first\""
                                                 : "\"balanced_treatment_first\"");
+    return body;
+}
+
+json_t *evd_dt_normalized(uint32_t runs, enum evd_order order, bool with_evaluator)
+{
+    json_t *body = start_body(runs, order);
     if (!with_evaluator)
         evd_dt_set(body, "evaluator", NULL);
     json_t *n = NULL;
@@ -232,13 +239,7 @@ void evd_dt_random_eval(uint64_t *rng, uint32_t max_runs, struct evd_dt_eval *ou
 {
     uint32_t runs = 1 + (uint32_t)pick(rng, max_runs);
     enum evd_order order = pick(rng, 2) ? EVD_ORDER_CONTROL_FIRST : EVD_ORDER_TREATMENT_FIRST;
-    json_t *body = evd_dt_start_body();
-    char text[32];
-    snprintf(text, sizeof(text), "%u", runs);
-    evd_dt_set(body, "runs", text);
-    evd_dt_set(body, "execution_order",
-               order == EVD_ORDER_CONTROL_FIRST ? "\"balanced_control_first\""
-                                                : "\"balanced_treatment_first\"");
+    json_t *body = start_body(runs, order);
     evd_dt_set(body, "limits", random_limits(rng));
     switch (pick(rng, 3)) {
     case 0:

@@ -17,6 +17,8 @@ file(APPEND ${WORK_DIR}/store/db.c "\n#include \"engine/engine.h\"\n")
 file(APPEND ${WORK_DIR}/engine/review.c "\n#include \"handlers/api.h\"\n")
 file(APPEND ${WORK_DIR}/adapter/ws.c "\n#include \"server/config.h\"\n")
 file(APPEND ${WORK_DIR}/handlers/api.c "\n#include <libpq-fe.h>\n")
+file(APPEND ${WORK_DIR}/handlers/tools.c "\n#include \"store/tools.h\"\n")
+file(APPEND ${WORK_DIR}/handlers/system.c "\n#include \"schema/jsonschema.h\"\n")
 file(APPEND ${WORK_DIR}/webhooks/policy.c
   "\nstatic void planted(void *c) { PQfinish(c); }\nstatic const char PLANTED[] = \"DELETE FROM jobs\";\n")
 execute_process(COMMAND ${check} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -28,6 +30,8 @@ foreach(expect
     "engine/review.c: engine/ may not include handlers/api.h"
     "adapter/ws.c: adapter/ may not include server/config.h"
     "handlers/api.c: only store/ includes libpq-fe.h"
+    "handlers/tools.c: handlers/ may not include store/tools.h"
+    "handlers/system.c: handlers/ may not include schema/jsonschema.h"
     "webhooks/policy.c: a libpq call outside store/"
     "webhooks/policy.c: a SQL statement outside store/")
   string(FIND "${out}" "${expect}" at)

@@ -33,7 +33,11 @@ START_TEST(defaults_match_the_spec)
     ck_assert_str_eq(cfg.listen_host, "127.0.0.1");
     ck_assert_uint_eq(cfg.listen_port, 8080);
     ck_assert(cfg.listen_loopback);
-    ck_assert_int_eq(cfg.workers, 8);
+    /* Workers: EVALD_WORKERS unset, so EVALD_MAX_CONCURRENCY's 256, on 16 connections. */
+    ck_assert_int_eq(cfg.workers, 0);
+    ck_assert_int_eq(cfg.max_concurrency, 256);
+    ck_assert_int_eq(evd_config_workers(&cfg), 256);
+    ck_assert_int_eq(cfg.worker_connections, 16);
     ck_assert_int_eq(cfg.sweep_interval_ms, 15000);
     ck_assert_int_eq(cfg.max_runs, 100);
     ck_assert_ptr_null(cfg.api_token);
@@ -77,6 +81,7 @@ START_TEST(flags_override_environment)
     char *argv[] = {"evald", "--workers", "2", "--max-runs=7", NULL};
     ck_assert_int_eq(load(env, 4, argv, &cfg, &err), EVD_OK);
     ck_assert_int_eq(cfg.workers, 2);
+    ck_assert_int_eq(evd_config_workers(&cfg), 2); /* the older name wins when given */
     ck_assert_int_eq(cfg.max_runs, 7);
     ck_assert_uint_eq(cfg.listen_port, 9000);
     evd_config_free(&cfg);
@@ -89,8 +94,8 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-    {{"EVALD_WORKERS", "0", NULL}, "EVALD_WORKERS must be an integer between 1 and 256"},
-    {{"EVALD_WORKERS", "8x", NULL}, "EVALD_WORKERS must be an integer between 1 and 256"},
+    {{"EVALD_WORKERS", "0", NULL}, "EVALD_WORKERS must be an integer between 1 and 4096"},
+    {{"EVALD_WORKERS", "8x", NULL}, "EVALD_WORKERS must be an integer between 1 and 4096"},
     {{"EVALD_MAX_RUNS", "-1", NULL}, "EVALD_MAX_RUNS must be an integer between 1 and 10000"},
     {{"EVALD_SWEEP_INTERVAL_MS", "10", NULL},
      "EVALD_SWEEP_INTERVAL_MS must be an integer between 50 and 3600000"},
@@ -153,9 +158,9 @@ START_TEST(unknown_flags_and_missing_values)
     char *argv2[] = {"evald", "--workers", NULL};
     ck_assert_int_eq(load(NULL, 2, argv2, &cfg, &err), EVD_EINVAL);
     ck_assert_str_eq(err.msg, "option --workers needs a value");
-    char *argv3[] = {"evald", "--workers", "300", NULL};
+    char *argv3[] = {"evald", "--workers", "5000", NULL};
     ck_assert_int_eq(load(NULL, 3, argv3, &cfg, &err), EVD_EINVAL);
-    ck_assert_str_eq(err.msg, "--workers must be an integer between 1 and 256");
+    ck_assert_str_eq(err.msg, "--workers must be an integer between 1 and 4096");
 }
 END_TEST
 
@@ -205,6 +210,7 @@ START_TEST(usage_lists_every_variable)
     evd_config_usage(f);
     fclose(f);
     const char *names[] = {"EVALD_DATABASE_URL", "EVALD_LISTEN", "EVALD_WORKERS",
+                           "EVALD_WORKER_CONNECTIONS",
                            "EVALD_SWEEP_INTERVAL_MS", "EVALD_API_TOKEN", "EVALD_MAX_RUNS",
                            "EVALD_PROVIDERS_FILE", "EVALD_PRICES_FILE", "OPENAI_API_KEY",
                            "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "III_URL",
