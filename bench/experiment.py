@@ -7,7 +7,8 @@ E1  one experiment of --cases cases, 2 arms, --repeats repeats (cases x 2 x repe
     evald's peak RSS.
 E2  GET /v1/experiments/{id} of a finished experiment of --read-cases cases (2 arms, one
     repeat), --reads sequential requests over one kept-alive connection: p50, p99, max.
-    Also GET .../cases?limit=100 (the first page).
+    Also GET .../cases?limit=100 (the first page), and evald's peak RSS over the upload, the
+    whole experiment and the reads.
 
 Each run uses a fresh database on --db-server and fresh evald and stub processes, all on
 loopback. Usage:
@@ -146,7 +147,8 @@ def e2(opts):
             raise RuntimeError("E2: experiment %s" % doc["status"])
         get = timed_gets(ev.base, "/v1/experiments/%s" % xid, opts.reads)
         cases = timed_gets(ev.base, "/v1/experiments/%s/cases?limit=100" % xid, opts.reads)
-        return {"cases": opts.read_cases, "get": get, "cases_page": cases}
+        return {"cases": opts.read_cases, "get": get, "cases_page": cases,
+                "peak_rss_mb": bench.proc_kb(ev.proc.pid, "VmHWM") / 1024.0}
     return with_evald(opts, opts.workers, run)
 
 
@@ -183,6 +185,9 @@ def main():
     if "e2" in opts.only:
         out["e2"] = e2(opts)
         r = out["e2"]
+        print("E2 upload of %d cases, experiment of %d runs to its end, %d reads: evald peak RSS "
+              "%.0f MB" % (opts.read_cases, 2 * opts.read_cases, 2 * opts.reads,
+                           r["peak_rss_mb"]), flush=True)
         for k, name in (("get", "GET /v1/experiments/{id}"),
                         ("cases_page", "GET /v1/experiments/{id}/cases?limit=100")):
             print("E2 %s, finished, %d cases, %d reads: p50 %.1f ms, p99 %.1f ms, max %.1f ms, "

@@ -1,4 +1,4 @@
-// Client of the evald REST API (/v1), evaluations and sessions. Owns the bearer token of this tab (sessionStorage) and turns
+// Client of the evald REST API (/v1): evaluations, sessions, datasets and experiments. Owns the bearer token of this tab (sessionStorage) and turns
 // RFC 9457 problem+json answers into ApiError. When a request gets 401 the token prompt set by
 // the app is shown once and shared by every request waiting at that moment; then the request is
 // retried once. Module state: the token and the pending prompt only.
@@ -70,20 +70,21 @@ async function parseBody(res) {
     return { detail: text.slice(0, 300) };
 }
 
-// Sends one request. body (optional) is serialised as JSON. Returns the decoded JSON answer;
+// Sends one request. body (optional) is serialised as JSON, or sent as it is (a string, Blob
+// or File) with Content-Type rawType when rawType is given. Returns the decoded JSON answer;
 // throws ApiError on any non-2xx answer (after one token prompt on 401) or on a network failure.
-export async function request(method, path, body) {
+export async function request(method, path, body, rawType) {
     for (let attempt = 0; ; attempt++) {
         const headers = { Accept: 'application/json' };
         const token = getToken();
         if (token) headers.Authorization = `Bearer ${token}`;
-        if (body !== undefined) headers['Content-Type'] = 'application/json';
+        if (body !== undefined) headers['Content-Type'] = rawType || 'application/json';
         let res;
         try {
             res = await fetch(path, {
                 method,
                 headers,
-                body: body === undefined ? undefined : JSON.stringify(body),
+                body: body === undefined ? undefined : rawType ? body : JSON.stringify(body),
                 cache: 'no-store',
             });
         } catch (e) {
@@ -121,7 +122,57 @@ export const api = {
     session: (id) => request('GET', `/v1/sessions/${encodeURIComponent(id)}`),
     createSession: (body) => request('POST', '/v1/sessions', body),
     compare: (ids, baseline) => request('GET', `/v1/sessions/compare?${compareQuery(ids, baseline)}`),
+    datasets: ({ limit = 100, before } = {}) => request('GET', `/v1/datasets?${pageQuery(limit, before)}`),
+    // file: a File or Blob; type: its Content-Type (text/csv, application/x-ndjson, application/json).
+    uploadDataset: (file, name, type) => request('POST', `/v1/datasets?name=${encodeURIComponent(name)}`, file, type),
+    experiments: ({ limit = 50, before } = {}) => request('GET', `/v1/experiments?${pageQuery(limit, before)}`),
+    experiment: (id) => request('GET', `/v1/experiments/${encodeURIComponent(id)}`),
+    startExperiment: (body) => request('POST', '/v1/experiments', body),
+    cancelExperiment: (id) => request('POST', `/v1/experiments/${encodeURIComponent(id)}/cancel`, {}),
+    removeExperiment: (id) => request('DELETE', `/v1/experiments/${encodeURIComponent(id)}`),
+    // filter: '' | 'flaky' | 'disagree'.
+    experimentCases: (id, { filter, limit = 100, before } = {}) => {
+        const q = new URLSearchParams({ limit: String(limit) });
+        if (filter) q.set('filter', filter);
+        if (before) q.set('before', before);
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/cases?${q}`);
+    },
+    experimentRuns: (id, caseId, { limit = 100, before } = {}) => {
+        const q = new URLSearchParams({ case_id: caseId, limit: String(limit) });
+        if (before) q.set('before', before);
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/runs?${q}`);
+    },
 };
+
+function pageQuery(limit, before) {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (before) q.set('before', before);
+    return q;
+}
+
+// Path of an experiment's export (format jsonl or csv), without a token: a plain link works
+// when the server needs none; with a token the view downloads it through exportBlob().
+export function exportPath(id, format) {
+    return `/v1/experiments/${encodeURIComponent(id)}/export?format=${encodeURIComponent(format)}`;
+}
+
+// Downloads an export with the tab's token in the Authorization header; resolves a Blob.
+export async function exportBlob(id, format) {
+    const headers = {};
+    const token = getToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const res = await fetch(exportPath(id, format), { headers, cache: 'no-store' });
+    if (!res.ok) throw new ApiError(res.status, await parseBody(res));
+    return res.blob();
+}
+
+// URL of the Server-Sent Events stream of one experiment (token as access_token, as for
+// eventsUrl()).
+export function experimentEventsUrl(id) {
+    const token = getToken();
+    const base = `/v1/experiments/${encodeURIComponent(id)}/events`;
+    return token ? `${base}?access_token=${encodeURIComponent(token)}` : base;
+}
 
 // ids=a,b,c&baseline=a (commas kept readable; each id encoded).
 function compareQuery(ids, baseline) {

@@ -1,5 +1,5 @@
 // Entry point of the console: hash routing (#/, #/new, #/new?from=<id>, #/evaluations/<id>,
-// #/sessions?ids=…&baseline=…),
+// #/sessions?ids=…&baseline=…, #/experiments, #/experiments/new?from=<id>, #/experiments/<id>),
 // the token and confirmation dialogs, the toast line, and the wiring between the history
 // sidebar and the main view. One view is mounted in <main> at a time; the previous one is
 // disposed (its event stream and timers stopped) before the next mounts.
@@ -74,6 +74,9 @@ function parseHash() {
     if (path === '/new') return { name: 'new', from: params.get('from') };
     if ((m = /^\/evaluations\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'detail', id: m[1] };
     if (path === '/sessions') return { name: 'sessions', params };
+    if (path === '/experiments') return { name: 'experiments', page: 'list' };
+    if (path === '/experiments/new') return { name: 'experiments', page: 'new', from: params.get('from') };
+    if ((m = /^\/experiments\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'experiments', page: 'detail', id: m[1] };
     return { name: 'home' };
 }
 
@@ -106,6 +109,9 @@ function route() {
     } else if (r.name === 'sessions') {
         document.title = 'Sessions · evald';
         mount(() => import('./sessions.js'), 'mountSessions', r.params);
+    } else if (r.name === 'experiments') {
+        document.title = r.page === 'new' ? 'New experiment · evald' : r.page === 'detail' ? 'Experiment · evald' : 'Experiments · evald';
+        mount(() => import('./experiments.js'), 'mountExperiments', r);
     } else if (r.name === 'detail') {
         document.title = 'Evaluation · evald';
         mount(() => import('./detail.js'), 'mountDetail', r.id);

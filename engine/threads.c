@@ -308,7 +308,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     e->inflight = calloc((size_t)e->ninflight, sizeof(*e->inflight));
     e->renew_ids = calloc((size_t)e->ninflight, sizeof(*e->renew_ids));
     e->renew_state = calloc((size_t)e->ninflight, sizeof(*e->renew_state));
-    long wconns = opts->worker_connections > 0 ? opts->worker_connections : 16;
+    long wconns = opts->worker_connections > 0 ? opts->worker_connections : 32;
     if (opts->workers > 0 && wconns > opts->workers)
         wconns = opts->workers;
     if (e->inflight == NULL || e->renew_ids == NULL || e->renew_state == NULL ||

@@ -200,7 +200,9 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
     " 'retried_from', r.retried_from" transcript                                           \
     ")::text"
 
-/* Runs keyed by case_index · 100000 + position (positions are at most 5 · EVALD_MAX_RUNS). */
+/* Runs keyed by case_index · 100000 + position (positions are at most 5 · EVALD_MAX_RUNS);
+ * the page condition compares (case_index, position) as a row, which the primary key
+ * serves (a comparison of the computed key read every run before the page). */
 #define RUN_KEY "(r.case_index::bigint * 100000 + r.position)"
 
 static const char SQL_RUNS_PAGE[] =
@@ -209,7 +211,8 @@ static const char SQL_RUNS_PAGE[] =
     " JOIN experiment_cases c ON c.experiment_id = r.experiment_id"
     " AND c.case_index = r.case_index"
     " WHERE r.experiment_id = $1 AND ($4::text IS NULL OR c.case_id = $4)"
-    " AND ($3::bigint IS NULL OR " RUN_KEY " > $3::bigint)"
+    " AND ($3::bigint IS NULL OR (r.case_index, r.position) >"
+    " (($3::bigint / 100000)::int, ($3::bigint % 100000)::int))"
     " ORDER BY r.case_index, r.position LIMIT $2::int + 1) ORDER BY 2";
 
 static const char SQL_RUNS_PAGE_T[] =
@@ -219,7 +222,8 @@ static const char SQL_RUNS_PAGE_T[] =
     " JOIN experiment_cases c ON c.experiment_id = r.experiment_id"
     " AND c.case_index = r.case_index"
     " WHERE r.experiment_id = $1 AND ($4::text IS NULL OR c.case_id = $4)"
-    " AND ($3::bigint IS NULL OR " RUN_KEY " > $3::bigint)"
+    " AND ($3::bigint IS NULL OR (r.case_index, r.position) >"
+    " (($3::bigint / 100000)::int, ($3::bigint % 100000)::int))"
     " ORDER BY r.case_index, r.position LIMIT $2::int + 1) ORDER BY 2";
 
 json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id,

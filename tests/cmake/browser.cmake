@@ -4,6 +4,6 @@
 add_test(NAME browser/console COMMAND sh ${CMAKE_SOURCE_DIR}/tests/browser/run.sh)
 set_tests_properties(browser/console PROPERTIES
   LABELS "integration;browser"
-  TIMEOUT 300
+  TIMEOUT 420
   SKIP_RETURN_CODE 77
   ENVIRONMENT "EVALD_BIN=$<TARGET_FILE:evald>;EVALD_STUB_BIN=${CMAKE_BINARY_DIR}/evald-stub;EVALD_SOURCE_DIR=${CMAKE_SOURCE_DIR}")

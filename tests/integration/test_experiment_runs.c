@@ -483,6 +483,44 @@ START_TEST(calls_in_flight_hold_no_connection)
 }
 END_TEST
 
+/* A dataset cannot be deleted while a live experiment uses it (409 naming the experiment);
+ * once the experiment is cancelled it can, and the experiment keeps its copy of the cases. */
+START_TEST(dataset_delete_waits_for_its_experiments)
+{
+    start_stub(2000);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=4");
+    char xid[64], url[256];
+    snprintf(xid, sizeof(xid), "%s", start_experiment(&p, 3, 2, 1, 1));
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s", p.base, xid);
+    long status = 0;
+    json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+    char ds[64];
+    snprintf(ds, sizeof(ds), "%s",
+             json_string_value(json_object_get(json_object_get(doc, "dataset"), "dataset_id")));
+    json_decref(doc);
+    snprintf(url, sizeof(url), "%s/v1/datasets/%s", p.base, ds);
+    json_t *r = evd_t_http_json("DELETE", url, NULL, &status);
+    ck_assert_int_eq(status, 409);
+    const char *detail = json_string_value(json_object_get(r, "detail"));
+    ck_assert_ptr_nonnull(detail);
+    ck_assert_msg(strstr(detail, xid) != NULL, "detail: %s", detail);
+    json_decref(r);
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/cancel", p.base, xid);
+    json_decref(evd_t_http_json("POST", url, "{}", &status));
+    ck_assert_int_eq(status, 200);
+    snprintf(url, sizeof(url), "%s/v1/datasets/%s", p.base, ds);
+    json_decref(evd_t_http_json("DELETE", url, NULL, &status));
+    ck_assert_int_eq(status, 200);
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/cases", p.base, xid);
+    json_t *cases = evd_t_http_json("GET", url, NULL, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(cases, "cases")), 3);
+    json_decref(cases);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_runs");
@@ -494,6 +532,7 @@ int main(void)
     tcase_add_test(tc, scripted_outcomes_give_each_verdict);
     tcase_add_test(tc, experiment_completed_fires_once);
     tcase_add_test(tc, calls_in_flight_hold_no_connection);
+    tcase_add_test(tc, dataset_delete_waits_for_its_experiments);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -33,11 +33,11 @@ START_TEST(defaults_match_the_spec)
     ck_assert_str_eq(cfg.listen_host, "127.0.0.1");
     ck_assert_uint_eq(cfg.listen_port, 8080);
     ck_assert(cfg.listen_loopback);
-    /* Workers: EVALD_WORKERS unset, so EVALD_MAX_CONCURRENCY's 256, on 16 connections. */
+    /* Workers: EVALD_WORKERS unset, so EVALD_MAX_CONCURRENCY's 256, on 32 connections. */
     ck_assert_int_eq(cfg.workers, 0);
     ck_assert_int_eq(cfg.max_concurrency, 256);
     ck_assert_int_eq(evd_config_workers(&cfg), 256);
-    ck_assert_int_eq(cfg.worker_connections, 16);
+    ck_assert_int_eq(cfg.worker_connections, 32);
     ck_assert_int_eq(cfg.sweep_interval_ms, 15000);
     ck_assert_int_eq(cfg.max_runs, 100);
     ck_assert_ptr_null(cfg.api_token);

@@ -1,0 +1,223 @@
+// Unit tests of console/analysis.js (the Experiments view's pure helpers) under node --test:
+// the form → request conversion and its checks, the server-detail field mapping, upload types,
+// the verdict banner texts, the matrix cells, the forest plot scale and the word diff.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, fmtPp, forestScale, matrixCell, niceTicks,
+    outputText, runPassed, tokenize, uploadType, verdictBanner, wordDiff,
+} from '../../console/analysis.js';
+
+function form(over = {}) {
+    const f = defaultExperimentForm();
+    f.model = 'stub-model';
+    f.provider = 'openai';
+    f.control.prompt = 'Q: {{question}}';
+    f.treatments[0].prompt = 'Answer in one word. Q: {{question}}';
+    f.dataset_id = 'ds_00000000000000000000000000000001';
+    return Object.assign(f, over);
+}
+const errorsOf = (f) => experimentRequest(f).errors.map((e) => `${e.field}: ${e.message}`);
+
+test('the default form builds the start request of the spec', () => {
+    const { request, errors } = experimentRequest(form({ name: ' qa ' }));
+    assert.deepEqual(errors, []);
+    assert.deepEqual(request, {
+        dimension: 'prompt',
+        name: 'qa',
+        model: { model: 'stub-model', provider: 'openai' },
+        control: { label: 'A', prompt: 'Q: {{question}}', system_prompt: null },
+        treatments: [{ label: 'B', prompt: 'Answer in one word. Q: {{question}}', system_prompt: null }],
+        dataset_id: 'ds_00000000000000000000000000000001',
+        evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: '{{expected}}' } },
+        repeats: 3,
+        concurrency: 4,
+        analysis: { alpha: 0.05, min_effect: 0 },
+    });
+});
+
+test('cluster_by, min_effect, advanced JSON and several treatments reach the request', () => {
+    const f = form({ cluster_by: 'topic', min_effect: '0.05', alpha: '0.1', repeats: '5', concurrency: '16', extra: '{"limits":{"execution":{"max_turns":2}},"metadata":{"team":"qa"}}' });
+    f.treatments.push({ label: '', prompt: 'Be brief: {{question}}', system_prompt: 'terse' });
+    const { request, errors } = experimentRequest(f);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(request.analysis, { alpha: 0.1, min_effect: 0.05, cluster_by: 'topic' });
+    assert.equal(request.repeats, 5);
+    assert.equal(request.concurrency, 16);
+    assert.deepEqual(request.limits, { execution: { max_turns: 2 } });
+    assert.deepEqual(request.metadata, { team: 'qa' });
+    assert.deepEqual(request.treatments[1], { prompt: 'Be brief: {{question}}', system_prompt: 'terse' }, 'an empty label is left to the server');
+});
+
+test('an evaluator is required, as on the server', () => {
+    assert.deepEqual(errorsOf(form({ evaluator_function_id: '  ' })), ['evaluator_function_id: evaluator is required']);
+    assert.deepEqual(experimentRequest(form({ evaluator_arguments: '' })).request.evaluator, { function_id: 'eval::assert::normalized_text', arguments: {} });
+});
+
+test('every client check names its field, and a request with errors is null', () => {
+    const f = form({ model: ' ', dataset_id: '', repeats: '0', concurrency: '1.5', alpha: '0.5', min_effect: '2', evaluator_arguments: '[1]', extra: '{"bogus":1}' });
+    f.control.prompt = ' ';
+    assert.equal(experimentRequest(f).request, null);
+    assert.deepEqual(errorsOf(f), [
+        'model: model.model cannot be empty',
+        'control_prompt: control.prompt cannot be empty',
+        'dataset: choose a dataset or upload a file',
+        'evaluator_arguments: evaluator.arguments must be a JSON object',
+        'repeats: repeats must be a whole number of at least 1',
+        'concurrency: concurrency must be a whole number of at least 1',
+        'alpha: analysis.alpha must be greater than 0 and less than 0.5',
+        'min_effect: analysis.min_effect must be between 0 and 1',
+        'extra: advanced settings: unknown field bogus (limits, functions, output, metadata)',
+    ]);
+    assert.deepEqual(errorsOf(form({ alpha: 'abc' })), ['alpha: analysis.alpha must be greater than 0 and less than 0.5']);
+});
+
+test('labels are checked as the server defaults them (A, B, C… in arm order)', () => {
+    const f = form();
+    f.treatments[0].label = 'A';
+    assert.deepEqual(errorsOf(f), ['treatment_0_label: variant labels must be unique']);
+    const g = form();
+    g.control.label = '';
+    g.treatments[0].label = '';
+    g.treatments.push({ ...defaultTreatment(1), label: 'B', prompt: 'x {{question}}' });
+    assert.deepEqual(errorsOf(g), ['treatment_1_label: variant labels must be unique'], 'the second treatment is B by default');
+    const h = form();
+    for (let i = 1; i < 5; i++) h.treatments.push({ ...defaultTreatment(i), label: `T${i}`, prompt: `p${i}` });
+    assert.deepEqual(errorsOf(h), ['treatments: treatments must contain between 1 and 4 variants']);
+});
+
+test('edit as new: a stored request gives back a form that builds the same request', () => {
+    const f = form({ name: 'qa', cluster_by: 'topic', min_effect: '0.05', repeats: '4', extra: '{"metadata":{"team":"qa"}}' });
+    f.control.system_prompt = 'be kind';
+    f.treatments[0].system_prompt = 'be kind';
+    f.treatments.push({ label: 'C', prompt: 'third {{question}}', system_prompt: 'be kind' });
+    const { request } = experimentRequest(f);
+    const back = experimentToForm({ name: 'qa', request: { ...request, dataset_id: undefined }, dataset: { dataset_id: f.dataset_id } });
+    assert.deepEqual(experimentRequest(back), { request, errors: [] });
+    assert.equal(back.extra, '{\n  "metadata": {\n    "team": "qa"\n  }\n}');
+    const empty = experimentToForm({ request: { control: { prompt: 'x', system_prompt: null } } });
+    assert.equal(empty.control.system_prompt, '', 'null (none) reads back as an empty field');
+    assert.equal(empty.repeats, '3');
+    assert.equal(empty.treatments.length, 1);
+});
+
+test('server details are placed at their field', () => {
+    const cases = {
+        'treatments[1].prompt cannot be empty': 'treatment_1_prompt',
+        'treatments[0].label must be a string': 'treatment_0_label',
+        'control.system_prompt must be a string or null': 'control_system_prompt',
+        'system prompt comparison requires identical prompts': 'control_system_prompt',
+        'treatments must contain between 1 and 4 variants': 'treatments',
+        'variant labels must be unique': 'control_label',
+        'prompt comparison requires identical system prompts': 'control_prompt',
+        'case q7: template variable question is not defined': 'control_prompt',
+        'case q7: cluster_by variable topic is not defined': 'cluster_by',
+        'model.model cannot be empty': 'model',
+        'evaluator.arguments must be an object': 'evaluator_arguments',
+        'evaluator.function_id is not an evaluator': 'evaluator_function_id',
+        'repeats must be between 1 and 100': 'repeats',
+        'concurrency must be between 1 and 256': 'concurrency',
+        'analysis.alpha must be greater than 0 and less than 0.5': 'alpha',
+        'analysis.min_effect must be between 0 and 1': 'min_effect',
+        'exactly one of dataset_id and cases must be given': 'dataset',
+        'dataset_id names no dataset: ds_1': 'dataset',
+        'limits.execution.max_turns must be at least 1': 'extra',
+        'an experiment may plan at most 100000 runs (cases × arms × repeats = 120000)': null,
+    };
+    for (const [detail, field] of Object.entries(cases)) assert.equal(experimentFieldForDetail(detail), field, detail);
+});
+
+test('uploads are typed by file name', () => {
+    assert.equal(uploadType('cases.CSV'), 'text/csv');
+    assert.equal(uploadType('cases.jsonl'), 'application/x-ndjson');
+    assert.equal(uploadType('cases.ndjson'), 'application/x-ndjson');
+    assert.equal(uploadType('cases.json'), 'application/json');
+    assert.equal(uploadType('cases.xlsx'), null);
+});
+
+const exp = (over = {}) => ({ arms: [{ index: 0, label: 'v1', role: 'control' }, { index: 1, label: 'v2', role: 'treatment' }], analysis: { alpha: 0.05, alpha_adjusted: 0.05, min_effect: 0.05, partial: false, ...over } });
+const cmp = (verdict, pr, paired = 40) => ({ treatment: 1, label: 'v2', verdict, paired_cases: paired, pass_rate: pr });
+
+test('verdict banners read delta, interval, adjusted p, MDE and the paired cases', () => {
+    const better = verdictBanner(cmp('better', { delta: 0.125, ci_low: 0.05, ci_high: 0.2, p_value_adjusted: 0.0004, mde: 0.07, cases_needed: null }), exp());
+    assert.equal(better.headline, 'v2 is better than v1');
+    assert.deepEqual(better.figures, ['pass rate +12.5 pp', '95% CI [+5 pp, +20 pp]', 'p (adjusted) < 0.001', 'MDE 7 pp', '40 paired cases']);
+    assert.equal(better.needs, null);
+    const worse = verdictBanner(cmp('worse', { delta: -0.3, ci_low: -0.5, ci_high: -0.1, p_value_adjusted: 0.0123, mde: 0.2 }), exp({ alpha_adjusted: 0.025 }));
+    assert.equal(worse.headline, 'v2 is worse than v1');
+    assert.equal(worse.figures[1], '97.5% CI [−50 pp, −10 pp]');
+    assert.equal(worse.figures[2], 'p (adjusted) 0.012');
+    const eq = verdictBanner(cmp('equivalent', { delta: 0, ci_low: -0.01, ci_high: 0.01, p_value_adjusted: 1, mde: 0.02 }), exp());
+    assert.equal(eq.headline, 'v2 is equivalent to v1 (within ±5 pp)');
+    assert.equal(eq.figures[0], 'pass rate 0 pp');
+});
+
+test('an inconclusive verdict says how many more cases it needs, and a partial one says so', () => {
+    const b = verdictBanner(cmp('inconclusive', { delta: 0.02, ci_low: -0.05, ci_high: 0.09, p_value_adjusted: 0.6, mde: 0.1, cases_needed: 160 }), exp({ partial: true }));
+    assert.equal(b.headline, 'v2 vs v1: inconclusive');
+    assert.equal(b.needs, 'needs about 120 more cases (160 in all) to detect 5 pp');
+    assert.equal(b.partial, true);
+    const early = verdictBanner(cmp('inconclusive', { delta: null, ci_low: null, ci_high: null, p_value_adjusted: null, mde: null, cases_needed: null }, 1), exp());
+    assert.deepEqual(early.figures, ['pass rate —', 'no interval yet (fewer than 2 paired cases)', 'p (adjusted) —', 'MDE —', '1 paired case']);
+    assert.equal(early.needs, null);
+});
+
+test('matrix cells are x/k with flaky and pending marks', () => {
+    assert.deepEqual(matrixCell({ index: 0, passed: 1, evaluated: 3, runs: 3 }), { text: '1/3', flaky: true, pending: false, rate: 1 / 3, planned: 3 });
+    assert.deepEqual(matrixCell({ index: 0, passed: 3, evaluated: 3, runs: 3 }), { text: '3/3', flaky: false, pending: false, rate: 1, planned: 3 });
+    assert.deepEqual(matrixCell({ index: 1, passed: 0, evaluated: 2, runs: 3 }), { text: '0/2', flaky: false, pending: true, rate: 0, planned: 3 });
+    assert.deepEqual(matrixCell(undefined), { text: '0/0', flaky: false, pending: false, rate: null, planned: 0 });
+});
+
+test('the forest scale always shows zero, every interval and the margin', () => {
+    const rows = [{ delta: 0.4, low: 0.2, high: 0.6 }, { delta: null, low: null, high: null }];
+    const s = forestScale(rows, { left: 100, right: 500 });
+    assert.ok(s.min < 0 && s.max > 0.6, `${s.min} ${s.max}`);
+    assert.ok(s.x(0) > 100 && s.x(0.6) < 500);
+    assert.ok(Math.abs(s.x(s.min) - 100) < 1e-9 && Math.abs(s.x(s.max) - 500) < 1e-9);
+    const m = forestScale([{ delta: 0, low: 0, high: 0 }], { margin: 0.1 });
+    assert.ok(m.min < -0.1 && m.max > 0.1);
+    const flat = forestScale([]);
+    assert.ok(flat.max > flat.min);
+    assert.equal(fmtPp(-0.0001), '0 pp');
+});
+
+test('axis ticks are round, in range, and hold zero', () => {
+    assert.deepEqual(niceTicks(-0.096, 1.298, 8), [0, 0.2, 0.4, 0.6, 0.8, 1, 1.2]);
+    assert.deepEqual(niceTicks(-0.096, 1.298, 6), [0, 0.5, 1], 'at most 6 steps');
+    assert.deepEqual(niceTicks(-0.31, 0.2, 8), [-0.3, -0.2, -0.1, 0, 0.1, 0.2]);
+    assert.deepEqual(niceTicks(-0.011, 0.012, 4), [-0.01, 0, 0.01]);
+    assert.deepEqual(niceTicks(1, 1), [1]);
+});
+
+test('the word diff keeps every word once, in order, and marks only changes', () => {
+    assert.deepEqual(wordDiff('the cat sat on the mat', 'the dog sat on a mat'), [
+        { op: 'same', text: 'the' }, { op: 'del', text: ' cat' }, { op: 'add', text: ' dog' }, { op: 'same', text: ' sat on' },
+        { op: 'del', text: ' the' }, { op: 'add', text: ' a' }, { op: 'same', text: ' mat' },
+    ]);
+    assert.deepEqual(wordDiff('same text', 'same  text\n'), [{ op: 'same', text: 'same text' }]);
+    assert.deepEqual(wordDiff('', 'new'), [{ op: 'add', text: 'new' }]);
+    // Random texts: the kept and removed words give a, the kept and added words give b.
+    let seed = 7;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const words = ['a', 'b', 'c', 'd', 'e'];
+    for (let t = 0; t < 200; t++) {
+        const a = Array.from({ length: Math.floor(rnd() * 12) }, () => words[Math.floor(rnd() * 5)]);
+        const b = Array.from({ length: Math.floor(rnd() * 12) }, () => words[Math.floor(rnd() * 5)]);
+        const d = wordDiff(a.join(' '), b.join(' '));
+        const side = (op) => d.filter((p) => p.op === 'same' || p.op === op).map((p) => p.text.trim()).join(' ').split(/\s+/).filter(Boolean);
+        assert.deepEqual(side('del'), a);
+        assert.deepEqual(side('add'), b);
+    }
+    assert.equal(wordDiff('x '.repeat(5), 'y '.repeat(5), 4), null, 'beyond the limit no diff is computed');
+    assert.deepEqual(tokenize('a  b\nc'), ['a', '  ', 'b', '\n', 'c']);
+});
+
+test('outputs and run outcomes read every shape the runs may have', () => {
+    assert.equal(outputText('hi'), 'hi');
+    assert.equal(outputText(null), '');
+    assert.equal(outputText({ a: 1 }), '{\n  "a": 1\n}');
+    assert.equal(runPassed({ passed: true }), true);
+    assert.equal(runPassed({ verdict: { passed: false } }), false);
+    assert.equal(runPassed({ status: 'running' }), null);
+});
