@@ -12,6 +12,7 @@
 const char *const evd_analysis_metric_names[EVD_ANALYSIS_METRICS] = {
     "total_tokens", "input_tokens", "output_tokens",  "reasoning_tokens",     "cost_usd",
     "wall_time_ms", "turns",        "function_calls", "function_call_errors",
+    "judge_total_tokens", "judge_cost_usd",
 };
 
 void evd_analysis_cell_from_runs(const struct evd_analysis_run *runs, size_t n, double *scratch,

@@ -31,7 +31,7 @@
  * After a restart the engine rebuilds the accumulator from its stored cells (each set once
  * on an empty row: a pass over cells, not runs); a finished experiment's JSON is stored.
  *
- * Memory: O(arms) without clustering; with C clusters (1 + 9 metrics) · m · C · 24 bytes.
+ * Memory: O(arms) without clustering; with C clusters (1 + 11 metrics) · m · C · 24 bytes.
  * Not thread-safe: one accumulator belongs to one writer (the engine serialises the
  * updates of an experiment); the JSON builders only read it.
  */
@@ -56,10 +56,13 @@ enum {
     EVD_METRIC_TURNS,
     EVD_METRIC_FUNCTION_CALLS,
     EVD_METRIC_FUNCTION_CALL_ERRORS,
+    EVD_METRIC_JUDGE_TOTAL_TOKENS, /* the agent review's own model use (engine/scenario.c) */
+    EVD_METRIC_JUDGE_COST_USD,
     EVD_ANALYSIS_METRICS
 };
 
-/* "total_tokens", "input_tokens", … "function_call_errors": the spec's metric names. */
+/* "total_tokens", "input_tokens", … "function_call_errors": the spec's metric names, then
+ * "judge_total_tokens" and "judge_cost_usd". */
 extern const char *const evd_analysis_metric_names[EVD_ANALYSIS_METRICS];
 
 /* Arm a on case i. */

@@ -27,6 +27,7 @@
 #include "engine/scenario.h"
 #include "store/db.h"
 #include "store/experiments.h"
+#include "store/reviews.h"
 
 /* What a case job keeps while it runs its cells. */
 struct case_ctx {
@@ -38,6 +39,7 @@ struct case_ctx {
     json_t *body;    /* the case {id, vars, expected, metadata} */
     json_t *done;    /* terminal runs of the case [{position, arm, repeat, status, passed,
                         benchmark}] */
+    bool rescore;    /* a re-score: the cells score their stored outputs again (rescore.c) */
     struct evd_limits limits;
 };
 
@@ -77,7 +79,7 @@ static json_t *cell_run_new(const struct case_ctx *x, int position, unsigned arm
 }
 
 /* The analysis run of a terminal run row {position, arm, status, passed, benchmark}. */
-static void analysis_run(const struct case_ctx *x, const json_t *r, struct evd_analysis_run *out)
+static void analysis_run(unsigned arms, const json_t *r, struct evd_analysis_run *out)
 {
     memset(out, 0, sizeof(*out));
     const json_t *passed = json_object_get(r, "passed");
@@ -85,7 +87,7 @@ static void analysis_run(const struct case_ctx *x, const json_t *r, struct evd_a
     out->passed = json_is_true(passed);
     int position = (int)json_integer_value(json_object_get(r, "position"));
     /* First in its repeat: the repeat's first position (plan.h). */
-    out->first = (position - 1) % (int)x->arms == 0;
+    out->first = (position - 1) % (int)arms == 0;
     const json_t *bench = json_object_get(r, "benchmark");
     for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
         const json_t *v = json_object_get(bench, evd_analysis_metric_names[m]);
@@ -96,27 +98,26 @@ static void analysis_run(const struct case_ctx *x, const json_t *r, struct evd_a
     }
 }
 
-/* The case's cells from its terminal runs: a new array (one object per arm), and whether
- * an arm is flaky and whether the arms' case pass rates differ. */
-static json_t *case_cells(const struct case_ctx *x, bool *flaky, bool *disagree)
+json_t *evd_engine_case_cells(unsigned arms, uint32_t repeats, const json_t *done, bool *flaky,
+                              bool *disagree)
 {
     json_t *cells = json_array();
-    struct evd_analysis_run *runs = calloc(x->repeats + 1, sizeof(*runs));
-    double *scratch = calloc(x->repeats + 1, sizeof(double));
+    struct evd_analysis_run *runs = calloc(repeats + 1, sizeof(*runs));
+    double *scratch = calloc(repeats + 1, sizeof(double));
     double rate0 = -1;
     *flaky = *disagree = false;
-    for (unsigned arm = 0; cells && runs && scratch && arm < x->arms; arm++) {
+    for (unsigned arm = 0; cells && runs && scratch && arm < arms; arm++) {
         size_t n = 0;
         uint32_t failed = 0;
         size_t i;
         const json_t *r;
-        json_array_foreach(x->done, i, r)
+        json_array_foreach(done, i, r)
         {
             if (json_integer_value(json_object_get(r, "arm")) != (json_int_t)arm ||
-                n >= x->repeats + 1)
+                n >= repeats + 1)
                 continue;
             failed += strcmp(json_string_value(json_object_get(r, "status")), "failed") == 0;
-            analysis_run(x, r, &runs[n++]);
+            analysis_run(arms, r, &runs[n++]);
         }
         struct evd_analysis_cell cell;
         evd_analysis_cell_from_runs(runs, n, scratch, &cell);
@@ -130,7 +131,7 @@ static json_t *case_cells(const struct case_ctx *x, bool *flaky, bool *disagree)
         }
         json_array_append_new(cells, evd_engine_cell_json(&cell, failed));
     }
-    if (runs == NULL || scratch == NULL || json_array_size(cells) != x->arms) {
+    if (runs == NULL || scratch == NULL || json_array_size(cells) != arms) {
         json_decref(cells);
         cells = NULL;
     }
@@ -190,7 +191,7 @@ static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int
         return false;
     }
     bool flaky, disagree;
-    json_t *cells = case_cells(x, &flaky, &disagree);
+    json_t *cells = evd_engine_case_cells(x->arms, x->repeats, x->done, &flaky, &disagree);
     if (cells == NULL) {
         json_array_remove(x->done, json_array_size(x->done) - 1);
         json_decref(run);
@@ -277,8 +278,12 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .evaluator_arguments = json_object_get(ev, "arguments"),
         .progress = on_progress,
         .progress_ctx = &pctx,
+        .judge_metrics = true,
     };
-    evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
+    if (x->rescore)
+        evd_engine_rescore_cell(e, w, &scenario, x->case_index, position, run, cancel, &out);
+    else
+        evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
     if (out.not_started)
@@ -344,7 +349,8 @@ static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ct
         goto fail;
     }
     if (evd_limits_decode(json_object_get(x->request, "limits"), &x->limits, &err) != EVD_OK ||
-        evd_store_cell_case(c, job->ref, job->run_position, &x->body, &x->done, &err) != EVD_OK)
+        evd_store_cell_case(c, job->ref, job->run_position, &x->body, &x->done, &err) != EVD_OK ||
+        evd_store_experiment_is_rescore(c, job->ref, &x->rescore, &err) != EVD_OK)
         goto fail;
     return true;
 fail:

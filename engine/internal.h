@@ -243,6 +243,18 @@ json_t *evd_engine_cell_json(const struct evd_analysis_cell *cell, uint32_t fail
  * terminal, passed and failed runs. New reference, or NULL on ENOMEM. */
 json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
                                        const json_t *rows, bool partial, int64_t counts[3]);
+/* A case's cells from its terminal runs `done` ([{position, arm, repeat, status, passed,
+ * benchmark}], borrowed): a new array (one object per arm), and whether an arm is flaky
+ * and whether the arms' case pass rates differ (engine/cells.c). NULL on ENOMEM. */
+json_t *evd_engine_case_cells(unsigned arms, uint32_t repeats, const json_t *done, bool *flaky,
+                              bool *disagree);
+/* A re-score's cell (engine/rescore.c): the stored agent turn of run (case_index,
+ * position) of scenario s->subject_id scored again (evd_scenario_rescore). */
+struct evd_scenario;
+struct evd_scenario_outcome;
+void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                             int case_index, int position, json_t *run, struct evd_cancel *cancel,
+                             struct evd_scenario_outcome *out);
 /* Finishes `id` when every run is terminal and no case job is left (its own transaction). */
 enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, const char *id,
                                              struct evd_err *err);

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "domain/evaluators.h"
+#include "domain/metrics.h"
 #include "domain/request.h"
 #include "domain/run.h"
 #include "store/db.h"
@@ -101,6 +102,27 @@ static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *revi
     if (t != NULL && review != NULL)
         json_object_set(t, "evaluator", review);
     return t;
+}
+
+/*
+ * The agent review's own model use, beside the target's: judge_total_tokens and
+ * judge_cost_usd in the run's benchmark, from the reviewer's metrics in `review` (its
+ * transcript, borrowed). Nothing when there was no review or it reported nothing.
+ */
+static void judge_metrics(json_t *run, const json_t *review)
+{
+    json_t *bench = json_object_get(run, "benchmark");
+    json_t *jb = NULL;
+    if (!json_is_object(bench) || review == NULL ||
+        evd_metrics_benchmark(json_object_get(review, "metrics"), 0, &jb) != EVD_OK || jb == NULL)
+        return;
+    json_t *tokens = json_object_get(jb, "total_tokens");
+    json_t *cost = json_object_get(jb, "cost_usd");
+    if (json_is_integer(tokens))
+        json_object_set(bench, "judge_total_tokens", tokens);
+    if (json_is_number(cost))
+        json_object_set(bench, "judge_cost_usd", cost);
+    json_decref(jb);
 }
 
 void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s, json_t *run,
@@ -205,6 +227,8 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
             now = evd_now_ms();
             evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)(now - started_at), now);
             evd_run_complete(run, s->limits, evaluation);
+            if (s->judge_metrics)
+                judge_metrics(run, review);
         }
     } else if (out.status == EVD_HARNESS_COMPLETED) {
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
@@ -223,6 +247,71 @@ out:
     evd_harness_outcome_clear(&out);
     json_decref(tools);
     json_decref(remote_fns);
+    json_decref(evaluation);
+    json_decref(review);
+}
+
+void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                          json_t *run, const struct evd_scenario_stored *stored,
+                          struct evd_cancel *cancel, struct evd_scenario_outcome *res)
+{
+    struct evd_err err = {0};
+    json_t *tools = NULL, *evaluation = NULL, *review = NULL;
+    memset(res, 0, sizeof(*res));
+    bool review_eval = s->evaluator_function_id != NULL &&
+                       evd_evaluator_is_agent_review(s->evaluator_function_id);
+    if (review_eval) {
+        PGconn *c = evd_wconn_get(w, &err);
+        tools = c != NULL ? evd_store_tools_json(c, &err) : NULL;
+    } else {
+        tools = json_array();
+    }
+    /* The evaluator may call out: no connection is held during it. */
+    evd_wconn_put(w);
+    if (tools == NULL) {
+        evd_log(EVD_LOG_WARN, "could not prepare run", "subject_id", s->subject_id, "error",
+                err.msg, NULL);
+        res->not_started = true;
+        return;
+    }
+    /* The agent turn as it was: its output, metrics and benchmark (wall time included). */
+    int rc = json_object_set_new(run, "output", stored->output ? json_deep_copy(stored->output)
+                                                                : json_null());
+    if (stored->metrics != NULL)
+        rc |= json_object_set_new(run, "metrics", json_deep_copy(stored->metrics));
+    if (stored->benchmark != NULL) {
+        /* the earlier evaluator's own use is not this one's */
+        json_t *bench = json_deep_copy(stored->benchmark);
+        json_object_del(bench, "judge_total_tokens");
+        json_object_del(bench, "judge_cost_usd");
+        rc |= json_object_set_new(run, "benchmark", bench);
+    }
+    struct evd_err everr = {0};
+    if (rc != 0) {
+        evd_run_fail(run, EVD_PHASE_SETUP, NULL, "out of memory", evd_now_ms());
+    } else if (s->evaluator_function_id == NULL) {
+        json_object_set_new(run, "completed_at", json_integer(evd_now_ms()));
+        evd_run_complete(run, s->limits, NULL);
+    } else if (evaluate(e, w, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+        res->interrupted = evd_cancel_is_set(cancel);
+        evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
+                     evd_now_ms());
+    } else {
+        json_object_set_new(run, "completed_at", json_integer(evd_now_ms()));
+        evd_run_complete(run, s->limits, evaluation);
+        if (s->judge_metrics)
+            judge_metrics(run, review);
+    }
+    /* The transcript of the agent turn, with this evaluator's reviewer in place of the
+     * earlier one's. */
+    res->transcript = stored->transcript ? json_deep_copy(stored->transcript) : json_object();
+    if (res->transcript != NULL) {
+        json_object_del(res->transcript, "evaluator");
+        if (review != NULL)
+            json_object_set(res->transcript, "evaluator", review);
+    }
+    res->metrics = stored->metrics ? json_incref((json_t *)stored->metrics) : NULL;
+    json_decref(tools);
     json_decref(evaluation);
     json_decref(review);
 }

@@ -32,6 +32,8 @@ struct evd_scenario {
     const char *evaluator_function_id; /* NULL: no evaluator */
     const json_t *evaluator_arguments; /* or NULL */
     void (*progress)(void *ctx, json_t *metrics); /* snapshots while it runs, or NULL */
+    bool judge_metrics; /* the agent review's model use goes into the run's benchmark as
+                           judge_total_tokens and judge_cost_usd (experiments) */
     void *progress_ctx;
 };
 
@@ -52,5 +54,24 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
                       json_t *run, struct evd_cancel *cancel, int64_t started_at,
                       struct evd_scenario_outcome *out);
 void evd_scenario_outcome_clear(struct evd_scenario_outcome *out);
+
+/* What a finished agent turn left in the store (borrowed). */
+struct evd_scenario_stored {
+    const json_t *output;
+    const json_t *metrics;    /* or NULL */
+    const json_t *benchmark;  /* or NULL */
+    const json_t *transcript; /* or NULL */
+};
+
+/*
+ * A re-score (docs/experiments.md, "Re-score"): `run` (a running run object) takes the
+ * stored agent turn as it was and only the evaluator of scenario `s` runs, by the same
+ * path as in evd_scenario_run; no model is called for the target (the agent review calls
+ * its reviewer's). The run ends completed with the new verdict, or failed in the evaluate
+ * phase; out->transcript is the stored one with the new reviewer's turns.
+ */
+void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                          json_t *run, const struct evd_scenario_stored *stored,
+                          struct evd_cancel *cancel, struct evd_scenario_outcome *out);
 
 #endif

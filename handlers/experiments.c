@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "engine/engine.h"
 #include "engine/experiments.h"
+#include "handlers/reviews.h"
 #include "handlers/sse.h"
 
 #define PROGRESS_MIN_INTERVAL_MS 250 /* coalesces the bursts of runs finishing together */
@@ -211,6 +212,10 @@ void evd_h_experiments_list(struct evd_req *req, struct evd_resp *resp)
 
 void evd_h_experiment_get(struct evd_req *req, struct evd_resp *resp)
 {
+    if (evd_req_query(req, "source") != NULL) { /* the analysis of another source */
+        evd_h_experiment_get_source(req, resp);
+        return;
+    }
     struct evd_err err = {0};
     json_t *out = NULL;
     enum evd_code rc = evd_experiment_get(req->ctx->engine, evd_req_param(req, "id"), &out, &err);

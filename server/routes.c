@@ -5,6 +5,7 @@
 #include "handlers/evaluations.h"
 #include "handlers/experiments.h"
 #include "handlers/functions.h"
+#include "handlers/reviews.h"
 #include "handlers/sessions.h"
 #include "handlers/subscriptions.h"
 #include "handlers/tools.h"
@@ -59,6 +60,13 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/experiments/{id}/events", evd_h_experiment_events, EVD_ROUTE_QUERY_TOKEN},
     {"GET", "/v1/experiments/{id}/export", evd_h_experiment_export, 0},
     {"POST", "/v1/experiments/{id}/cancel", evd_h_experiment_cancel, 0},
+    /* human review, re-score and retry (handlers/reviews.h) */
+    {"PUT", "/v1/experiments/{id}/runs/{run_id}/review", evd_h_experiment_review_put, 0},
+    {"GET", "/v1/experiments/{id}/reviews", evd_h_experiment_reviews, 0},
+    {"GET", "/v1/experiments/{id}/review-queue", evd_h_experiment_review_queue, 0},
+    {"GET", "/v1/experiments/{id}/agreement", evd_h_experiment_agreement, 0},
+    {"POST", "/v1/experiments/{id}/rescore", evd_h_experiment_rescore, 0},
+    {"POST", "/v1/experiments/{id}/retry", evd_h_experiment_retry, 0},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
     {"PUT", "/v1/tools/{id}", evd_h_tool_put, 0},
     {"GET", "/v1/tools/{id}", evd_h_tool_get, 0},

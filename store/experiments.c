@@ -117,7 +117,8 @@ enum evd_code evd_store_experiment_schedule(PGconn *c, const char *id, const cha
     " 'created_at', x.created_at, 'updated_at', x.updated_at, 'completed_at',"             \
     " x.completed_at, 'request', x.request, 'dataset', json_build_object('dataset_id',"    \
     " x.dataset_id, 'sha256', x.dataset_sha256, 'case_count', x.case_count), 'progress', " \
-    PROGRESS_JSON ", 'analysis', x.analysis)::text"
+    PROGRESS_JSON ", 'analysis', x.analysis, 'source_experiment_id', x.source_experiment_id,"  \
+    " 'derivation', x.derivation, 'retried_runs', x.retried_runs)::text"
 
 #define SUMMARY_JSON                                                                        \
     "json_build_object('experiment_id', x.id, 'name', x.name, 'status', x.status,"         \
@@ -195,7 +196,8 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
     " 'position', r.position, 'status', r.status, 'attempt', r.attempt, 'passed',"         \
     " r.passed, 'score', r.score, 'output', r.output, 'verdict', r.evaluation,"            \
     " 'metrics', coalesce(r.metrics, r.progress), 'benchmark', r.benchmark, 'failures',"  \
-    " r.failures, 'started_at', r.started_at, 'completed_at', r.completed_at" transcript  \
+    " r.failures, 'started_at', r.started_at, 'completed_at', r.completed_at,"             \
+    " 'retried_from', r.retried_from" transcript                                           \
     ")::text"
 
 /* Runs keyed by case_index · 100000 + position (positions are at most 5 · EVALD_MAX_RUNS);
