@@ -123,6 +123,11 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
         if (ci < 1 || (size_t)ci > x->cases)
             continue;
         size_t k = (size_t)ci - 1;
+        const char *key = json_string_value(json_object_get(r, "cluster"));
+        json_t *idx = x->cluster_by != NULL && key != NULL ? json_object_get(x->clusters, key)
+                                                            : NULL;
+        if (idx != NULL) /* a case never changes cluster: this sets it once */
+            x->cluster[k] = (uint32_t)json_integer_value(idx);
         const json_t *cells = json_object_get(r, "cells");
         for (unsigned arm = 0; arm < x->arms && arm < json_array_size(cells); arm++) {
             struct evd_analysis_cell cell, *old = &x->cells[k * x->arms + arm];
@@ -142,9 +147,10 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
     }
 }
 
-/* A state from every case's row (rows: all cases, or NULL before any run). */
+/* An empty state; `keys` (borrowed, strings) are the cluster keys of the cases, NULL without
+ * cluster_by. The cases' rows are taken in afterwards (xstate_apply). */
 static struct xstate *xstate_new(const char *id, const json_t *request, unsigned arms,
-                                 size_t cases, const json_t *rows)
+                                 size_t cases, const json_t *keys)
 {
     struct xstate *x = calloc(1, sizeof(*x));
     if (x == NULL)
@@ -163,20 +169,14 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
     const json_t *an = json_object_get(x->request, "analysis");
     x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
     size_t i;
-    const json_t *r;
+    const json_t *k;
     if (x->cluster_by != NULL) {
-        json_array_foreach(rows, i, r)
+        json_array_foreach(keys, i, k)
         {
-            const char *key = json_string_value(json_object_get(r, "cluster"));
-            json_int_t ci = json_integer_value(json_object_get(r, "case_index"));
-            if (key == NULL || ci < 1 || (size_t)ci > cases)
-                continue;
-            json_t *idx = json_object_get(x->clusters, key);
-            if (idx == NULL) {
-                idx = json_integer((json_int_t)json_object_size(x->clusters));
-                json_object_set_new(x->clusters, key, idx);
-            }
-            x->cluster[ci - 1] = (uint32_t)json_integer_value(idx);
+            const char *key = json_string_value(k);
+            if (key != NULL && json_object_get(x->clusters, key) == NULL)
+                json_object_set_new(x->clusters, key,
+                                    json_integer((json_int_t)json_object_size(x->clusters)));
         }
     }
     struct evd_analysis_config cfg = {
@@ -192,11 +192,67 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
         cfg.clusters = 1;
     if ((x->a = evd_analysis_new(&cfg)) == NULL)
         goto fail;
-    xstate_apply(x, rows);
     return x;
 fail:
     xstate_free(x);
     return NULL;
+}
+
+/* Cases read a page at a time: a 10,000-case experiment is never held whole as JSON. */
+#define CELL_PAGE 500
+
+/* Takes in the stored rows of the cases changed after `after_seq` (every case when < 0),
+ * a page at a time. */
+static enum evd_code xstate_read(PGconn *c, struct xstate *x, int64_t after_seq,
+                                 struct evd_err *err)
+{
+    int after_case = 0;
+    for (;;) {
+        json_t *rows = evd_store_experiment_cells(c, x->id, after_seq, after_case, CELL_PAGE, err);
+        if (rows == NULL)
+            return evd_db_code(err);
+        size_t n = json_array_size(rows);
+        xstate_apply(x, rows);
+        if (n > 0)
+            after_case = (int)json_integer_value(
+                json_object_get(json_array_get(rows, n - 1), "case_index"));
+        json_decref(rows);
+        if (n < CELL_PAGE)
+            return EVD_OK;
+    }
+}
+
+/* The state of `id` from every stored case. NULL with *err. */
+static struct xstate *xstate_load(PGconn *c, const char *id, struct evd_err *err)
+{
+    struct evd_store_experiment_shape shape;
+    if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
+        return NULL;
+    struct xstate *x = NULL;
+    json_t *keys = NULL;
+    json_t *request = json_loads(shape.request, 0, NULL);
+    if (request == NULL) {
+        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
+        goto out;
+    }
+    bool clustered =
+        json_is_string(json_object_get(json_object_get(request, "analysis"), "cluster_by"));
+    if (clustered && (keys = evd_store_experiment_cluster_keys(c, id, err)) == NULL)
+        goto out;
+    if ((x = xstate_new(id, request, (unsigned)shape.arms, (size_t)shape.case_count, keys)) ==
+        NULL) {
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (xstate_read(c, x, -1, err) != EVD_OK) {
+        xstate_free(x);
+        x = NULL;
+    }
+out:
+    json_decref(keys);
+    json_decref(request);
+    evd_store_experiment_shape_clear(&shape);
+    return x;
 }
 
 /* {arms, comparisons, analysis} of the state. New reference, or NULL on ENOMEM. */
@@ -250,34 +306,37 @@ out:
 json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, size_t cases,
                                        const json_t *rows, bool partial, int64_t counts[3])
 {
-    struct xstate *x = xstate_new("", request, arms, cases, rows);
+    json_t *keys = json_array();
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        json_t *k = json_object_get(r, "cluster");
+        if (json_is_string(k))
+            json_array_append(keys, k); /* repeats are taken once by xstate_new */
+    }
+    struct xstate *x = keys ? xstate_new("", request, arms, cases, keys) : NULL;
+    if (x != NULL)
+        xstate_apply(x, rows);
     json_t *out = x ? xstate_json(x, partial) : NULL;
-    for (int i = 0; i < 3; i++)
-        counts[i] = x ? x->counts[i] : 0;
+    for (int j = 0; j < 3; j++)
+        counts[j] = x ? x->counts[j] : 0;
     xstate_free(x);
+    json_decref(keys);
     return out;
 }
 
-/* The analysis of `id` now, from its stored cells. */
+/* The analysis of `id` now, from its stored cells, read a page at a time. */
 static json_t *analysis_now(PGconn *c, const char *id, bool partial, int64_t counts[3],
                             struct evd_err *err)
 {
-    struct evd_store_experiment_shape shape;
-    if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
-        return NULL;
-    json_t *request = json_loads(shape.request, 0, NULL);
-    json_t *rows = request ? evd_store_experiment_cells(c, id, -1, err) : NULL;
-    json_t *an = rows ? evd_engine_experiment_analysis(request, (unsigned)shape.arms,
-                                                       (size_t)shape.case_count, rows, partial,
-                                                       counts)
-                      : NULL;
-    if (request == NULL)
-        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
-    else if (rows != NULL && an == NULL)
+    struct xstate *x = xstate_load(c, id, err);
+    json_t *an = x ? xstate_json(x, partial) : NULL;
+    if (x != NULL && an == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
-    json_decref(rows);
-    json_decref(request);
-    evd_store_experiment_shape_clear(&shape);
+    for (int j = 0; j < 3; j++)
+        counts[j] = x ? x->counts[j] : 0;
+    xstate_free(x);
     return an;
 }
 
@@ -376,29 +435,14 @@ static struct xstate *analyst_state(PGconn *c, struct xstate **states, const cha
     struct xstate *x = *states;
     while (x != NULL && strcmp(x->id, id) != 0)
         x = x->next;
-    json_t *rows = NULL;
     if (x != NULL) {
         int64_t after = x->seen > ANALYST_REREAD ? x->seen - ANALYST_REREAD : 0;
-        if ((rows = evd_store_experiment_cells(c, id, after, err)) == NULL)
+        if (xstate_read(c, x, after, err) != EVD_OK)
             return NULL;
-        xstate_apply(x, rows);
-    } else {
-        struct evd_store_experiment_shape shape;
-        if (evd_store_experiment_shape(c, id, &shape, err) != EVD_OK)
-            return NULL;
-        json_t *request = json_loads(shape.request, 0, NULL);
-        if (request != NULL && (rows = evd_store_experiment_cells(c, id, -1, err)) != NULL)
-            x = xstate_new(id, request, (unsigned)shape.arms, (size_t)shape.case_count, rows);
-        if (x == NULL && err != NULL && err->code == EVD_OK)
-            evd_err_set(err, EVD_ENOMEM, "out of memory");
-        json_decref(request);
-        evd_store_experiment_shape_clear(&shape);
-        if (x != NULL) {
-            x->next = *states;
-            *states = x;
-        }
+    } else if ((x = xstate_load(c, id, err)) != NULL) {
+        x->next = *states;
+        *states = x;
     }
-    json_decref(rows);
     if (x != NULL)
         x->used_ms = evd_now_ms();
     return x;

@@ -457,25 +457,47 @@ enum evd_code evd_store_cell_hand_back(PGconn *c, int64_t job_id, const char *ow
     return evd_db_exec(c, SQL_HAND_BACK, 6, p, err);
 }
 
-json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after,
-                                   struct evd_err *err)
+json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after_seq,
+                                   int after_case, int limit, struct evd_err *err)
 {
-    char af[32];
-    I64(af, after);
-    const char *p[] = {id, af};
+    char af[32], ac[16], lim[16];
+    I64(af, after_seq);
+    snprintf(ac, sizeof(ac), "%d", after_case);
+    snprintf(lim, sizeof(lim), "%d", limit);
+    const char *p[] = {id, af, ac, lim};
     PGresult *r = evd_db_query(c,
                                "SELECT coalesce(json_agg(json_build_object('case_index',"
                                " case_index, 'cluster', cluster, 'cells', cells, 'changed_seq',"
                                " changed_seq) ORDER BY case_index), '[]')::text"
-                               " FROM experiment_cases WHERE experiment_id = $1"
-                               " AND ($2::bigint < 0 OR changed_seq > $2::bigint)",
-                               2, p, err);
+                               " FROM (SELECT * FROM experiment_cases WHERE experiment_id = $1"
+                               " AND ($2::bigint < 0 OR changed_seq > $2::bigint)"
+                               " AND case_index > $3::int ORDER BY case_index LIMIT $4::int) k",
+                               4, p, err);
     if (r == NULL)
         return NULL;
     json_t *out = PQntuples(r) == 1 ? evd_db_col_json(r, 0, 0) : NULL;
     PQclear(r);
     if (out == NULL)
         evd_err_set(err, EVD_EINTERNAL, "stored cases of %s cannot be decoded", id);
+    return out;
+}
+
+json_t *evd_store_experiment_cluster_keys(PGconn *c, const char *id, struct evd_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r = evd_db_query(c,
+                               "SELECT cluster FROM experiment_cases WHERE experiment_id = $1"
+                               " AND cluster IS NOT NULL GROUP BY cluster"
+                               " ORDER BY min(case_index)",
+                               1, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = json_array();
+    for (int i = 0; out != NULL && i < PQntuples(r); i++)
+        json_array_append_new(out, json_string(PQgetvalue(r, i, 0)));
+    PQclear(r);
+    if (out == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
     return out;
 }
 

@@ -119,10 +119,14 @@ enum evd_code evd_store_cell_hand_back(PGconn *c, int64_t job_id, const char *ow
                                        const char *id, int case_index, int position, int attempt,
                                        struct evd_err *err);
 
-/* The inputs of an analysis: per case {case_index, cluster, cells, changed_seq} in dataset
- * order (new array), every case (after < 0) or those changed after change number `after`. */
-json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after,
-                                   struct evd_err *err);
+/* The inputs of an analysis, a page at a time: per case {case_index, cluster, cells,
+ * changed_seq} in dataset order (new array) of at most `limit` cases after case
+ * `after_case`, every case (after_seq < 0) or those changed after change number after_seq. */
+json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after_seq,
+                                   int after_case, int limit, struct evd_err *err);
+/* The distinct cluster keys of the experiment's cases, in the order they first appear
+ * (new array of strings). */
+json_t *evd_store_experiment_cluster_keys(PGconn *c, const char *id, struct evd_err *err);
 /* Takes the oldest experiment whose analysis is out of date and that no other process is
  * rebuilding: *id (size 64) and *seq; false when none. Autocommits. */
 enum evd_code evd_store_experiment_take_dirty(PGconn *c, char *id, int64_t *seq, bool *found,
