@@ -47,8 +47,8 @@ json_t *evd_engine_cell_json(const struct evd_analysis_cell *cell, uint32_t fail
                      (int)cell->first_passed, "medians", medians);
 }
 
-/* The cell stored as JSON back into a struct; *failed its failed runs. */
-static void cell_of_json(const json_t *j, struct evd_analysis_cell *cell, uint32_t *failed)
+/* The cell stored as JSON back into a struct. */
+static void cell_of_json(const json_t *j, struct evd_analysis_cell *cell)
 {
     memset(cell, 0, sizeof(*cell));
     cell->runs = (uint32_t)json_integer_value(json_object_get(j, "runs"));
@@ -56,7 +56,6 @@ static void cell_of_json(const json_t *j, struct evd_analysis_cell *cell, uint32
     cell->passed = (uint32_t)json_integer_value(json_object_get(j, "passed"));
     cell->first_runs = (uint32_t)json_integer_value(json_object_get(j, "first_runs"));
     cell->first_passed = (uint32_t)json_integer_value(json_object_get(j, "first_passed"));
-    *failed = (uint32_t)json_integer_value(json_object_get(j, "failed"));
     const json_t *medians = json_object_get(j, "medians");
     for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++) {
         const json_t *v = json_object_get(medians, evd_analysis_metric_names[m]);
@@ -90,7 +89,6 @@ struct xstate {
     json_t *clusters;       /* cluster key -> index */
     uint32_t *cluster;      /* per case */
     struct evd_analysis_cell *cells; /* cases x arms */
-    uint32_t *failed;                /* cases x arms */
     struct evd_analysis *a;
     int64_t counts[3]; /* terminal, passed, failed (evaluated, not passed) runs */
     int64_t seen;      /* the highest change number taken in */
@@ -106,7 +104,6 @@ static void xstate_free(struct xstate *x)
     json_decref(x->clusters);
     free(x->cluster);
     free(x->cells);
-    free(x->failed);
     evd_analysis_free(x->a);
     free(x);
 }
@@ -131,14 +128,12 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
         const json_t *cells = json_object_get(r, "cells");
         for (unsigned arm = 0; arm < x->arms && arm < json_array_size(cells); arm++) {
             struct evd_analysis_cell cell, *old = &x->cells[k * x->arms + arm];
-            uint32_t failed = 0;
-            cell_of_json(json_array_get(cells, arm), &cell, &failed);
+            cell_of_json(json_array_get(cells, arm), &cell);
             /* failed_runs as an evaluation counts them: evaluated and not passed. */
             x->counts[0] += (int64_t)cell.runs - old->runs;
             x->counts[1] += (int64_t)cell.passed - old->passed;
             x->counts[2] += ((int64_t)cell.evaluated - cell.passed) -
                             ((int64_t)old->evaluated - old->passed);
-            x->failed[k * x->arms + arm] = failed;
             evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
         }
         json_int_t seq = json_integer_value(json_object_get(r, "changed_seq"));
@@ -162,9 +157,7 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
     x->clusters = json_object();
     x->cluster = calloc(cases + 1, sizeof(*x->cluster));
     x->cells = calloc((cases + 1) * arms, sizeof(*x->cells));
-    x->failed = calloc((cases + 1) * arms, sizeof(*x->failed));
-    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
-        x->failed == NULL)
+    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL)
         goto fail;
     const json_t *an = json_object_get(x->request, "analysis");
     x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
@@ -818,11 +811,6 @@ static json_t *document(json_t *row)
         json_t *v = json_object_get(an, keys[i]);
         json_object_set(row, keys[i], v ? v : json_null());
     }
-    /* The arms' failed_runs are the analysis's bookkeeping, not the contract's. */
-    size_t i;
-    json_t *arm;
-    json_array_foreach(json_object_get(row, "arms"), i, arm)
-        json_object_del(arm, "failed_runs");
     json_decref(an);
     return row;
 }
@@ -834,9 +822,6 @@ enum evd_code evd_experiment_get(struct evd_engine *e, const char *id, json_t **
     WITH_CONN(e, err, row = evd_store_experiment_get(c, id, err));
     if (row == NULL)
         return evd_db_code(err);
-    /* The stored analysis is a copy: the document may be changed freely. */
-    json_t *an = json_deep_copy(json_object_get(row, "analysis"));
-    json_object_set_new(row, "analysis", an);
     *experiment = document(row);
     return EVD_OK;
 }
