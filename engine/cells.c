@@ -342,6 +342,7 @@ static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ct
         goto fail;
     x->arms = (unsigned)shape.arms;
     x->repeats = (uint32_t)shape.repeats;
+    x->rescore = shape.rescore;
     x->request = json_loads(shape.request, 0, NULL);
     evd_store_experiment_shape_clear(&shape);
     if (x->request == NULL) {
@@ -349,8 +350,7 @@ static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ct
         goto fail;
     }
     if (evd_limits_decode(json_object_get(x->request, "limits"), &x->limits, &err) != EVD_OK ||
-        evd_store_cell_case(c, job->ref, job->run_position, &x->body, &x->done, &err) != EVD_OK ||
-        evd_store_experiment_is_rescore(c, job->ref, &x->rescore, &err) != EVD_OK)
+        evd_store_cell_case(c, job->ref, job->run_position, &x->body, &x->done, &err) != EVD_OK)
         goto fail;
     return true;
 fail:

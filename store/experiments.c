@@ -241,7 +241,9 @@ enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,
     memset(out, 0, sizeof(*out));
     const char *p[] = {id};
     PGresult *r = evd_db_query(
-        c, "SELECT request::text, arms, repeats, case_count, status FROM experiments WHERE id = $1",
+        c,
+        "SELECT request::text, arms, repeats, case_count, status,"
+        " derivation IS NOT DISTINCT FROM 'rescore' FROM experiments WHERE id = $1",
         1, p, err);
     if (r == NULL)
         return evd_db_code(err);
@@ -255,6 +257,7 @@ enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,
         out->repeats = atoi(PQgetvalue(r, 0, 2));
         out->case_count = atoi(PQgetvalue(r, 0, 3));
         snprintf(out->status, sizeof(out->status), "%s", PQgetvalue(r, 0, 4));
+        out->rescore = strcmp(PQgetvalue(r, 0, 5), "t") == 0;
     }
     PQclear(r);
     return rc;

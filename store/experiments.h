@@ -64,6 +64,7 @@ struct evd_store_experiment_shape {
     char *request;
     int arms, repeats, case_count;
     char status[16];
+    bool rescore; /* a re-score: its cells score stored outputs again (engine/rescore.c) */
 };
 enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,
                                          struct evd_store_experiment_shape *out,

@@ -264,20 +264,6 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
     return EVD_OK;
 }
 
-enum evd_code evd_store_experiment_is_rescore(PGconn *c, const char *id, bool *rescore,
-                                              struct evd_err *err)
-{
-    const char *p[] = {id};
-    PGresult *r = evd_db_query(
-        c, "SELECT derivation IS NOT DISTINCT FROM 'rescore' FROM experiments WHERE id = $1", 1, p,
-        err);
-    if (r == NULL)
-        return evd_db_code(err);
-    *rescore = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    PQclear(r);
-    return EVD_OK;
-}
-
 json_t *evd_store_rescore_input(PGconn *c, const char *id, int case_index, int position,
                                 struct evd_err *err)
 {

@@ -73,9 +73,6 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
 /* The case bodies of experiment `id` in dataset order (new array), or NULL + err. */
 json_t *evd_store_experiment_bodies(PGconn *c, const char *id, struct evd_err *err);
 
-/* Whether `id` is a re-score (its cells score a stored output again). */
-enum evd_code evd_store_experiment_is_rescore(PGconn *c, const char *id, bool *rescore,
-                                              struct evd_err *err);
 /* The stored agent turn of a run of a re-score: {output, metrics, benchmark, transcript}
  * (new reference; a null column is an absent member), or NULL + err. */
 json_t *evd_store_rescore_input(PGconn *c, const char *id, int case_index, int position,
