@@ -15,12 +15,22 @@
  * a hold. */
 #define BURST_SECONDS 0.1
 #define REQ_BURST 2.0
-/* Slow start: the window opens at this many calls and doubles each round trip. */
-#define INITIAL_WINDOW 8.0
-/* A 429 leaves this share of the window. */
+/* Until the first answer says whether the provider has limits, new calls go out at most
+ * this many a second (a burst of STARTUP_BURST): a provider that refuses them at once is
+ * heard from before thousands have been sent, and a slow one is not kept waiting a round
+ * trip before most of its calls start. */
+#define STARTUP_PER_S 2000.0
+#define STARTUP_BURST 8.0
+/* A 429 with no limit known leaves this share of the calls that were in flight. */
 #define DECREASE 0.7
 #define HEADROOM 0.97
-/* A 429 cuts the window at most this often. */
+/* A 429 with a limit known cuts this process's share of it to this much... */
+#define SHARE_DECREASE 0.85
+/* ...and each success then gives back this share of the limit per call the limit allows in
+ * a second: at the full rate, a process regains 1/SHARE_RECOVERY_S of the limit a second. */
+#define SHARE_RECOVERY_S 20.0
+#define SHARE_MIN 0.02
+/* A 429 cuts at most this often. */
 #define CUT_INTERVAL_MS 1000
 /* Hold jitter: a hold of d after a 429 lasts d × (1 + U[0, HOLD_JITTER)); a hold until a
  * named reset (remaining 0) only RESET_JITTER more, since the reset is exact. */
@@ -46,12 +56,12 @@ static double capacity(double per_minute)
     return c < 1 ? 1 : c;
 }
 
-/* Calls go at HEADROOM of a limit: at exactly the limit, a provider that counts over a
- * rolling window refuses a call now and then at the edge of the window. */
+/* Calls go at HEADROOM of a limit (at exactly the limit, a provider that counts over a
+ * rolling window refuses a call now and then at the edge of the window), times the share
+ * of it this process has found it may take. */
 static double pace(const struct evd_rl *rl, double per_minute)
 {
-    (void)rl;
-    return per_minute * HEADROOM;
+    return per_minute * HEADROOM * rl->share;
 }
 
 static void refill(struct evd_rl *rl, int64_t now)
@@ -70,6 +80,11 @@ static void refill(struct evd_rl *rl, int64_t now)
         if (rl->tok_bucket > capacity(rl->tpm))
             rl->tok_bucket = capacity(rl->tpm);
     }
+    if (!rl->answered) {
+        rl->start_bucket += dt * STARTUP_PER_S / 1000.0;
+        if (rl->start_bucket > STARTUP_BURST)
+            rl->start_bucket = STARTUP_BURST;
+    }
 }
 
 void evd_rl_init(struct evd_rl *rl, double rpm, double tpm, int max_inflight, uint64_t seed,
@@ -82,12 +97,14 @@ void evd_rl_init(struct evd_rl *rl, double rpm, double tpm, int max_inflight, ui
      * this account from before (another process, an earlier run). */
     rl->req_bucket = rl->rpm > 0 ? 1 : 0;
     rl->tok_bucket = rl->tpm > 0 ? capacity(rl->tpm) : 0;
+    rl->start_bucket = STARTUP_BURST;
+    rl->share = 1;
     rl->refilled_ms = now_ms;
     rl->window_max = max_inflight > 0 ? max_inflight : 1;
-    rl->window = rl->window_max < INITIAL_WINDOW ? rl->window_max : INITIAL_WINDOW;
-    rl->ssthresh = rl->window_max;
+    rl->window = rl->window_max;
     rl->rng = seed | 1;
     rl->last_cut_ms = INT64_MIN / 2;
+    rl->known_since_ms = INT64_MIN / 2; /* configured limits are known from the start */
 }
 
 int evd_rl_window(const struct evd_rl *rl)
@@ -107,6 +124,11 @@ int64_t evd_rl_acquire(struct evd_rl *rl, int64_t now, double est_tokens)
         if (wait < 50)
             wait = 50;
     }
+    if (!rl->answered && rl->rpm <= 0 && rl->start_bucket < 1) {
+        int64_t w = (int64_t)ceil((1 - rl->start_bucket) * 1000.0 / STARTUP_PER_S);
+        if (w > wait)
+            wait = w;
+    }
     if (rl->rpm > 0 && rl->req_bucket < 1) {
         int64_t w = (int64_t)ceil((1 - rl->req_bucket) * 60000.0 / pace(rl, rl->rpm));
         if (w > wait)
@@ -123,6 +145,8 @@ int64_t evd_rl_acquire(struct evd_rl *rl, int64_t now, double est_tokens)
         return wait < MIN_WAIT_MS ? MIN_WAIT_MS : wait;
     if (rl->rpm > 0)
         rl->req_bucket -= 1;
+    if (!rl->answered)
+        rl->start_bucket -= 1;
     if (rl->tpm > 0 && est_tokens > 0)
         rl->tok_bucket -= est_tokens;
     rl->inflight++;
@@ -143,6 +167,8 @@ static void hold(struct evd_rl *rl, int64_t now, int64_t ms, double jitter)
 static void learn(struct evd_rl *rl, int64_t now, const struct evd_rl_observed *o)
 {
     refill(rl, now);
+    if (rl->rpm <= 0 && rl->tpm <= 0 && (o->limit_requests > 0 || o->limit_tokens > 0))
+        rl->known_since_ms = now;
     if (rl->cfg_rpm <= 0 && o->limit_requests > 0)
         rl->rpm = o->limit_requests;
     if (rl->cfg_tpm <= 0 && o->limit_tokens > 0 && o->limit_tokens != rl->tpm) {
@@ -174,17 +200,36 @@ void evd_rl_done(struct evd_rl *rl, int64_t now, long status, double est_tokens,
     }
     if (obs != NULL)
         learn(rl, now, obs);
+    if (status != 0)
+        rl->answered = true;
+    bool limited = rl->rpm > 0 || rl->tpm > 0;
     if (status == 429) {
         rl->throttled++;
-        if (now - rl->last_cut_ms >= CUT_INTERVAL_MS) {
-            rl->window = rl->window * DECREASE < 1 ? 1 : rl->window * DECREASE;
-            rl->ssthresh = rl->window;
+        /* The 429s of calls sent before the limit was known say nothing of other clients. */
+        bool paced = limited && now - rl->known_since_ms >= CUT_INTERVAL_MS;
+        if (now - rl->last_cut_ms >= CUT_INTERVAL_MS && (paced || !limited)) {
+            if (paced) {
+                /* Other clients draw on the same limit: take less of it. */
+                rl->share = rl->share * SHARE_DECREASE < SHARE_MIN ? SHARE_MIN
+                                                                   : rl->share * SHARE_DECREASE;
+            } else {
+                /* No limit is known: what was in flight was too much. */
+                double w = (double)(rl->inflight + 1) * DECREASE;
+                if (w < rl->window)
+                    rl->window = w < 1 ? 1 : w;
+            }
             rl->last_cut_ms = now;
         }
         int64_t wait = obs != NULL && obs->retry_after_ms >= 0 ? obs->retry_after_ms : 1000;
         hold(rl, now, wait, HOLD_JITTER);
     } else if (status >= 200 && status < 300) {
-        rl->window += rl->window < rl->ssthresh ? 1.0 : 1.0 / rl->window;
+        if (rl->share < 1) {
+            double per_s = (rl->rpm > 0 ? rl->rpm : rl->tpm / 1000.0) / 60.0;
+            rl->share += 1.0 / (SHARE_RECOVERY_S * (per_s > 1 ? per_s : 1));
+            if (rl->share > 1)
+                rl->share = 1;
+        }
+        rl->window += 1.0 / rl->window;
         if (rl->window > rl->window_max)
             rl->window = rl->window_max;
     }

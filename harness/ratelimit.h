@@ -1,26 +1,32 @@
 /*
  * Provider rate limits, per provider and model: the arithmetic of when a call may be sent.
  *
- * Three things hold a call back, and a call waits (it does not fail) until all allow it:
+ * Four things hold a call back, and a call waits (it does not fail) until all allow it:
  *   - two token buckets, requests and tokens per minute, that refill continuously at 97 %
  *     of the limit; the request bucket holds two requests, so requests are evenly spaced,
  *     and the token bucket a tenth of a second of its rate (providers enforce their
- *     per-minute limits over shorter periods, so a minute's worth at once is refused). The limits
- * come from the providers file (`rpm`, `tpm`), else from the provider's headers (OpenAI
+ *     per-minute limits over shorter periods, so a minute's worth at once is refused).
+ *     The limits come from the providers file (`rpm`, `tpm`), else from the provider's headers (OpenAI
  *     `x-ratelimit-limit-*`, Anthropic `anthropic-ratelimit-*-limit`), else there is none.
  *     A call reserves its estimated tokens; its answer gives the difference back;
  *   - a hold: no call before a time the provider named (`retry-after-ms`, `Retry-After`,
  *     or a remaining count of 0 until its reset), stretched by a random 0-50 % so that the
  *     calls that waited do not all return in the same millisecond;
- *   - an adaptive concurrency window (AIMD): it opens at 8 calls in flight and grows by one
- *     a success (doubling each round trip) until the first 429; a 429 cuts it to 70 % (at
- *     most once per second, so one burst of 429s cuts once), and from then on each success
- *     adds 1/window (about one more call per round trip), up to the configured maximum.
- * With N processes on one provider account each learns the same remaining counts from
- * the headers and each cuts its own window on the 429s it sees; the cut-once-per-second
- * rule keeps N processes from cutting N times for one burst, and the additive growth is
- * slow enough (one call per round trip each) that they settle near the shared limit
- * instead of oscillating (docs/harness.md).
+ *   - until the first answer, new calls go out at most 2,000 a second: a provider that
+ *     refuses them at once is heard from (and its limits learnt) before thousands are
+ *     sent, and one that is merely slow does not hold the calls back a round trip;
+ *   - adaptation to 429s (AIMD, at most one cut a second, so one burst of 429s cuts once).
+ *     With a limit known, a 429 means other clients draw on it too: this process's share
+ *     of the limit is cut to 85 %, and each success gives back a little (at the full rate,
+ *     1/20 of the limit a second). With no limit known, the concurrency window (at first
+ *     the configured maximum) is cut to 70 % of the calls that were in flight, and each
+ *     success adds 1/window (about one more call per round trip).
+ * With N processes on one provider account each learns the same limit from the headers and
+ * first paces at all of it; the sum draws 429s, and each process cuts its own share on the
+ * 429s it sees. Multiplicative decrease with additive increase brings N processes to equal
+ * shares (the classic AIMD result) and keeps their sum in a band just under the limit: the
+ * cut of 15 % against a slow regrowth keeps the oscillation small (docs/harness.md has the
+ * measured behaviour).
  *
  * The core is pure: every function takes the time as an argument, and randomness comes
  * from the state's own generator (seeded by the caller), so tests replay it exactly. A
@@ -38,7 +44,11 @@ struct evd_rl {
     double req_bucket, tok_bucket;
     int64_t refilled_ms;
     int64_t hold_until_ms; /* no call before this */
-    double window, window_max, ssthresh;
+    double start_bucket;  /* the start-up pace, until the first answer */
+    bool answered;        /* an answer (of any status) has come */
+    double share;         /* of a known limit this process takes, (0, 1] */
+    int64_t known_since_ms; /* when a limit was first learnt */
+    double window, window_max;
     int inflight;
     int64_t last_cut_ms;
     uint64_t rng;

@@ -441,9 +441,8 @@ START_TEST(experiment_completed_fires_once)
 END_TEST
 
 /* A call in flight holds no database connection: 48 workers share 2 connections, and
- * 40 cases at once reach the provider together (the limiter's window opens at 8 and
- * doubles each round trip, so the later repeats run at full width) while evald never
- * has more than its fixed connections open. */
+ * 40 cases at once reach the provider together while evald never has more than its fixed
+ * connections open. */
 START_TEST(calls_in_flight_hold_no_connection)
 {
     start_stub(700);
