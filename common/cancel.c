@@ -4,7 +4,7 @@
  * clock from which the token counts as triggered (the engine's lease: a worker whose
  * lease is not renewed in time stops calling out even when the thread that renews it is
  * itself held up). The token outlives every run that uses it; the caller frees it. Lock
- * order: only `mu`, never held while calling out.
+ * order: only `mu`, never held while calling out, except to the wakers, which only signal.
  */
 #include "common/cancel.h"
 
@@ -20,7 +20,42 @@ struct evd_cancel {
     _Atomic int64_t deadline; /* monotonic ms; 0 = none */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    struct evd_cancel_waker *wakers; /* under mu */
 };
+
+static void wake_all(struct evd_cancel *c)
+{
+    for (struct evd_cancel_waker *w = c->wakers; w != NULL; w = w->next)
+        w->fn(w->arg);
+}
+
+void evd_cancel_watch(struct evd_cancel *c, struct evd_cancel_waker *w)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    w->next = c->wakers;
+    c->wakers = w;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void evd_cancel_unwatch(struct evd_cancel *c, struct evd_cancel_waker *w)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    for (struct evd_cancel_waker **p = &c->wakers; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int64_t evd_cancel_deadline(const struct evd_cancel *c)
+{
+    return c != NULL ? atomic_load(&((struct evd_cancel *)c)->deadline) : 0;
+}
 
 struct evd_cancel *evd_cancel_new(void)
 {
@@ -45,6 +80,7 @@ void evd_cancel_trigger(struct evd_cancel *c)
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->set, true);
     pthread_cond_broadcast(&c->cv);
+    wake_all(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -79,6 +115,7 @@ bool evd_cancel_set_deadline(struct evd_cancel *c, int64_t mono)
     if (live)
         atomic_store(&c->deadline, mono);
     pthread_cond_broadcast(&c->cv); /* a sleeper recomputes its wake-up */
+    wake_all(c);
     pthread_mutex_unlock(&c->mu);
     return live;
 }

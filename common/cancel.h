@@ -29,6 +29,24 @@ bool evd_cancel_set_deadline(struct evd_cancel *c, int64_t mono);
  * Returns false after a full sleep. A NULL token just sleeps.
  */
 bool evd_cancel_sleep(struct evd_cancel *c, int64_t ms);
+/*
+ * A waker: fn(arg) is called (under the token's lock, so it must only signal, as
+ * curl_multi_wakeup does) when the token is triggered or its deadline moves, so that a
+ * thread blocked in a poll of its own need not wake up just to look at the token. The
+ * caller owns the node and removes it before it goes away; after evd_cancel_unwatch
+ * returns, fn is not called again.
+ */
+struct evd_cancel_waker {
+    void (*fn)(void *arg);
+    void *arg;
+    struct evd_cancel_waker *next;
+};
+/* Adds w (NULL-safe for c). The token may already be triggered: look after adding. */
+void evd_cancel_watch(struct evd_cancel *c, struct evd_cancel_waker *w);
+void evd_cancel_unwatch(struct evd_cancel *c, struct evd_cancel_waker *w);
+/* The token's deadline (monotonic ms), 0 when it has none; NULL-safe. */
+int64_t evd_cancel_deadline(const struct evd_cancel *c);
+
 /* Frees the token; no run may still use it. NULL-safe. */
 void evd_cancel_free(struct evd_cancel *c);
 

@@ -142,6 +142,14 @@ void evd_harness_thread_cleanup(void)
     }
 }
 
+/* The longest a transfer's poll sleeps without looking at its deadlines. */
+#define POLL_MAX_MS 1000
+
+static void wake_multi(void *multi)
+{
+    curl_multi_wakeup(multi);
+}
+
 /* The codes libcurl ends a transfer with when a response header exceeds its limit. */
 static bool header_limit(CURLcode rc)
 {
@@ -161,6 +169,7 @@ CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl
     CURL *easy = cl->easy;
     CURLcode rc = CURLE_OK;
     bool added = false;
+    struct evd_cancel_waker waker = {wake_multi, multi, NULL};
 
     memset(resp, 0, sizeof(*resp));
     resp->retry_after_ms = -1;
@@ -200,6 +209,11 @@ CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl
         goto out;
     }
     added = true;
+    /* The poll below sleeps until the transfer has something to do, the invocation
+     * deadline, or the token (its trigger wakes the poll); at most a second, so that a
+     * token's deadline moved later is looked at again. A thousand calls in flight that
+     * woke every 50 ms to look at their tokens cost more CPU than the calls. */
+    evd_cancel_watch(cancel, &waker);
     int running = 1;
     while (running) {
         if (curl_multi_perform(multi, &running) != CURLM_OK) {
@@ -218,7 +232,14 @@ CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl
             rc = CURLE_OPERATION_TIMEDOUT;
             goto out;
         }
-        curl_multi_poll(multi, NULL, 0, 50, NULL);
+        int64_t now = evd_mono_ms(), until = deadline_ms;
+        int64_t token_deadline = evd_cancel_deadline(cancel);
+        if (token_deadline > 0 && token_deadline < until)
+            until = token_deadline;
+        int64_t wait = until - now;
+        if (wait > POLL_MAX_MS)
+            wait = POLL_MAX_MS;
+        curl_multi_poll(multi, NULL, 0, wait > 0 ? (int)wait : 0, NULL);
     }
     CURLMsg *m;
     int q;
@@ -248,8 +269,10 @@ CURLcode evd_hx_http_post(struct evd_hx_client *cl, const char *url, struct curl
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
 out:
     resp->curl_code = rc;
-    if (added)
+    if (added) {
+        evd_cancel_unwatch(cancel, &waker);
         curl_multi_remove_handle(multi, easy); /* the connection stays in the multi's pool */
+    }
     return rc;
 }
 

@@ -931,6 +931,39 @@ static void *trigger_later(void *arg)
     return NULL;
 }
 
+static void count_wake(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* A waker hears of a trigger and of a deadline moved, and of nothing once removed. */
+START_TEST(cancel_calls_its_wakers)
+{
+    struct evd_cancel *c = evd_cancel_new();
+    int a = 0, b = 0;
+    struct evd_cancel_waker wa = {count_wake, &a, NULL}, wb = {count_wake, &b, NULL};
+    evd_cancel_watch(c, &wa);
+    evd_cancel_watch(c, &wb);
+    ck_assert_int_eq(evd_cancel_deadline(c), 0);
+    ck_assert(evd_cancel_set_deadline(c, evd_mono_ms() + 60000));
+    ck_assert_int_gt(evd_cancel_deadline(c), evd_mono_ms());
+    ck_assert_int_eq(a, 1);
+    ck_assert_int_eq(b, 1);
+    evd_cancel_unwatch(c, &wa);
+    evd_cancel_trigger(c);
+    ck_assert_int_eq(a, 1); /* removed: not called */
+    ck_assert_int_eq(b, 2);
+    evd_cancel_unwatch(c, &wb);
+    evd_cancel_unwatch(c, &wb); /* twice: harmless */
+    evd_cancel_trigger(c);
+    ck_assert_int_eq(b, 2);
+    evd_cancel_watch(NULL, &wa); /* NULL tokens: nothing */
+    evd_cancel_unwatch(NULL, &wa);
+    ck_assert_int_eq(evd_cancel_deadline(NULL), 0);
+    evd_cancel_free(c);
+}
+END_TEST
+
 START_TEST(cancel_wakes_sleep)
 {
     struct evd_cancel *c = evd_cancel_new();
@@ -1035,6 +1068,7 @@ static Suite *harness_suite(void)
     tcase_add_test(tc, scrub_removes_short_keys);
     tcase_add_test(tc, error_detail_shapes);
     tcase_add_test(tc, cancel_wakes_sleep);
+    tcase_add_test(tc, cancel_calls_its_wakers);
     tcase_add_test(tc, bad_input_fails_in_setup);
     tcase_add_test(tc, traces_from_spans);
     suite_add_tcase(s, tc);
