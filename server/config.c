@@ -66,7 +66,8 @@ static const struct setting settings[] = {
     {"EVALD_HTTP_TIMEOUT_SECONDS", "http-timeout-seconds", K_INT, "10", 1, 3600,
      OFF(http_timeout_seconds),
      "a connection is closed when its request headers take longer than this, or when it sends "
-     "and accepts nothing for this long (open event streams are exempt while they wait)"},
+     "and accepts nothing for this long (three times as long while a request is in progress; "
+     "open event streams are exempt while they wait)"},
     {"EVALD_HTTP_MAX_CONNECTIONS", "http-max-connections", K_INT, "16000", 16, 1000000,
      OFF(http_max_connections),
      "open HTTP connections at most; more are closed at once (lowered to fit RLIMIT_NOFILE)"},

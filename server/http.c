@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -457,6 +458,28 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     *socket_context = NULL;
 }
 
+/*
+ * True when bytes the client sent wait in the socket for the server to read them: the
+ * delay is then the server's (its threads busy with other requests), not a slow client's,
+ * and the connection is not dropped. A client that trickles its headers is read as soon
+ * as a thread is free, so it is caught at a later pass.
+ */
+static bool unread(int fd)
+{
+    int n = 0;
+    return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/*
+ * libmicrohttpd's idle timeout is this many times EVALD_HTTP_TIMEOUT_SECONDS. It counts
+ * from a connection's last activity as the server saw it, so a thread that was busy with
+ * other requests makes a waiting connection look idle: at 1x, 1,024 evaluations started at
+ * once lost hundreds of answers after the evaluations had been created. The reaper keeps
+ * the 1x deadline for connections that are truly quiet (headers that do not come, idle
+ * keep-alives).
+ */
+#define IDLE_SLACK 3u
+
 /* The reaper thread: twice a second, drops connections past the header deadline. */
 static void *reaper_main(void *arg)
 {
@@ -466,7 +489,8 @@ static void *reaper_main(void *arg)
         int64_t now = evd_mono_ms();
         int dropped = 0;
         for (struct watch *w = h->watches; w != NULL; w = w->next)
-            if (w->since_ms != 0 && !w->shut && now - w->since_ms > h->header_ms) {
+            if (w->since_ms != 0 && !w->shut && now - w->since_ms > h->header_ms &&
+                !unread(w->fd)) {
                 shutdown(w->fd, SHUT_RDWR);
                 w->shut = true;
                 dropped++;
@@ -632,7 +656,7 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         /* the logger first, or MHD prints what it says about the other options itself */
         MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd", MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout * IDLE_SLACK, MHD_OPTION_CONNECTION_LIMIT,
         limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_END);
