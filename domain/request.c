@@ -31,6 +31,7 @@ static const char *const EVALUATOR_FIELDS[] = {"function_id", "arguments", NULL}
 static const char *const FUNCTIONS_FIELDS[] = {"allow", "deny", "expose", NULL};
 static const char *const OUTPUT_TEXT_FIELDS[] = {"type", NULL};
 static const char *const OUTPUT_JSON_FIELDS[] = {"type", "schema", NULL};
+static const char *const RESCORE_FIELDS[] = {"evaluator", NULL};
 static const char *const NORMALIZED_FIELDS[] = {
     "control", "dimension", "evaluator", "execution_order",      "functions", "limits", "metadata",
     "model",   "output",    "runs",      "source_evaluation_id", "treatment", NULL};
@@ -516,6 +517,28 @@ json_t *evd_request_rerun(const json_t *source, const char *source_id, bool reve
         return NULL;
     }
     return n;
+}
+
+enum evd_code evd_request_rescore_args(const json_t *body, json_t **evaluator,
+                                       struct evd_err *err)
+{
+    *evaluator = NULL;
+    json_t *v = NULL;
+    if (!json_is_object(body))
+        return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
+    enum evd_code rc = evd_fields_only(body, "", RESCORE_FIELDS, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(body, "", "evaluator", EVD_F_OBJECT | EVD_F_REQUIRED | EVD_F_NULLABLE,
+                            &v, err);
+    if (rc == EVD_OK)
+        rc = decode_evaluator(v, evaluator, err);
+    if (rc == EVD_OK && is_blank(json_object_get(*evaluator, "function_id")))
+        rc = evd_err_set(err, EVD_EINVAL, "evaluator.function_id cannot be empty");
+    if (rc != EVD_OK) {
+        json_decref(*evaluator);
+        *evaluator = NULL;
+    }
+    return rc;
 }
 
 static enum evd_code require_object(const json_t *body, struct evd_err *err)

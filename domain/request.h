@@ -120,6 +120,17 @@ json_t *evd_request_rerun(const json_t *source_normalized, const char *source_id
                           bool reverse_order);
 
 /*
+ * The body of a re-score, {evaluator} (borrowed): a closed object ("<name> is not a known
+ * field"), the evaluator required ("evaluator is required", null too) and decoded and
+ * checked as a start's ("evaluator.colour is not a known field", "evaluator.function_id
+ * must be a string", "evaluator.function_id cannot be empty"). *evaluator is the
+ * normalized EvaluatorSpecV1 (arguments {} when omitted; new reference). Whether anything
+ * can run it is the engine's check, as at a start.
+ */
+enum evd_code evd_request_rescore_args(const json_t *body, json_t **evaluator,
+                                       struct evd_err *err);
+
+/*
  * eval::list {limit?}: limit null or absent -> 50; otherwise an integer in 1..100,
  * else "limit must be between 1 and 100" ("limit must be an integer" for other types).
  * Unknown members are ignored.

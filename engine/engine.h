@@ -96,6 +96,16 @@ enum evd_code evd_eval_delete(struct evd_engine *e, json_t *request, json_t **re
                               struct evd_err *err);
 enum evd_code evd_eval_rerun(struct evd_engine *e, json_t *request, json_t **response,
                              struct evd_err *err);
+/*
+ * POST /v1/evaluations/{id}/rescore with `body` {evaluator} (borrowed; engine/rescore.c):
+ * a new evaluation (source_evaluation_id = id, derivation rescore) whose runs copy the
+ * terminal source's stored outputs and metrics and are scored again by `evaluator` alone,
+ * no model called for the target. *response {evaluation_id, status, source_evaluation_id,
+ * rescored_runs}. EVD_EINVAL names the field, EVD_ENOTFOUND, EVD_ECONFLICT while the
+ * source is live; nothing is written then.
+ */
+enum evd_code evd_eval_rescore(struct evd_engine *e, const char *id, const json_t *body,
+                               json_t **response, struct evd_err *err);
 enum evd_code evd_eval_step(struct evd_engine *e, json_t *request, json_t **response,
                             struct evd_err *err);
 enum evd_code evd_eval_sweep(struct evd_engine *e, json_t *request, json_t **response,

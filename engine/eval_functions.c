@@ -40,8 +40,8 @@ static void capitalized(const char *status, char *out, size_t n)
  * function of the iii engine (whose workers come and go, so it is looked up when the run
  * is scored).
  */
-static enum evd_code check_evaluator(struct evd_engine *e, PGconn *c, const json_t *ev,
-                                     struct evd_err *err)
+enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const json_t *ev,
+                                        struct evd_err *err)
 {
     const char *fid = json_string_value(json_object_get(ev, "function_id"));
     if (fid == NULL || evd_evaluator_is_builtin(fid))
@@ -104,7 +104,7 @@ enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json
     if ((rc = evd_providers_resolve(e->opts.providers, (json_t *)model, &resolved, err)) ||
         (rc = check_output(output, err)))
         return rc;
-    return evaluator != NULL ? check_evaluator(e, c, evaluator, err) : EVD_OK;
+    return evaluator != NULL ? evd_engine_check_evaluator(e, c, evaluator, err) : EVD_OK;
 }
 
 static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
@@ -113,7 +113,8 @@ static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
 {
     const struct evd_request_view view = *vp;
     enum evd_code rc;
-    if ((rc = check_evaluator(e, c, json_object_get(normalized, "evaluator"), err)) != EVD_OK)
+    rc = evd_engine_check_evaluator(e, c, json_object_get(normalized, "evaluator"), err);
+    if (rc != EVD_OK)
         return rc;
     char id[48];
     evd_new_id("eval_", id, sizeof(id));
@@ -279,8 +280,11 @@ enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras
             if (ev.completed_at)
                 json_object_set_new(out, "completed_at", json_integer(ev.completed_at));
             json_object_set_new(out, "concurrency", json_integer(ev.concurrency));
-            if (ev.source_id[0])
+            if (ev.source_id[0]) {
                 json_object_set_new(out, "source_evaluation_id", json_string(ev.source_id));
+                json_object_set_new(out, "derivation",
+                                    json_string(ev.rescore ? "rescore" : "rerun"));
+            }
             json_t *pruns = json_object_get(json_object_get(out, "progress"), "runs");
             for (size_t i = 0; i < json_array_size(pruns); i++) {
                 json_t *src = json_array_get(runs, i), *dst = json_array_get(pruns, i);

@@ -108,7 +108,8 @@ struct evd_engine {
     pthread_mutex_t requests_mu; /* leaf lock */
     struct cached_request {
         char id[64];
-        char *text; /* the stored request's JSON text (requests never change) */
+        char *text;   /* the stored request's JSON text (requests never change) */
+        bool rescore; /* its runs score stored outputs again (engine/rescore.c) */
         uint64_t used;
     } requests[EVD_REQUEST_CACHE];
     uint64_t requests_tick;
@@ -235,6 +236,12 @@ enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json
                                      const json_t *output, const json_t *evaluator,
                                      struct evd_err *err);
 
+/* The evaluator part of that check (an evaluator object, or NULL for none): its messages
+ * are a start's ("evaluator.function_id x is neither a built-in evaluator ... nor a
+ * registered tool", evaluator.arguments.<field> for the agent review). */
+enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const json_t *evaluator,
+                                         struct evd_err *err);
+
 /* experiments (engine/experiments.c) */
 struct evd_analysis_cell;
 /* A case's analysis cell as stored in experiment_cases.cells. New reference. */
@@ -255,6 +262,10 @@ struct evd_scenario_outcome;
 void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                              int case_index, int position, json_t *run, struct evd_cancel *cancel,
                              struct evd_scenario_outcome *out);
+/* The same for run `position` of a re-scored evaluation s->subject_id (engine/runner.c). */
+void evd_engine_rescore_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                            int position, json_t *run, struct evd_cancel *cancel,
+                            struct evd_scenario_outcome *out);
 /* Finishes `id` when every run is terminal and no case job is left (its own transaction). */
 enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, const char *id,
                                              struct evd_err *err);

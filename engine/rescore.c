@@ -1,18 +1,24 @@
 /*
- * Experiments derived from a finished one (docs/experiments.md, "Re-score" and "Retry"):
- * the copy of its cases and runs in one transaction (migrations/0012_reviews.sql), and the
- * cell of a re-score, which scores a stored output again by the scenario's evaluator path
- * (engine/scenario.c) instead of running the agent turn. The case jobs, leases, cancel
- * and the analysis are an experiment's like any other (engine/cells.c).
+ * Runs and experiments derived from a finished one (docs/experiments.md, "Re-score" and
+ * "Retry"; "Re-score an evaluation"): the copy of an experiment's cases and runs in one
+ * transaction (migrations/0012_reviews.sql), the copy of an evaluation's runs
+ * (migrations/0013_evaluation_rescore.sql), and the one step both re-scores share: a run
+ * (an experiment's cell, or an evaluation's run job) scores its stored output again by the
+ * scenario's evaluator path (engine/scenario.c) instead of running the agent turn. The
+ * jobs, leases, cancel, the writer and the analysis or report are those of any experiment
+ * or evaluation (engine/cells.c, engine/runner.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/evaluators.h"
 #include "domain/experiment.h"
+#include "domain/plan.h"
+#include "domain/request.h"
 #include "engine/internal.h"
 #include "engine/reviews.h"
 #include "engine/scenario.h"
@@ -20,18 +26,16 @@
 #include "store/reviews.h"
 #include "store/tools.h"
 
-void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w,
-                             const struct evd_scenario *s, int case_index, int position,
-                             json_t *run, struct evd_cancel *cancel,
-                             struct evd_scenario_outcome *out)
+/* Scores the stored agent turn `stored` ({output, metrics, benchmark, transcript}; stolen,
+ * NULL when it could not be read: err says why, and the run is tried again after its
+ * lease) of `run` with scenario s's evaluator. */
+static void score_stored(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
+                         json_t *stored, const struct evd_err *err, json_t *run,
+                         struct evd_cancel *cancel, struct evd_scenario_outcome *out)
 {
-    struct evd_err err = {0};
-    PGconn *c = evd_wconn_get(w, &err);
-    json_t *stored =
-        c != NULL ? evd_store_rescore_input(c, s->subject_id, case_index, position, &err) : NULL;
     if (stored == NULL) {
-        evd_log(EVD_LOG_WARN, "could not read the run to score again", "experiment_id",
-                s->subject_id, "error", err.msg, NULL);
+        evd_log(EVD_LOG_WARN, "could not read the run to score again", "subject_id",
+                s->subject_id, "error", err->msg, NULL);
         memset(out, 0, sizeof(*out));
         out->not_started = true; /* tried again once the lease runs out */
         return;
@@ -44,6 +48,28 @@ void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w,
     };
     evd_scenario_rescore(e, w, s, run, &st, cancel, out);
     json_decref(stored);
+}
+
+void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w,
+                             const struct evd_scenario *s, int case_index, int position,
+                             json_t *run, struct evd_cancel *cancel,
+                             struct evd_scenario_outcome *out)
+{
+    struct evd_err err = {0};
+    PGconn *c = evd_wconn_get(w, &err);
+    json_t *stored =
+        c != NULL ? evd_store_rescore_input(c, s->subject_id, case_index, position, &err) : NULL;
+    score_stored(e, w, s, stored, &err, run, cancel, out);
+}
+
+void evd_engine_rescore_run(struct evd_engine *e, struct evd_wconn *w,
+                            const struct evd_scenario *s, int position, json_t *run,
+                            struct evd_cancel *cancel, struct evd_scenario_outcome *out)
+{
+    struct evd_err err = {0};
+    PGconn *c = evd_wconn_get(w, &err);
+    json_t *stored = c != NULL ? evd_store_run_stored(c, s->subject_id, position, &err) : NULL;
+    score_stored(e, w, s, stored, &err, run, cancel, out);
 }
 
 /* Refuses an evaluator nothing can run (the rule of POST /v1/evaluations): a built-in,
@@ -227,5 +253,72 @@ enum evd_code evd_experiment_retry(struct evd_engine *e, const char *id, const j
         rc = derive(e, c, id, "retry", request, response, err);
     evd_db_release(e->opts.db, c);
     json_decref(request);
+    return rc;
+}
+
+enum evd_code evd_eval_rescore(struct evd_engine *e, const char *id, const json_t *body,
+                               json_t **response, struct evd_err *err)
+{
+    json_t *evaluator = NULL, *request = NULL, *runs = NULL;
+    struct evd_store_eval src = {0};
+    PGconn *c = NULL;
+    enum evd_code rc = evd_request_rescore_args(body, &evaluator, err);
+    if (rc != EVD_OK)
+        return rc;
+    if ((c = evd_db_acquire(e->opts.db, err)) == NULL) {
+        rc = evd_db_code(err);
+        goto out;
+    }
+    if ((rc = evd_store_eval_get(c, id, false, &src, err)) != EVD_OK)
+        goto out;
+    if (!evd_engine_status_terminal(src.status)) {
+        rc = evd_err_set(err, EVD_ECONFLICT,
+                         "evaluation %s has not finished; only a finished evaluation can be "
+                         "re-scored",
+                         id);
+        goto out;
+    }
+    /* The start's own check of the evaluator, then the source's request with it. */
+    if ((rc = evd_engine_check_evaluator(e, c, evaluator, err)) != EVD_OK)
+        goto out;
+    request = evd_request_rerun(src.request, id, false);
+    if (request == NULL || json_object_set(request, "evaluator", evaluator) != 0) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct evd_request_view view;
+    if ((rc = evd_request_view_trusted(request, &view, err)) != EVD_OK)
+        goto out;
+    char nid[48];
+    evd_new_id("eval_", nid, sizeof(nid));
+    if ((runs = evd_plan_build(nid, view.runs, view.order)) == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    int rescored = 0, enqueued = 0;
+    rc = evd_store_eval_rescore(c, id, nid, request, runs, evd_now_ms(), e->owner, &rescored,
+                                &enqueued, err);
+    if (rc != EVD_OK)
+        goto out;
+    if (enqueued == EVD_RUN_ALL_TERMINAL)
+        evd_engine_finalize_later(e, nid); /* nothing to score again: report it now */
+    else
+        evd_engine_wake(e, enqueued);
+    evd_metrics_count("evald_evaluations_started_total", NULL, NULL, 1);
+    char n[16];
+    snprintf(n, sizeof(n), "%d", rescored);
+    evd_log(EVD_LOG_INFO, "evaluation started", "evaluation_id", nid, "source_evaluation_id", id,
+            "derivation", "rescore", "runs", n, NULL);
+    *response = json_pack("{s:s, s:s, s:s, s:i}", "evaluation_id", nid, "status", "queued",
+                          "source_evaluation_id", id, "rescored_runs", rescored);
+    if (*response == NULL)
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+out:
+    if (c != NULL)
+        evd_db_release(e->opts.db, c);
+    evd_store_eval_clear(&src);
+    json_decref(evaluator);
+    json_decref(request);
+    json_decref(runs);
     return rc;
 }

@@ -4,7 +4,9 @@
  *      whose run or evaluation is already terminal, fail a run whose attempts are
  *      exhausted, else mark it running with attempt+1 and commit;
  *   2. run the agent turn (harness) and the evaluator with no lock held, the job
- *      lease renewed by the keeper and a cancel token registered in-flight;
+ *      lease renewed by the keeper and a cancel token registered in-flight (a run of a
+ *      re-scored evaluation runs only the evaluator, on its stored agent turn:
+ *      engine/rescore.c);
  *   3. write the outcome only if the run is still running with this attempt (a
  *      worker whose lease was taken over, or whose evaluation was cancelled, writes
  *      nothing), and advance the evaluation, in one transaction.
@@ -134,7 +136,8 @@ static void on_progress(void *ctx, json_t *metrics)
  * each process keeps the text of the last EVD_REQUEST_CACHE it ran (a run of a known
  * evaluation reads nothing), and decodes a private copy for every run.
  */
-static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struct evd_err *err)
+static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, bool *rescore,
+                          struct evd_err *err)
 {
     json_t *request = NULL;
     json_error_t jerr;
@@ -144,6 +147,7 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struc
         if (q->text != NULL && strcmp(q->id, id) == 0) {
             q->used = ++e->requests_tick;
             request = json_loads(q->text, 0, &jerr);
+            *rescore = q->rescore;
             break;
         }
     }
@@ -151,7 +155,7 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struc
     if (request != NULL)
         return request;
     char *text = NULL;
-    if (evd_store_eval_request_text(c, id, &text, err) != EVD_OK)
+    if (evd_store_eval_request_text(c, id, &text, rescore, err) != EVD_OK)
         return NULL;
     if ((request = json_loads(text, 0, &jerr)) == NULL) {
         evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
@@ -166,6 +170,7 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, struc
     free(oldest->text);
     snprintf(oldest->id, sizeof(oldest->id), "%s", id);
     oldest->text = text;
+    oldest->rescore = *rescore;
     oldest->used = ++e->requests_tick;
     pthread_mutex_unlock(&e->requests_mu);
     return request;
@@ -196,7 +201,8 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
     struct evd_store_eval ev = {0};
     snprintf(ev.id, sizeof(ev.id), "%s", job->evaluation_id);
     PGconn *c = evd_wconn_get(w, &err);
-    if (c == NULL || (ev.request = request_of(e, c, job->evaluation_id, &err)) == NULL) {
+    if (c == NULL ||
+        (ev.request = request_of(e, c, job->evaluation_id, &ev.rescore, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
         hand_back(e, w, job, attempt);
@@ -257,7 +263,10 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     snprintf(att, sizeof(att), "%d", attempt);
     evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", ev.id, "run_id",
             json_string_value(json_object_get(run, "run_id")), "attempt", att, NULL);
-    evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
+    if (ev.rescore)
+        evd_engine_rescore_run(e, w, &scenario, job->run_position, run, cancel, &out);
+    else
+        evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
     if (out.not_started)
         goto out; /* the lease runs out and the run is tried again */
 

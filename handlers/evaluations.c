@@ -195,6 +195,19 @@ void evd_h_eval_rerun(struct evd_req *req, struct evd_resp *resp)
         accepted(resp, out);
 }
 
+void evd_h_eval_rescore(struct evd_req *req, struct evd_resp *resp)
+{
+    if (!require_object(req, resp))
+        return;
+    struct evd_err err = {0};
+    json_t *out = NULL;
+    if (evd_eval_rescore(req->ctx->engine, evd_req_param(req, "id"), req->body, &out, &err) !=
+        EVD_OK)
+        evd_resp_error(resp, &err);
+    else
+        accepted(resp, out);
+}
+
 static void evaluator(struct evd_req *req, struct evd_resp *resp, const char *fid)
 {
     if (!require_object(req, resp))

@@ -17,6 +17,7 @@ void evd_h_eval_status(struct evd_req *req, struct evd_resp *resp);
 void evd_h_eval_events(struct evd_req *req, struct evd_resp *resp);
 void evd_h_eval_cancel(struct evd_req *req, struct evd_resp *resp);
 void evd_h_eval_rerun(struct evd_req *req, struct evd_resp *resp);
+void evd_h_eval_rescore(struct evd_req *req, struct evd_resp *resp);
 void evd_h_eval_delete(struct evd_req *req, struct evd_resp *resp);
 void evd_h_evaluator_exact(struct evd_req *req, struct evd_resp *resp);
 void evd_h_evaluator_normalized(struct evd_req *req, struct evd_resp *resp);

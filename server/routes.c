@@ -28,6 +28,7 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/evaluations/{id}/events", evd_h_eval_events, EVD_ROUTE_QUERY_TOKEN},
     {"POST", "/v1/evaluations/{id}/cancel", evd_h_eval_cancel, 0},
     {"POST", "/v1/evaluations/{id}/rerun", evd_h_eval_rerun, 0},
+    {"POST", "/v1/evaluations/{id}/rescore", evd_h_eval_rescore, 0},
     {"POST", "/v1/sessions", evd_h_session_create, 0},
     {"GET", "/v1/sessions", evd_h_session_list, 0},
     /* compare before {id}: the first matching row wins */

@@ -59,7 +59,8 @@ enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *req
 static const char SQL_EVAL_GET[] =
     "SELECT id, status, request, report, step, concurrency, total_runs, terminal_runs,"
     " passed_runs, failed_runs, eligible, error, coalesce(source_evaluation_id, ''),"
-    " created_at, updated_at, completed_at FROM evaluations WHERE id = $1";
+    " created_at, updated_at, completed_at, derivation IS NOT DISTINCT FROM 'rescore'"
+    " FROM evaluations WHERE id = $1";
 
 enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
                                  struct evd_store_eval *out, struct evd_err *err)
@@ -84,6 +85,7 @@ enum evd_code evd_store_eval_get(PGconn *c, const char *id, bool lock,
     out->created_at = evd_db_col_i64(r, 0, 13);
     out->updated_at = evd_db_col_i64(r, 0, 14);
     out->completed_at = evd_db_col_i64(r, 0, 15);
+    out->rescore = PQgetvalue(r, 0, 16)[0] == 't';
     PQclear(r);
     if (out->request == NULL) {
         evd_store_eval_clear(out);
@@ -555,11 +557,15 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
 }
 
 enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
-                                          struct evd_err *err)
+                                          bool *rescore, struct evd_err *err)
 {
     *text = NULL;
+    *rescore = false;
     const char *p[] = {id};
-    PGresult *r = evd_db_query(c, "SELECT request FROM evaluations WHERE id = $1", 1, p, err);
+    PGresult *r = evd_db_query(c,
+                               "SELECT request, derivation IS NOT DISTINCT FROM 'rescore'"
+                               " FROM evaluations WHERE id = $1",
+                               1, p, err);
     if (r == NULL)
         return evd_db_code(err);
     enum evd_code rc = EVD_OK;
@@ -567,6 +573,8 @@ enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text
         rc = evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
     else if ((*text = strdup(PQgetvalue(r, 0, 0))) == NULL)
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+    else
+        *rescore = PQgetvalue(r, 0, 1)[0] == 't';
     PQclear(r);
     return rc;
 }
@@ -684,4 +692,85 @@ enum evd_code evd_store_run_eval_of_session(PGconn *c, const char *session_id, c
         snprintf(id, n, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     return EVD_OK;
+}
+
+enum evd_code evd_store_eval_rescore(PGconn *c, const char *source, const char *id,
+                                     const json_t *request, const json_t *runs, int64_t now,
+                                     const char *owner, int *rescored, int *enqueued,
+                                     struct evd_err *err)
+{
+    *rescored = *enqueued = 0;
+    char *req = dump_or_null(request);
+    char *rs = dump_or_null(runs);
+    char ts[32];
+    I64(ts, now);
+    enum evd_code rc = EVD_OK;
+    PGresult *r = NULL;
+    if (req == NULL || rs == NULL) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        goto out;
+    }
+    const char *p[] = {source, id, req, rs, ts, owner ? owner : ""};
+    r = evd_db_query(c,
+                     "SELECT * FROM evald_evaluation_rescore($1, $2, $3::jsonb, $4::jsonb,"
+                     " $5::bigint, $6)",
+                     6, p, err);
+    if (r == NULL) {
+        rc = evd_db_code(err);
+        goto out;
+    }
+    if (PQntuples(r) != 1 || PQnfields(r) != 2) {
+        rc = evd_err_set(err, EVD_EDB, "evald_evaluation_rescore answered %d rows", PQntuples(r));
+        goto out;
+    }
+    *rescored = (int)evd_db_col_i64(r, 0, 0);
+    *enqueued = (int)evd_db_col_i64(r, 0, 1);
+    if (*rescored == -1)
+        rc = evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", source);
+    else if (*rescored < 0)
+        rc = evd_err_set(err, EVD_ECONFLICT,
+                         "evaluation %s has not finished; only a finished evaluation can be "
+                         "re-scored",
+                         source);
+out:
+    PQclear(r);
+    free(req);
+    free(rs);
+    return rc;
+}
+
+json_t *evd_store_run_stored(PGconn *c, const char *id, int position, struct evd_err *err)
+{
+    static const char *const cols[] = {"output", "metrics", "benchmark", "transcript"};
+    char pos[16];
+    I64(pos, position);
+    const char *p[] = {id, pos};
+    PGresult *r = evd_db_query(c,
+                               "SELECT output, metrics, benchmark, transcript FROM runs"
+                               " WHERE evaluation_id = $1 AND position = $2::int",
+                               2, p, err);
+    if (r == NULL)
+        return NULL;
+    json_t *out = NULL;
+    if (PQntuples(r) != 1) {
+        evd_err_set(err, EVD_ENOTFOUND, "run %d of %s not found", position, id);
+        goto out;
+    }
+    if ((out = json_object()) == NULL)
+        goto oom;
+    for (int i = 0; i < 4; i++) {
+        if (PQgetisnull(r, 0, i))
+            continue;
+        json_t *v = evd_db_col_json(r, 0, i);
+        if (v == NULL || json_object_set_new(out, cols[i], v) != 0)
+            goto oom;
+    }
+    goto out;
+oom:
+    json_decref(out);
+    out = NULL;
+    evd_err_set(err, EVD_ENOMEM, "out of memory");
+out:
+    PQclear(r);
+    return out;
 }

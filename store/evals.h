@@ -30,6 +30,7 @@ struct evd_store_eval {
     char *error;
     char source_id[64]; /* "" when none */
     int64_t created_at, updated_at, completed_at; /* completed_at 0 = not yet */
+    bool rescore; /* a re-score of source_id: its runs score stored outputs again */
 };
 
 void evd_store_eval_clear(struct evd_store_eval *e);
@@ -135,6 +136,25 @@ enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step,
 enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
                                     const json_t *report, int eligible, int eligible_event,
                                     int64_t now, struct evd_err *err);
+/*
+ * Creates evaluation `id`, the re-score of the terminal evaluation `source`, with the
+ * normalized `request` and its planned `runs` (as evd_store_eval_insert takes them), and
+ * schedules the runs to score again; one statement (evald_evaluation_rescore,
+ * migrations/0013). Each run copies the source run's output, metrics, benchmark and
+ * transcript; the ones that reached an evaluator are pending again (*rescored counts
+ * them), the others keep their result. *enqueued: the jobs enqueued, or
+ * EVD_RUN_ALL_TERMINAL when no run is to be scored again (the caller finalizes).
+ * EVD_ENOTFOUND when `source` is unknown, EVD_ECONFLICT while it is live; nothing is
+ * written then.
+ */
+enum evd_code evd_store_eval_rescore(PGconn *c, const char *source, const char *id,
+                                     const json_t *request, const json_t *runs, int64_t now,
+                                     const char *owner, int *rescored, int *enqueued,
+                                     struct evd_err *err);
+/* The stored agent turn of run `position` of evaluation `id`: {output, metrics, benchmark,
+ * transcript} (new reference; a null column is an absent member), or NULL + err. */
+json_t *evd_store_run_stored(PGconn *c, const char *id, int position, struct evd_err *err);
+
 /* Deletes a terminal evaluation (runs cascade). *deleted false when unknown. */
 enum evd_code evd_store_eval_delete(PGconn *c, const char *id, bool *deleted,
                                     struct evd_err *err);
@@ -184,9 +204,10 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
                                         struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err);
-/* The stored (normalized) request of an evaluation as JSON text (malloc'd). */
+/* The stored (normalized) request of an evaluation as JSON text (malloc'd), and whether
+ * it is a re-score (evaluations.derivation). */
 enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
-                                          struct evd_err *err);
+                                          bool *rescore, struct evd_err *err);
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
 /* Deletes every job of an evaluation. */
 enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);

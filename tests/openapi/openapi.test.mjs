@@ -61,6 +61,7 @@ const ROUTES = [
   'GET /v1/evaluations/{}/events',
   'POST /v1/evaluations/{}/cancel',
   'POST /v1/evaluations/{}/rerun',
+  'POST /v1/evaluations/{}/rescore',
   'DELETE /v1/evaluations/{}',
   'POST /v1/evaluators/exact',
   'POST /v1/evaluators/normalized_text',

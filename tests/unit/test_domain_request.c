@@ -578,6 +578,49 @@ struct small_case {
     const char *message; /* NULL = accepted */
 };
 
+/* The body of a re-score: closed, the evaluator required and decoded as at a start. */
+static const struct small_case RESCORES[] = {
+    {"{\"evaluator\":{\"function_id\":\"eval::assert::exact\"}}", NULL},
+    {"{\"evaluator\":{\"function_id\":\"x\",\"arguments\":{\"expected\":1}}}", NULL},
+    {"[]", "request body must be a JSON object"},
+    {"{}", "evaluator is required"},
+    {"{\"evaluator\":null}", "evaluator is required"},
+    {"{\"evaluator\":{\"function_id\":\"x\"},\"runs\":2}", "runs is not a known field"},
+    {"{\"evaluator\":[]}", "evaluator must be an object"},
+    {"{\"evaluator\":{}}", "evaluator.function_id is required"},
+    {"{\"evaluator\":{\"function_id\":null}}", "evaluator.function_id must be a string"},
+    {"{\"evaluator\":{\"function_id\":\" \\t\"}}", "evaluator.function_id cannot be empty"},
+    {"{\"evaluator\":{\"function_id\":\"x\",\"colour\":1}}",
+     "evaluator.colour is not a known field"},
+};
+
+START_TEST(rescore_body)
+{
+    const struct small_case *c = &RESCORES[_i];
+    json_t *body = evd_dt_parse(c->body);
+    json_t *ev = (json_t *)1;
+    struct evd_err err = {0};
+    enum evd_code rc = evd_request_rescore_args(body, &ev, &err);
+    if (c->message == NULL) {
+        ck_assert_int_eq(rc, EVD_OK);
+        /* normalized as at a start: arguments {} when omitted, else a copy */
+        json_t *none = json_object();
+        const json_t *want = json_object_get(json_object_get(body, "evaluator"), "arguments");
+        ck_assert(json_equal(json_object_get(ev, "arguments"), want ? want : none));
+        json_decref(none);
+        ck_assert(json_equal(json_object_get(ev, "function_id"),
+                             json_object_get(json_object_get(body, "evaluator"), "function_id")));
+        ck_assert_uint_eq(json_object_size(ev), 2);
+    } else {
+        ck_assert_int_eq(rc, EVD_EINVAL);
+        ck_assert_ptr_null(ev);
+        ck_assert_str_eq(err.msg, c->message);
+    }
+    json_decref(ev);
+    json_decref(body);
+}
+END_TEST
+
 static const struct small_case ID_CASES[] = {
     {"{\"evaluation_id\":\"eval_1\"}", NULL},
     {"{\"evaluation_id\":\"eval_1\",\"_caller_worker_id\":\"w\"}", NULL},
@@ -794,6 +837,7 @@ int main(void)
     tcase_add_loop_test(small, list_limit, 0, sizeof(LISTS) / sizeof(LISTS[0]));
     tcase_add_loop_test(small, evaluation_id_requests, 0, sizeof(ID_CASES) / sizeof(ID_CASES[0]));
     tcase_add_test(small, rerun_request);
+    tcase_add_loop_test(small, rescore_body, 0, sizeof(RESCORES) / sizeof(RESCORES[0]));
     tcase_add_test(small, step_request);
     tcase_add_test(small, wake_request);
     tcase_add_test(small, sweep_request);
