@@ -481,6 +481,16 @@ function mountDetail(root, ctx, id, source) {
     }
 
     function renderHead() {
+        const keepFocus = document.activeElement && document.activeElement.id === 'exp-source';
+        renderHeadParts();
+        // The selector is made again with the header: give the focus back to the new one.
+        if (keepFocus) {
+            const select = document.getElementById('exp-source');
+            if (select) select.focus();
+        }
+    }
+
+    function renderHeadParts() {
         const e = st.exp;
         const status = statusOf();
         const terminal = isTerminal(status);

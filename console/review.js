@@ -43,7 +43,7 @@ function json(v) {
 export function mountReview(root, ctx, id) {
     const st = {
         exp: null, reviewer: storedReviewer(), askReviewer: false, walk: createWalk(), loadingQueue: false, queueError: null,
-        agreement: null, agreementError: null, agreementSeq: 0, busy: false, status: '', statusKind: '', disposed: false,
+        agreement: null, agreementError: null, agreementSeq: 0, busy: false, status: '', statusKind: '', started: false, disposed: false,
     };
     const detailHref = `#/experiments/${encodeURIComponent(id)}`;
     const els = {
@@ -290,9 +290,12 @@ export function mountReview(root, ctx, id) {
 
     async function advance() {
         if (st.walk.wantsMore()) await loadQueue();
+        if (st.disposed) return;
         renderProgress();
         renderRun();
-        if (!st.disposed && !st.walk.current()) els.run.focus({ preventScroll: true });
+        // A clicked button is gone with the run it decided: the keys go on from the run's card.
+        const active = document.activeElement;
+        if (!st.walk.current() || !active || active === document.body || !active.isConnected) els.run.focus({ preventScroll: true });
     }
 
     function onKey(e) {
@@ -337,6 +340,7 @@ export function mountReview(root, ctx, id) {
 
     // A fresh walk from the start of the queue (skipped runs come back).
     async function restart() {
+        st.started = true;
         st.walk = createWalk();
         setStatus('');
         renderProgress();
@@ -360,7 +364,7 @@ export function mountReview(root, ctx, id) {
         document.title = `Review · ${e.name || 'Experiment'} · evald`;
         renderHead();
         if (st.walk.current()) renderRun();
-        if (st.reviewer) restart();
+        if (st.reviewer && !st.started) restart();
     }).catch((e) => {
         if (st.disposed) return;
         const notFound = e instanceof ApiError && e.status === 404;

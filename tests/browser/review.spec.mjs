@@ -7,7 +7,7 @@
 // worked out by hand from the verdicts given) and the stored reviews are checked. Keys typed
 // into the note do nothing; the note is saved; the output is shown as text. A reload keeps the
 // reviewer and shows what is left of the queue; the detail's source selector reads the
-// analysis from the human verdicts. Screenshot: experiment-review.png in $EVALD_ARTIFACTS_DIR.
+// analysis from the human verdicts; the Skip button does what s does. Screenshot: experiment-review.png in $EVALD_ARTIFACTS_DIR.
 // The stub script is global: run this file alone or with --test-concurrency=1 (package.json
 // does). Without EVALD_URL it prints SKIPPED and passes.
 import { describe, test, before, after } from 'node:test';
@@ -294,6 +294,15 @@ else describe('review screen', () => {
         assert.deepEqual(await progress(), { text: '1 of 3', position: '1', total: '3' });
         const again = await shown();
         assert.equal(`${again.caseId}/${again.arm}`, 'k3/1');
+        // The buttons do what the keys do: Skip moves on, writes nothing, and the keys go on
+        // from the run's card.
+        assert.equal(await page.textContent('[data-testid=review-skip]'), 'Skip s');
+        await page.click('[data-testid=review-skip]');
+        await page.waitForFunction(() => document.querySelector('[data-testid=review-progress]')?.dataset.position === '2');
+        assert.equal((await progress()).text, '2 of 3');
+        assert.equal(`${(await shown()).caseId}/${(await shown()).arm}`, 'k4/0');
+        assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'review-run');
+        assert.equal((await reviewsNow()).length, 5);
 
         // The detail reads the analysis from the human verdicts: control k1 pass, k2 fail,
         // k3 pass (2 of 3); treatment k1 fail, k2 pass (1 of 2).
