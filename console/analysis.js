@@ -1,7 +1,8 @@
 // Pure helpers of the Experiments view: the create form → POST /v1/experiments body with the
 // client checks, the server detail → form field mapping, the upload content type of a file,
 // the verdict banner texts of a comparison, the matrix cell of an arm on a case, the layout
-// of the forest plot and a word-level text diff. No DOM, no state, no I/O.
+// of the forest plot, a word-level text diff and the arms of an experiment. No DOM, no state,
+// no I/O.
 import { DASH } from './format.js';
 
 export const MAX_TREATMENTS = 4;
@@ -360,4 +361,13 @@ export function runPassed(run) {
     if (v === 'passed' || v === 'pass') return true;
     if (v === 'failed' || v === 'fail') return false;
     return null;
+}
+
+// The arms of an experiment: the analysis's, or (before the first analysis) the request's;
+// [{index, label, role}].
+export function armList(exp) {
+    if (exp && Array.isArray(exp.arms) && exp.arms.length) return exp.arms;
+    const req = (exp && exp.request) || {};
+    const variants = [req.control || {}, ...(Array.isArray(req.treatments) ? req.treatments : [])];
+    return variants.map((v, i) => ({ index: i, label: v.label || 'ABCDE'[i], role: i === 0 ? 'control' : 'treatment' }));
 }

@@ -1,4 +1,5 @@
-// Client of the evald REST API (/v1): evaluations, sessions, datasets and experiments. Owns the bearer token of this tab (sessionStorage) and turns
+// Client of the evald REST API (/v1): evaluations, sessions, datasets, experiments and their
+// reviews. Owns the bearer token of this tab (sessionStorage) and turns
 // RFC 9457 problem+json answers into ApiError. When a request gets 401 the token prompt set by
 // the app is shown once and shared by every request waiting at that moment; then the request is
 // retried once. Module state: the token and the pending prompt only.
@@ -126,7 +127,8 @@ export const api = {
     // file: a File or Blob; type: its Content-Type (text/csv, application/x-ndjson, application/json).
     uploadDataset: (file, name, type) => request('POST', `/v1/datasets?name=${encodeURIComponent(name)}`, file, type),
     experiments: ({ limit = 50, before } = {}) => request('GET', `/v1/experiments?${pageQuery(limit, before)}`),
-    experiment: (id) => request('GET', `/v1/experiments/${encodeURIComponent(id)}`),
+    // source: 'evaluator' (the stored analysis) | 'human' | 'human_then_evaluator'.
+    experiment: (id, source) => request('GET', `/v1/experiments/${encodeURIComponent(id)}${source && source !== 'evaluator' ? `?source=${encodeURIComponent(source)}` : ''}`),
     startExperiment: (body) => request('POST', '/v1/experiments', body),
     cancelExperiment: (id) => request('POST', `/v1/experiments/${encodeURIComponent(id)}/cancel`, {}),
     removeExperiment: (id) => request('DELETE', `/v1/experiments/${encodeURIComponent(id)}`),
@@ -142,6 +144,21 @@ export const api = {
         if (before) q.set('before', before);
         return request('GET', `/v1/experiments/${encodeURIComponent(id)}/runs?${q}`);
     },
+    // The next `limit` runs `reviewer` has not reviewed, most useful first (not paged).
+    reviewQueue: (id, { reviewer, limit = 100 } = {}) => {
+        const q = new URLSearchParams({ limit: String(limit) });
+        if (reviewer) q.set('reviewer', reviewer);
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/review-queue?${q}`);
+    },
+    // body: {verdict: 'pass'|'fail', note?, reviewer}.
+    putReview: (id, runId, body) =>
+        request('PUT', `/v1/experiments/${encodeURIComponent(id)}/runs/${encodeURIComponent(runId)}/review`, body),
+    reviews: (id, { reviewer, limit = 100, before } = {}) => {
+        const q = pageQuery(limit, before);
+        if (reviewer) q.set('reviewer', reviewer);
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/reviews?${q}`);
+    },
+    agreement: (id) => request('GET', `/v1/experiments/${encodeURIComponent(id)}/agreement`),
 };
 
 function pageQuery(limit, before) {

@@ -3,7 +3,8 @@
 // uploaded CSV/JSONL file) and the detail (#/experiments/<id>: live progress, a verdict
 // banner per treatment, the forest plot of the pass-rate deltas, arms and metric tables, the
 // per-case matrix with its flaky/disagree filters and paging, a case's runs side by side with
-// a word diff against the control, export, cancel and delete). The detail follows the
+// a word diff against the control, export, cancel and delete, the source of the verdicts the
+// analysis is read from, and the way to the review screen, review.js). The detail follows the
 // experiment's event stream while it runs; progress events update the bar at once and, at
 // most every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first
 // page is re-read at most every 4 s (not once later pages are loaded), so a 10,000-case
@@ -11,16 +12,17 @@
 // closes the stream and stops the timers. All text is inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
-    MAX_TREATMENTS, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm,
+    MAX_TREATMENTS, armList, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm,
     fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, uploadType, verdictBanner, wordDiff,
 } from './analysis.js';
 import { h, replace, svg } from './dom.js';
+import { SOURCES, isSource } from './reviewing.js';
 import { DASH, fmtAgo, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal } from './format.js';
 
 // root: <main>; ctx: app context; r: {page: 'list'|'new'|'detail', id}. Returns {dispose}.
 export function mountExperiments(root, ctx, r) {
     if (r.page === 'new') return mountNew(root, ctx, r.from);
-    if (r.page === 'detail') return mountDetail(root, ctx, r.id);
+    if (r.page === 'detail') return mountDetail(root, ctx, r.id, r.source);
     return mountList(root, ctx);
 }
 
@@ -433,16 +435,10 @@ function signed(v, kind) {
     return v > 0 ? `+${text}` : v < 0 ? `−${text}` : text;
 }
 
-// The arms of an experiment: the analysis's, or (before the first analysis) the request's.
-function armList(exp) {
-    if (exp && Array.isArray(exp.arms) && exp.arms.length) return exp.arms;
-    const req = (exp && exp.request) || {};
-    const variants = [req.control || {}, ...(Array.isArray(req.treatments) ? req.treatments : [])];
-    return variants.map((v, i) => ({ index: i, label: v.label || 'ABCDE'[i], role: i === 0 ? 'control' : 'treatment' }));
-}
-
-function mountDetail(root, ctx, id) {
+// source: the verdicts the analysis is read from (evaluator, human, human_then_evaluator).
+function mountDetail(root, ctx, id, source) {
     const st = {
+        source: isSource(source) ? source : 'evaluator', readSeq: 0,
         exp: null, progress: null, es: null, live: 'idle', retry: 0, retryTimer: 0, refreshTimer: 0, matrixTimer: 0, lastMatrix: 0,
         filter: '', cases: [], next: null, casesLoaded: false, caseError: null, selected: null, runs: null, runsError: null, disposed: false,
     };
@@ -485,6 +481,16 @@ function mountDetail(root, ctx, id) {
     }
 
     function renderHead() {
+        const keepFocus = document.activeElement && document.activeElement.id === 'exp-source';
+        renderHeadParts();
+        // The selector is made again with the header: give the focus back to the new one.
+        if (keepFocus) {
+            const select = document.getElementById('exp-source');
+            if (select) select.focus();
+        }
+    }
+
+    function renderHeadParts() {
         const e = st.exp;
         const status = statusOf();
         const terminal = isTerminal(status);
@@ -504,9 +510,37 @@ function mountDetail(root, ctx, id) {
             h('p', { class: 'idline small muted' }, h('code', { 'data-testid': 'exp-id' }, e.experiment_id), ' · dataset ', h('code', null, ds.dataset_id || DASH)),
             h('div', { class: 'actions', 'data-testid': 'exp-actions' },
                 !terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-cancel', onclick: cancel }, 'Cancel') : null,
+                h('a', { class: 'button', href: `#/experiments/${encodeURIComponent(id)}/review`, 'data-testid': 'exp-review', title: 'Review runs one at a time: p pass, f fail, s skip' }, 'Review'),
                 h('a', { class: 'button', href: `#/experiments/new?from=${encodeURIComponent(id)}`, 'data-testid': 'exp-edit' }, 'Edit as new'),
                 h('span', { class: 'muted small export-label' }, 'Export runs:'), exportLink('jsonl'), exportLink('csv'),
-                terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-delete', onclick: remove }, 'Delete') : null));
+                terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-delete', onclick: remove }, 'Delete') : null),
+            sourcePicker());
+    }
+
+    // The verdicts the analysis (banners, plots, arms, metrics) is read from; the matrix and a
+    // case's runs always show the evaluator's.
+    function sourcePicker() {
+        const an = (st.exp && st.exp.analysis) || {};
+        const shown = an.source || 'evaluator';
+        const select = h('select', {
+            id: 'exp-source', 'data-testid': 'exp-source', onchange: (ev) => setSource(ev.target.value),
+        }, SOURCES.map((s) => h('option', { value: s.value, selected: s.value === st.source }, s.label)));
+        select.value = st.source;
+        return h('div', { class: 'source-pick small' },
+            h('label', { for: 'exp-source' }, 'Analysis from the verdicts of'), select,
+            h('span', { class: 'muted', 'data-testid': 'exp-source-note', 'data-source': shown },
+                shown === 'human' ? 'reviewed runs only, with their human verdicts; the cases below show the evaluator\'s'
+                    : shown === 'human_then_evaluator' ? 'the human verdict where a run has one, the evaluator\'s elsewhere; the cases below show the evaluator\'s'
+                        : 'as stored when the runs were scored'));
+    }
+
+    function setSource(value) {
+        if (!isSource(value) || value === st.source) return;
+        st.source = value;
+        const hash = `#/experiments/${id}${value === 'evaluator' ? '' : `?source=${value}`}`;
+        // Replaces the address without a hashchange (the view stays mounted).
+        history.replaceState(null, '', hash);
+        refresh();
     }
 
     function renderProgress() {
@@ -827,9 +861,10 @@ function mountDetail(root, ctx, id) {
     }
 
     async function refresh() {
+        const seq = ++st.readSeq;
         try {
-            const e = await api.experiment(id);
-            if (st.disposed) return;
+            const e = await api.experiment(id, st.source);
+            if (st.disposed || seq !== st.readSeq) return;
             st.exp = e;
             st.progress = null;
             renderAnalysis();
@@ -839,7 +874,7 @@ function mountDetail(root, ctx, id) {
                 if (st.selected) loadRuns();
             }
         } catch (e) {
-            if (!st.disposed) ctx.toast(`Could not refresh the experiment: ${e.message}`, 'error');
+            if (!st.disposed && seq === st.readSeq) ctx.toast(`Could not refresh the experiment: ${e.message}`, 'error');
         }
     }
 
@@ -926,8 +961,9 @@ function mountDetail(root, ctx, id) {
         });
     }
 
-    api.experiment(id).then((e) => {
-        if (st.disposed) return;
+    const firstSeq = ++st.readSeq;
+    api.experiment(id, st.source).then((e) => {
+        if (st.disposed || firstSeq !== st.readSeq) return;
         st.exp = e;
         document.title = `${e.name || 'Experiment'} · evald`;
         renderAnalysis();

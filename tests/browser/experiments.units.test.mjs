@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, fmtPp, forestScale, matrixCell, niceTicks,
+    armList, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, fmtPp, forestScale, matrixCell, niceTicks,
     outputText, runPassed, tokenize, uploadType, verdictBanner, wordDiff,
 } from '../../console/analysis.js';
 
@@ -220,4 +220,12 @@ test('outputs and run outcomes read every shape the runs may have', () => {
     assert.equal(runPassed({ passed: true }), true);
     assert.equal(runPassed({ verdict: { passed: false } }), false);
     assert.equal(runPassed({ status: 'running' }), null);
+});
+
+test('the arms of an experiment: the analysis\'s, else the request\'s', () => {
+    const arms = [{ index: 0, label: 'v1', role: 'control' }, { index: 1, label: 'v2', role: 'treatment' }];
+    assert.deepEqual(armList({ arms }), arms);
+    assert.deepEqual(armList({ arms: [], request: { control: { label: 'c' }, treatments: [{ label: 't1' }, {}] } }),
+        [{ index: 0, label: 'c', role: 'control' }, { index: 1, label: 't1', role: 'treatment' }, { index: 2, label: 'C', role: 'treatment' }]);
+    assert.deepEqual(armList(null), [{ index: 0, label: 'A', role: 'control' }]);
 });
