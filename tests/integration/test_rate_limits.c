@@ -286,8 +286,9 @@ static json_int_t span_waits(json_t *run)
 }
 
 /* An experiment's run says in its benchmark how long its calls waited for the limiter:
- * four calls at 120 a minute wait about 0, 0.5, 1 and 1.5 s; four calls to an unlimited
- * provider wait nothing. Each generation span has its own wait. */
+ * four calls at 120 a minute, two at once, are sent about 0.5 s apart; four calls to an
+ * unlimited provider wait nothing. Each generation span has its own wait, and the
+ * limiter's total is theirs. */
 START_TEST(an_experiment_run_reports_its_wait_for_the_limiter)
 {
     char pf[128], base[300];
@@ -314,7 +315,9 @@ START_TEST(an_experiment_run_reports_its_wait_for_the_limiter)
     json_decref(runs);
     fprintf(stderr, "4 calls at 120 a minute waited %lld ms in all, %lld at most\n",
             (long long)total, (long long)most);
-    ck_assert_msg(most >= 1000 && total >= 2000, "waited %lld ms in all, %lld at most",
+    /* The two first calls ask at once and the limiter holds one back about 515 ms; how long
+     * the later ones wait depends on how long the earlier answers took. */
+    ck_assert_msg(most >= 400 && total >= 500, "waited %lld ms in all, %lld at most",
                   (long long)total, (long long)most);
 
     runs = experiment_runs(p.base, start_experiment(p.base, "openai", "stub-model"));
