@@ -2,8 +2,8 @@
  * The process's rate limiters: one struct evd_rl (harness/ratelimit.h) per provider and
  * model, created at the first call to it and kept until the process ends, each guarded
  * by its own mutex. Lock order: reg_mu (the list) is taken alone, or before an entry's mu
- * only while rendering the metrics; an entry's mu is a leaf lock, never held across a
- * sleep or a call.
+ * only while rendering the metrics or copying the view (GET /v1/providers); an entry's mu
+ * is a leaf lock, never held across a sleep, a call or an allocation of the view's JSON.
  */
 #include "harness/internal.h"
 
