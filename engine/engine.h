@@ -72,8 +72,19 @@ void evd_engine_signal_stop(struct evd_engine *e);
  * NULL-safe. */
 void evd_engine_stop(struct evd_engine *e);
 
-/* The model catalogue of the configured providers {models:[…]} (new reference). */
+/*
+ * The model catalogue of the configured providers {models:[…]} (new reference), each entry
+ * with `rate_limit`: what this process's limiter of that model shows (evd_hx_limiter_view,
+ * without provider and model), or null before the first call to it (engine/providers.c).
+ */
 json_t *evd_engine_models(struct evd_engine *e);
+
+/*
+ * The configured providers and their limiters in this process {providers:[{name, kind,
+ * host, available, rpm, tpm, model_limits, models:[limiter…]}]} (new reference; never a
+ * key or a key's variable). NULL without memory.
+ */
+json_t *evd_engine_providers(struct evd_engine *e);
 
 /*
  * The eval functions. `request` is borrowed; on EVD_OK *response is a new reference

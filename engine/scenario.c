@@ -125,6 +125,20 @@ static void judge_metrics(json_t *run, const json_t *review)
     json_decref(jb);
 }
 
+/*
+ * How long the run's provider calls waited for the process's rate limiter, as
+ * limiter_wait_ms in the run's benchmark (an experiment's ExperimentBenchmarkV1; the
+ * seed's EvalBenchmarkV1 of an evaluation run has no place for it). Nothing when the run
+ * has no benchmark.
+ */
+static void limiter_metrics(json_t *run, int64_t waited_ms)
+{
+    json_t *bench = json_object_get(run, "benchmark");
+    if (json_is_object(bench))
+        json_object_set_new(bench, "limiter_wait_ms",
+                            json_integer(waited_ms > 0 ? (json_int_t)waited_ms : 0));
+}
+
 void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s, json_t *run,
                       struct evd_cancel *cancel, int64_t started_at,
                       struct evd_scenario_outcome *res)
@@ -240,6 +254,8 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         evd_run_record_outcome(run, out.output, out.metrics, (uint64_t)out.wall_time_ms, now);
         evd_run_fail(run, phase, NULL, out.result_error ? out.result_error : "run failed", now);
     }
+    if (s->judge_metrics)
+        limiter_metrics(run, out.limiter_wait_ms);
     res->transcript = transcript_of(&out, review);
     res->metrics = out.metrics ? json_incref(out.metrics) : NULL;
 out:

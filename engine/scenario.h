@@ -32,8 +32,10 @@ struct evd_scenario {
     const char *evaluator_function_id; /* NULL: no evaluator */
     const json_t *evaluator_arguments; /* or NULL */
     void (*progress)(void *ctx, json_t *metrics); /* snapshots while it runs, or NULL */
-    bool judge_metrics; /* the agent review's model use goes into the run's benchmark as
-                           judge_total_tokens and judge_cost_usd (experiments) */
+    bool judge_metrics; /* the run's benchmark is an experiment's: the agent review's model
+                           use goes into it as judge_total_tokens and judge_cost_usd, and
+                           the time the calls waited for the rate limiter as
+                           limiter_wait_ms */
     void *progress_ctx;
 };
 

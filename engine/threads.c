@@ -421,9 +421,3 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_mutex_destroy(&e->requests_mu);
     free(e);
 }
-
-json_t *evd_engine_models(struct evd_engine *e)
-{
-    json_t *models = evd_providers_list_models(e->opts.providers);
-    return json_pack("{s:o}", "models", models ? models : json_array());
-}

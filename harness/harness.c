@@ -201,9 +201,11 @@ static void loop(struct evd_hx_run *r, struct verdict *v)
             request_summary(r, &q), "started_at_ms", (json_int_t)w0, "latency_ms",
             (json_int_t)call.latency_ms, "attempts", call.attempts, "http_status",
             (json_int_t)call.status, "status", call.code == EVD_OK ? "ok" : "error");
-        json_t *attrs = json_pack("{s:I,s:s,s:s,s:i,s:I}", "turn", (json_int_t)turn, "provider",
-                                  pname, "model", r->rm.model, "attempts", call.attempts,
-                                  "http_status", (json_int_t)call.status);
+        r->limiter_wait_ms += call.limiter_wait_ms;
+        json_t *attrs = json_pack("{s:I,s:s,s:s,s:i,s:I,s:I}", "turn", (json_int_t)turn,
+                                  "provider", pname, "model", r->rm.model, "attempts",
+                                  call.attempts, "http_status", (json_int_t)call.status,
+                                  "limiter_wait_ms", (json_int_t)call.limiter_wait_ms);
         if (attrs != NULL && repairing)
             json_object_set_new(attrs, "repair", json_true());
         if (call.code != EVD_OK) {
@@ -403,6 +405,7 @@ enum evd_code evd_harness_run(const struct evd_providers *providers,
     out->result_error = v.status == EVD_HARNESS_COMPLETED ? NULL : strdup(v.error);
     out->started_at_ms = r.start_wall;
     out->wall_time_ms = end_wall - r.start_wall;
+    out->limiter_wait_ms = r.limiter_wait_ms;
     out->metrics = in->session_id != NULL ? evd_hx_run_metrics(&r) : NULL;
     out->spans = json_incref(r.spans);
     out->transcript =

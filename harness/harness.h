@@ -25,8 +25,16 @@
 
 struct evd_buf;
 /* Appends the Prometheus text of every provider/model limiter (in flight, waiting, window,
- * limits in force, calls and 429s) to out; nonzero without memory. */
+ * limits in force, calls, 429s and the time waited) to out; nonzero without memory. */
 int evd_hx_limiter_render(struct evd_buf *out);
+/*
+ * What every provider/model limiter of this process shows now: new reference to
+ * [{provider, model, in_flight, waiting, window, limit_rpm, limit_tpm (null: none known),
+ *   rpm_configured, tpm_configured, calls, throttled, hold_ms (0: no hold), held_until
+ *   (epoch ms, or null), limiter_wait_ms}], ordered by provider then model; NULL without
+ * memory. A limiter exists once a call to its model was made.
+ */
+json_t *evd_hx_limiter_view(void);
 /* Forgets every limiter, what it learnt and its counters (the next call starts afresh with
  * the providers file's limits): for a test process that runs many cases. No provider call
  * may be in flight. */
@@ -131,6 +139,10 @@ struct evd_harness_outcome {
     json_t *conversation;
     int64_t started_at_ms; /* wall clock */
     int64_t wall_time_ms;
+    /* Of the wall time, how long the run's provider calls waited for the process's rate
+     * limiter before they were sent (all attempts of all generations); each generation
+     * span has its own as the attribute limiter_wait_ms. */
+    int64_t limiter_wait_ms;
 };
 
 /*

@@ -2,8 +2,8 @@
  * The process's rate limiters: one struct evd_rl (harness/ratelimit.h) per provider and
  * model, created at the first call to it and kept until the process ends, each guarded
  * by its own mutex. Lock order: reg_mu (the list) is taken alone, or before an entry's mu
- * only while rendering the metrics; an entry's mu is a leaf lock, never held across a
- * sleep or a call.
+ * only while rendering the metrics or copying the view (GET /v1/providers); an entry's mu
+ * is a leaf lock, never held across a sleep, a call or an allocation of the view's JSON.
  */
 #include "harness/internal.h"
 
@@ -24,6 +24,7 @@ struct evd_hx_limiter {
     char model[256];
     pthread_mutex_t mu;
     struct evd_rl rl;
+    int64_t waited_ms; /* what the calls that asked waited in all (under mu) */
 };
 
 /* Model ids come from requests: past this many limiters, further ones go unlimited. */
@@ -110,13 +111,16 @@ enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
             break;
         }
     }
-    if (counted) {
+    int64_t waited = evd_mono_ms() - t0;
+    if (counted || waited > 0) {
         pthread_mutex_lock(&l->mu);
-        l->rl.waiting--;
+        if (counted)
+            l->rl.waiting--;
+        l->waited_ms += waited;
         pthread_mutex_unlock(&l->mu);
     }
     if (waited_ms != NULL)
-        *waited_ms += evd_mono_ms() - t0;
+        *waited_ms += waited;
     return rc;
 }
 
@@ -158,6 +162,8 @@ int evd_hx_limiter_render(struct evd_buf *out)
         {"evald_provider_limit_tpm", "gauge", "tokens per minute in force (0: none known)"},
         {"evald_provider_calls_total", "counter", "provider calls the rate limiter let through"},
         {"evald_provider_throttled_total", "counter", "provider answers of 429"},
+        {"evald_provider_limiter_wait_seconds_total", "counter",
+         "time provider calls waited for the rate limiter before they were sent"},
     };
     int rc = 0;
     pthread_mutex_lock(&reg_mu);
@@ -174,7 +180,8 @@ int evd_hx_limiter_render(struct evd_buf *out)
             case 3: v = l->rl.rpm; break;
             case 4: v = l->rl.tpm; break;
             case 5: v = (double)l->rl.calls; break;
-            default: v = (double)l->rl.throttled; break;
+            case 6: v = (double)l->rl.throttled; break;
+            default: v = (double)l->waited_ms / 1000.0; break;
             }
             pthread_mutex_unlock(&l->mu);
             char model[2 * sizeof(l->model)];
@@ -185,4 +192,86 @@ int evd_hx_limiter_render(struct evd_buf *out)
     }
     pthread_mutex_unlock(&reg_mu);
     return rc;
+}
+
+/* One limiter's figures, copied under its mutex. */
+struct snap {
+    char provider[72];
+    char model[256];
+    int inflight, waiting, window;
+    double rpm, tpm, cfg_rpm, cfg_tpm;
+    uint64_t calls, throttled;
+    int64_t hold_ms, waited_ms;
+};
+
+static int snap_cmp(const void *a, const void *b)
+{
+    const struct snap *x = a, *y = b;
+    int c = strcmp(x->provider, y->provider);
+    return c != 0 ? c : strcmp(x->model, y->model);
+}
+
+/* A limit as JSON: null when none is known (new reference). */
+static json_t *limit_json(double v)
+{
+    return v > 0 ? json_real(v) : json_null();
+}
+
+json_t *evd_hx_limiter_view(void)
+{
+    json_t *arr = json_array();
+    struct snap *snaps = NULL;
+    size_t n = 0;
+    if (arr == NULL)
+        return NULL;
+    pthread_mutex_lock(&reg_mu);
+    if (reg_count > 0)
+        snaps = calloc(reg_count, sizeof(*snaps));
+    int64_t now = evd_mono_ms();
+    for (struct evd_hx_limiter *l = reg_head; l != NULL && snaps != NULL; l = l->next) {
+        struct snap *sn = &snaps[n++];
+        memcpy(sn->provider, l->provider, sizeof(sn->provider));
+        memcpy(sn->model, l->model, sizeof(sn->model));
+        pthread_mutex_lock(&l->mu);
+        sn->inflight = l->rl.inflight;
+        sn->waiting = l->rl.waiting;
+        sn->window = evd_rl_window(&l->rl);
+        sn->rpm = l->rl.rpm;
+        sn->tpm = l->rl.tpm;
+        sn->cfg_rpm = l->rl.cfg_rpm;
+        sn->cfg_tpm = l->rl.cfg_tpm;
+        sn->calls = l->rl.calls;
+        sn->throttled = l->rl.throttled;
+        sn->hold_ms = l->rl.hold_until_ms > now ? l->rl.hold_until_ms - now : 0;
+        sn->waited_ms = l->waited_ms;
+        pthread_mutex_unlock(&l->mu);
+    }
+    bool short_of_memory = reg_count > 0 && snaps == NULL;
+    pthread_mutex_unlock(&reg_mu);
+    if (short_of_memory) {
+        json_decref(arr);
+        return NULL;
+    }
+    if (n > 1)
+        qsort(snaps, n, sizeof(*snaps), snap_cmp);
+    int64_t wall = evd_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        const struct snap *sn = &snaps[i];
+        json_t *e = json_pack(
+            "{s:s,s:s,s:i,s:i,s:i,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider", sn->provider,
+            "model", sn->model, "in_flight", sn->inflight, "waiting", sn->waiting, "window",
+            sn->window, "limit_rpm", limit_json(sn->rpm), "limit_tpm", limit_json(sn->tpm),
+            "rpm_configured", sn->cfg_rpm > 0, "tpm_configured", sn->cfg_tpm > 0, "calls",
+            (json_int_t)sn->calls, "throttled", (json_int_t)sn->throttled, "hold_ms",
+            (json_int_t)sn->hold_ms, "held_until",
+            sn->hold_ms > 0 ? json_integer((json_int_t)(wall + sn->hold_ms)) : json_null(),
+            "limiter_wait_ms", (json_int_t)sn->waited_ms);
+        if (e == NULL || json_array_append_new(arr, e) != 0) {
+            json_decref(arr);
+            arr = NULL;
+            break;
+        }
+    }
+    free(snaps);
+    return arr;
 }

@@ -713,3 +713,63 @@ json_t *evd_providers_list_models(const struct evd_providers *p)
     }
     return arr;
 }
+
+/* The host[:port] of a base URL, without any user info (new reference). */
+static json_t *url_host(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h != NULL ? h + 3 : url;
+    size_t n = strcspn(h, "/?#");
+    const char *at = memchr(h, '@', n);
+    if (at != NULL) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    return json_stringn(h, n);
+}
+
+static json_t *rate_json(double v)
+{
+    return v > 0 ? json_real(v) : json_null();
+}
+
+static int cmp_providers(const void *a, const void *b)
+{
+    const struct evd_provider *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+json_t *evd_providers_list(const struct evd_providers *p)
+{
+    json_t *arr = json_array();
+    const struct evd_provider *sorted[MAX_PROVIDERS];
+    if (arr == NULL)
+        return NULL;
+    for (size_t i = 0; i < p->nproviders; i++)
+        sorted[i] = &p->providers[i];
+    qsort(sorted, p->nproviders, sizeof(sorted[0]), cmp_providers);
+    for (size_t i = 0; i < p->nproviders; i++) {
+        const struct evd_provider *pr = sorted[i];
+        json_t *limits = json_array();
+        for (size_t k = 0; limits != NULL && k < pr->nrates; k++)
+            if (json_array_append_new(limits, json_pack("{s:s,s:o,s:o}", "model",
+                                                         pr->rates[k].model, "rpm",
+                                                         rate_json(pr->rates[k].rpm), "tpm",
+                                                         rate_json(pr->rates[k].tpm))) != 0) {
+                json_decref(limits);
+                limits = NULL;
+            }
+        json_t *e = limits == NULL ? NULL
+                                   : json_pack("{s:s,s:s,s:o,s:b,s:o,s:o,s:o}", "name", pr->name,
+                                               "kind", kind_names[pr->kind], "host",
+                                               url_host(pr->base_url), "available",
+                                               evd_provider_available(pr), "rpm",
+                                               rate_json(pr->rpm), "tpm", rate_json(pr->tpm),
+                                               "model_limits", limits);
+        if (e == NULL || json_array_append_new(arr, e) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}

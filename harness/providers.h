@@ -77,6 +77,14 @@ bool evd_providers_price(const struct evd_providers *p, const struct evd_provide
  */
 json_t *evd_providers_list_models(const struct evd_providers *p);
 
+/*
+ * The configured providers for GET /v1/providers, without secrets: new reference to
+ * [{name, kind, host (host[:port] of the base URL, no user info), available, rpm, tpm
+ *   (configured for every model; null when none), model_limits:[{model, rpm, tpm}]}],
+ * ordered by name. NULL without memory.
+ */
+json_t *evd_providers_list(const struct evd_providers *p);
+
 /* Accessors (borrowed strings, valid while the registry lives). */
 const char *evd_provider_name(const struct evd_provider *pr);
 enum evd_provider_kind evd_provider_kind(const struct evd_provider *pr);

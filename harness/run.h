@@ -47,6 +47,7 @@ struct evd_hx_run {
     struct evd_hx_usage tot;
     bool all_input, all_output, all_cache_read, all_cache_write, all_reasoning, all_priced;
     double cost_usd;
+    int64_t limiter_wait_ms; /* the provider calls' waits for the rate limiter, in all */
 
     int64_t start_wall, start_mono, deadline;
 };

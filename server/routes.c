@@ -5,6 +5,7 @@
 #include "handlers/evaluations.h"
 #include "handlers/experiments.h"
 #include "handlers/functions.h"
+#include "handlers/providers.h"
 #include "handlers/reviews.h"
 #include "handlers/sessions.h"
 #include "handlers/subscriptions.h"
@@ -42,6 +43,7 @@ const struct evd_route evd_routes[] = {
     {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
     {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
     {"GET", "/v1/models", evd_h_models, 0},
+    {"GET", "/v1/providers", evd_h_providers, 0},
     {"GET", "/v1/subscriptions", evd_h_subs_list, 0},
     {"POST", "/v1/subscriptions", evd_h_sub_create, 0},
     {"GET", "/v1/subscriptions/{id}", evd_h_sub_get, 0},

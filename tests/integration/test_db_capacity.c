@@ -3,7 +3,8 @@
  * private cluster of this test's own with max_connections = 20, and the real evald. A
  * process configured for more connections than the server allows exits 2 with a message
  * that names the settings and the server's figures, instead of answering 503 on /readyz
- * forever; one that fits becomes ready.
+ * forever; one that fits becomes ready; and a stock cluster (max_connections = 100) serves a
+ * process configured for 1,000 calls in flight.
  */
 #include <check.h>
 #include <jansson.h>
@@ -13,24 +14,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
 static char dir[64];
 static char pgurl[256];
 
-static void pg_start(void)
+/* A private cluster; `options` are its server settings (EVALD_PG_OPTIONS of scripts/pg.sh). */
+static void pg_start_with(const char *options)
 {
     snprintf(dir, sizeof(dir), "/tmp/evald-pg-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     unsigned port = evd_t_free_port();
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "EVALD_PG_OPTIONS='-c max_connections=20 -c superuser_reserved_connections=3' "
-             "%s/scripts/pg.sh start %s %u >/dev/null",
-             evd_t_source_dir(), dir, port);
+    snprintf(cmd, sizeof(cmd), "EVALD_PG_OPTIONS='%s' %s/scripts/pg.sh start %s %u >/dev/null",
+             options, evd_t_source_dir(), dir, port);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
     snprintf(pgurl, sizeof(pgurl), "postgresql://evald@127.0.0.1:%u/evald", port);
+}
+
+static void pg_start(void)
+{
+    pg_start_with("-c max_connections=20 -c superuser_reserved_connections=3");
 }
 
 static void pg_stop(void)
@@ -108,6 +114,136 @@ START_TEST(a_configuration_that_fits_becomes_ready)
 }
 END_TEST
 
+/* evald's connections to the cluster now (the asking one left out), or -1. */
+static long evald_connections(void)
+{
+    char *n = evd_t_sql(pgurl, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                               "current_database() AND pid <> pg_backend_pid()");
+    long v = n != NULL ? strtol(n, NULL, 10) : -1;
+    free(n);
+    return v;
+}
+
+/* Starts an experiment of `cases` cases × 2 arms, every case at once, on `model` (any name:
+ * the stub answers them all); its id into id. */
+static void start_experiment(const char *base, const char *model, int cases, char *id, size_t n)
+{
+    json_t *cs = json_array();
+    for (int i = 0; i < cases; i++)
+        json_array_append_new(cs, json_pack("{s:{s:i}}", "vars", "q", i));
+    json_t *body = json_pack(
+        "{s:s, s:{s:s, s:s}, s:{s:s}, s:[{s:s}], s:o, s:{s:s, s:{s:s}}, s:i, s:i}", "dimension",
+        "prompt", "model", "model", model, "provider", "openai", "control", "prompt",
+        "Reply with OK ({{q}}).", "treatments", "prompt", "Answer OK ({{q}}).", "cases", cs,
+        "evaluator", "function_id", "eval::assert::normalized_text", "arguments", "expected", "OK",
+        "repeats", 1, "concurrency", cases);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    char url[300];
+    snprintf(url, sizeof(url), "%s/v1/experiments", base);
+    long status = 0;
+    json_t *r = evd_t_http_json("POST", url, text, &status);
+    free(text);
+    ck_assert_msg(status == 202, "start answered %ld", status);
+    snprintf(id, n, "%s", json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+}
+
+/*
+ * A stock PostgreSQL (max_connections 100, 3 reserved) serves a process configured for
+ * 1,000 calls in flight: it becomes ready, holds 1,000 calls at the provider at once with
+ * no more connections than its fixed set (32 worker connections, the pool of 8, 2 webhook
+ * threads and 5 service threads: 47), and every run passes.
+ *
+ * The provider limiter of each model opens at 8 calls and doubles each round trip
+ * (harness/ratelimit.h), so the calls are spread over 64 models (one experiment each, of 16
+ * cases × 2 arms): the first round trip has 8 of each in flight, the second 16 (1,024
+ * cases for the 1,000 workers). The stub answers after 6 s, long enough for every case to
+ * be claimed and waiting at its limiter before the first round ends, on a loaded machine
+ * and under the sanitizers too; the stub keeps its own peak (max_in_flight), so the check
+ * does not depend on sampling at the right moment.
+ */
+START_TEST(a_stock_postgresql_serves_1000_calls_in_flight)
+{
+    enum { MODELS = 64, CASES = 16, LATENCY_MS = 6000, IN_FLIGHT = 1000, CONNECTIONS = 47 };
+    pg_start_with("-c max_connections=100");
+    struct evd_t_proc stub;
+    char script[256];
+    snprintf(script, sizeof(script),
+             "{\"default\":{\"latency_ms\":%d,\"reply\":{\"text\":\"OK\"},"
+             "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}}",
+             LATENCY_MS);
+    ck_assert_int_eq(evd_t_stub_start(&stub, script, NULL), 0);
+    char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {base, "OPENAI_API_KEY=stub-key", "EVALD_MAX_CONCURRENCY=1000",
+                   "EVALD_LOG_LEVEL=warn", NULL};
+    struct evd_t_proc p;
+    int64_t t0 = evd_mono_ms();
+    ck_assert_int_eq(evd_t_evald_start(&p, pgurl, env), 0);
+    char url[300];
+    snprintf(url, sizeof(url), "%s/readyz", p.base);
+    ck_assert(evd_t_wait_status(url, 200, 30000));
+    int64_t ready = evd_mono_ms() - t0;
+
+    static char ids[MODELS][64];
+    int64_t t1 = evd_mono_ms();
+    for (int i = 0; i < MODELS; i++) {
+        char model[32];
+        snprintf(model, sizeof(model), "capacity-%d", i);
+        start_experiment(p.base, model, CASES, ids[i], sizeof(ids[i]));
+    }
+    int64_t posted = evd_mono_ms() - t1;
+
+    /* Until every experiment is over: evald's connections, sampled. */
+    long most_connections = 0;
+    int done = 0;
+    json_int_t passed = 0, total = 0;
+    for (int i = 0; done < MODELS && evd_mono_ms() - t1 < 120000;) {
+        long c = evald_connections();
+        most_connections = c > most_connections ? c : most_connections;
+        snprintf(url, sizeof(url), "%s/v1/experiments/%s", p.base, ids[i]);
+        long status = 0;
+        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        if (status == 200 && st != NULL && strcmp(st, "queued") != 0 &&
+            strcmp(st, "running") != 0) {
+            ck_assert_msg(strcmp(st, "completed") == 0, "experiment %s: %s", ids[i], st);
+            json_t *progress = json_object_get(doc, "progress");
+            passed += json_integer_value(json_object_get(progress, "passed_runs"));
+            total += json_integer_value(json_object_get(progress, "total_runs"));
+            done++;
+            i++;
+        } else {
+            usleep(250 * 1000);
+        }
+        json_decref(doc);
+    }
+    int64_t took = evd_mono_ms() - t1;
+    ck_assert_msg(done == MODELS, "%d of %d experiments ended in %lld ms", done, MODELS,
+                  (long long)took);
+    json_t *stats = evd_t_stub_stats(&stub);
+    ck_assert_ptr_nonnull(stats);
+    json_int_t peak = json_integer_value(json_object_get(stats, "max_in_flight"));
+    json_int_t now = json_integer_value(json_object_get(stats, "in_flight"));
+    json_decref(stats);
+    fprintf(stderr,
+            "ready in %lld ms; %d experiments started in %lld ms; %lld of %lld runs passed in "
+            "%lld ms; %lld calls in flight at most; %ld PostgreSQL connections at most\n",
+            (long long)ready, MODELS, (long long)posted, (long long)passed, (long long)total,
+            (long long)took, (long long)peak, most_connections);
+    ck_assert_int_eq(total, MODELS * CASES * 2);
+    ck_assert_int_eq(passed, total);
+    ck_assert_int_ge(peak, IN_FLIGHT);
+    ck_assert_int_eq(now, 0);
+    ck_assert_int_gt(most_connections, 0);
+    ck_assert_int_le(most_connections, CONNECTIONS);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 30000), 0);
+    evd_t_stop(&stub, SIGTERM, 5000);
+    pg_stop();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("db_capacity");
@@ -115,6 +251,7 @@ int main(void)
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, too_many_connections_exit_2_naming_the_settings);
     tcase_add_test(tc, a_configuration_that_fits_becomes_ready);
+    tcase_add_test(tc, a_stock_postgresql_serves_1000_calls_in_flight);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

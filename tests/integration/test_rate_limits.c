@@ -2,7 +2,8 @@
  * Provider rate limits end to end: real PostgreSQL, the real evald and evald-stub over
  * loopback. A limit configured in the providers file spaces the calls to that provider;
  * a call that waits for the limiter longer than its invocation timeout still passes (the
- * wait is not part of it), and /metrics shows the limiter.
+ * wait is not part of it), /metrics and GET /v1/providers show the limiter, and an
+ * experiment run reports the time its calls waited for it.
  */
 #include <check.h>
 #include <signal.h>
@@ -28,10 +29,12 @@ static void setup(void)
     int fd = mkstemp(providers_path);
     ck_assert_int_ge(fd, 0);
     char text[600];
-    /* 20 requests a minute: the limiter paces them about 3.1 s apart, two at once. */
+    /* 20 requests a minute: the limiter paces them about 3.1 s apart, two at once; 120 a
+     * minute about 0.5 s apart. */
     int n = snprintf(text, sizeof(text),
                      "{\"providers\":[{\"name\":\"limited\",\"kind\":\"openai-chat\","
-                     "\"base_url\":\"%s/v1\",\"models\":[{\"id\":\"stub-model\",\"rpm\":20}]}]}",
+                     "\"base_url\":\"%s/v1\",\"models\":[{\"id\":\"stub-model\",\"rpm\":20},"
+                     "{\"id\":\"stub-model-mini\",\"rpm\":120}]}]}",
                      stub.base);
     ck_assert_int_eq(write(fd, text, (size_t)n), n);
     close(fd);
@@ -62,6 +65,51 @@ static double metric(const char *text, const char *series)
         p += n;
     }
     return -1;
+}
+
+/* The member `name` of the array element whose `key` is `value` (borrowed), or NULL. */
+static json_t *find_by(json_t *arr, const char *key, const char *value)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        const char *v = json_string_value(json_object_get(e, key));
+        if (v != NULL && strcmp(v, value) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static json_int_t int_of(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    ck_assert_msg(json_is_integer(v), "%s is not an integer in %s", key,
+                  json_dumps(o, JSON_COMPACT));
+    return json_integer_value(v);
+}
+
+/* GET /v1/providers: the limiter of provider/model (new reference to the whole answer in
+ * *doc; the limiter borrowed from it). */
+static json_t *provider_limiter(const char *base, const char *provider, const char *model,
+                                json_t **doc)
+{
+    char url[300];
+    snprintf(url, sizeof(url), "%s/v1/providers", base);
+    struct evd_t_resp r;
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    /* No key, and no name of the variable it comes from, ever shows. */
+    ck_assert_msg(strstr(r.body, "stub-key") == NULL && strstr(r.body, "API_KEY") == NULL, "%s",
+                  r.body);
+    *doc = json_loads(r.body, 0, NULL);
+    evd_t_resp_free(&r);
+    ck_assert_ptr_nonnull(*doc);
+    json_t *pr = find_by(json_object_get(*doc, "providers"), "name", provider);
+    ck_assert_msg(pr != NULL, "no provider %s", provider);
+    json_t *l = find_by(json_object_get(pr, "models"), "model", model);
+    ck_assert_msg(l != NULL, "no limiter of %s in %s", model, json_dumps(pr, JSON_COMPACT));
+    return l;
 }
 
 START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
@@ -97,6 +145,8 @@ START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
         /* The stub answers the control's wording with OK. */
         if (strcmp(json_string_value(json_object_get(r, "role")), "control") == 0)
             ck_assert(json_is_true(json_object_get(r, "passed")));
+        /* An evaluation run's benchmark keeps the seed's shape. */
+        ck_assert_ptr_null(json_object_get(json_object_get(r, "benchmark"), "limiter_wait_ms"));
     }
     json_decref(res);
     /* Four calls, two at once, then one each 3.1 s: the last two waited longer than the
@@ -117,7 +167,174 @@ START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
               0);
     ck_assert(metric(m.body, "evald_provider_throttled_total{provider=\"limited\",model="
                              "\"stub-model\"}") == 0);
+    /* The third and fourth calls waited about 3.1 and 6.2 s less the first answers' time. */
+    double waited_s = metric(m.body, "evald_provider_limiter_wait_seconds_total{provider="
+                                     "\"limited\",model=\"stub-model\"}");
+    ck_assert_msg(waited_s >= 3, "the calls waited %g s for the limiter", waited_s);
     evd_t_resp_free(&m);
+
+    /* The same figures in GET /v1/providers, with the configuration and no secret. */
+    json_t *doc = NULL;
+    json_t *l = provider_limiter(p.base, "limited", "stub-model", &doc);
+    ck_assert_int_eq(int_of(l, "calls"), 4);
+    ck_assert_int_eq(int_of(l, "throttled"), 0);
+    ck_assert_int_eq(int_of(l, "in_flight"), 0);
+    ck_assert_int_eq(int_of(l, "waiting"), 0);
+    ck_assert_int_ge(int_of(l, "window"), 1);
+    ck_assert(json_number_value(json_object_get(l, "limit_rpm")) == 20);
+    ck_assert(json_is_null(json_object_get(l, "limit_tpm")));
+    ck_assert(json_is_true(json_object_get(l, "rpm_configured")));
+    ck_assert_int_ge(int_of(l, "limiter_wait_ms"), 3000);
+    ck_assert_int_eq(int_of(l, "limiter_wait_ms"), (json_int_t)(waited_s * 1000 + 0.5));
+    json_t *pr = find_by(json_object_get(doc, "providers"), "name", "limited");
+    ck_assert_str_eq(json_string_value(json_object_get(pr, "host")), stub.base + strlen("http://"));
+    ck_assert_str_eq(json_string_value(json_object_get(pr, "kind")), "openai-chat");
+    ck_assert(json_is_null(json_object_get(pr, "rpm")));
+    json_t *ml = find_by(json_object_get(pr, "model_limits"), "model", "stub-model");
+    ck_assert(json_number_value(json_object_get(ml, "rpm")) == 20);
+    /* Only the model that was called has a limiter. */
+    ck_assert_int_eq(json_array_size(json_object_get(pr, "models")), 1);
+    json_decref(doc);
+
+    /* And beside the model in GET /v1/models. */
+    snprintf(url, sizeof(url), "%s/v1/models", p.base);
+    json_t *models = evd_t_http_json("GET", url, NULL, &status);
+    ck_assert_int_eq(status, 200);
+    json_t *entry = NULL, *mini = NULL;
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(models, "models"), k, e)
+    {
+        const char *prov = json_string_value(json_object_get(e, "provider"));
+        const char *mid = json_string_value(json_object_get(e, "id"));
+        if (prov != NULL && strcmp(prov, "limited") == 0 && strcmp(mid, "stub-model") == 0)
+            entry = e;
+        if (prov != NULL && strcmp(prov, "limited") == 0 && strcmp(mid, "stub-model-mini") == 0)
+            mini = e;
+    }
+    ck_assert_msg(entry != NULL && mini != NULL, "%s", json_dumps(models, JSON_COMPACT));
+    ck_assert_int_eq(int_of(json_object_get(entry, "rate_limit"), "calls"), 4);
+    ck_assert(json_is_null(json_object_get(mini, "rate_limit")));
+    json_decref(models);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+/* Starts an experiment of 2 cases × 2 arms on provider/model, all at once; its id (static). */
+static const char *start_experiment(const char *base, const char *provider, const char *model)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"dimension\":\"prompt\",\"model\":{\"model\":\"%s\",\"provider\":\"%s\"},"
+             "\"control\":{\"prompt\":\"Reply with exactly OK. {{q}}\"},\"treatments\":[{"
+             "\"prompt\":\"Return exactly the text OK. {{q}}\"}],\"cases\":[{\"vars\":{\"q\":"
+             "\"one\"}},{\"vars\":{\"q\":\"two\"}}],\"evaluator\":{\"function_id\":"
+             "\"eval::assert::normalized_text\",\"arguments\":{\"expected\":\"OK\"}},"
+             "\"repeats\":1,\"concurrency\":2,"
+             "\"limits\":{\"execution\":{\"invocation_timeout_seconds\":1}}}",
+             model, provider);
+    char url[300];
+    snprintf(url, sizeof(url), "%s/v1/experiments", base);
+    long status = 0;
+    json_t *r = evd_t_http_json("POST", url, body, &status);
+    ck_assert_msg(status == 202, "start answered %ld: %s", status, json_dumps(r, JSON_COMPACT));
+    static char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    return id;
+}
+
+/* Waits for the experiment to end and returns its runs (new reference). */
+static json_t *experiment_runs(const char *base, const char *id)
+{
+    char url[300];
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s", base, id);
+    const char *st = NULL;
+    for (int waited = 0; waited < 60000; waited += 100) {
+        long status = 0;
+        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+        st = json_string_value(json_object_get(doc, "status"));
+        bool done = status == 200 && st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0;
+        if (done)
+            ck_assert_msg(strcmp(st, "completed") == 0, "experiment %s", st);
+        json_decref(doc);
+        if (done)
+            break;
+        usleep(100 * 1000);
+    }
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/runs", base, id);
+    long status = 0;
+    json_t *runs = evd_t_http_json("GET", url, NULL, &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(runs, "runs")), 4);
+    return runs;
+}
+
+/* The sum of the limiter_wait_ms of a run's generation spans. */
+static json_int_t span_waits(json_t *run)
+{
+    json_int_t sum = 0;
+    size_t i;
+    json_t *sp;
+    json_array_foreach(json_object_get(json_object_get(run, "transcript"), "spans"), i, sp)
+    {
+        const char *kind = json_string_value(json_object_get(sp, "kind"));
+        if (kind != NULL && strcmp(kind, "generation") == 0)
+            sum += int_of(json_object_get(sp, "attributes"), "limiter_wait_ms");
+    }
+    return sum;
+}
+
+/* An experiment's run says in its benchmark how long its calls waited for the limiter:
+ * four calls at 120 a minute, two at once, are sent about 0.5 s apart; four calls to an
+ * unlimited provider wait nothing. Each generation span has its own wait, and the
+ * limiter's total is theirs. */
+START_TEST(an_experiment_run_reports_its_wait_for_the_limiter)
+{
+    char pf[128], base[300];
+    snprintf(pf, sizeof(pf), "EVALD_PROVIDERS_FILE=%s", providers_path);
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {pf, base, "OPENAI_API_KEY=stub-key", "EVALD_WORKERS=8", NULL};
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+
+    json_t *runs = experiment_runs(p.base, start_experiment(p.base, "limited", "stub-model-mini"));
+    json_int_t total = 0, most = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(runs, "runs"), i, r)
+    {
+        json_t *bench = json_object_get(r, "benchmark");
+        json_int_t w = int_of(bench, "limiter_wait_ms");
+        ck_assert_int_ge(w, 0);
+        ck_assert_int_le(w, int_of(bench, "wall_time_ms"));
+        ck_assert_int_eq(w, span_waits(r));
+        total += w;
+        most = w > most ? w : most;
+    }
+    json_decref(runs);
+    fprintf(stderr, "4 calls at 120 a minute waited %lld ms in all, %lld at most\n",
+            (long long)total, (long long)most);
+    /* The two first calls ask at once and the limiter holds one back about 515 ms; how long
+     * the later ones wait depends on how long the earlier answers took. */
+    ck_assert_msg(most >= 400 && total >= 500, "waited %lld ms in all, %lld at most",
+                  (long long)total, (long long)most);
+
+    runs = experiment_runs(p.base, start_experiment(p.base, "openai", "stub-model"));
+    json_array_foreach(json_object_get(runs, "runs"), i, r)
+    {
+        json_int_t w = int_of(json_object_get(r, "benchmark"), "limiter_wait_ms");
+        ck_assert_msg(w <= 50, "run %zu waited %lld ms for an unlimited provider", i,
+                      (long long)w);
+    }
+    json_decref(runs);
+
+    /* The limiter's total is what the runs reported. */
+    json_t *doc = NULL;
+    json_t *l = provider_limiter(p.base, "limited", "stub-model-mini", &doc);
+    ck_assert_int_eq(int_of(l, "limiter_wait_ms"), total);
+    ck_assert_int_eq(int_of(l, "calls"), 4);
+    json_decref(doc);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
 }
 END_TEST
@@ -197,6 +414,17 @@ START_TEST(a_provider_rate_limit_fails_no_run)
     ck_assert(metric(m.body, "evald_provider_limit_rpm{provider=\"openai\",model="
                              "\"stub-model\"}") == 240);
     evd_t_resp_free(&m);
+
+    /* GET /v1/providers shows the same: the 429s, the limit learnt, nothing in flight. */
+    json_t *doc = NULL;
+    json_t *l = provider_limiter(p.base, "openai", "stub-model", &doc);
+    ck_assert_int_ge(int_of(l, "calls"), calls);
+    ck_assert_int_eq(int_of(l, "throttled"), refused);
+    ck_assert_int_eq(int_of(l, "in_flight"), 0);
+    ck_assert_int_eq(int_of(l, "waiting"), 0);
+    ck_assert(json_number_value(json_object_get(l, "limit_rpm")) == 240);
+    ck_assert(json_is_false(json_object_get(l, "rpm_configured")));
+    json_decref(doc);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
 }
 END_TEST
@@ -209,6 +437,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, waiting_for_the_limiter_is_not_the_invocation_timeout);
     tcase_add_test(tc, a_provider_rate_limit_fails_no_run);
+    tcase_add_test(tc, an_experiment_run_reports_its_wait_for_the_limiter);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -84,6 +84,7 @@ const ROUTES = [
   'GET /v1/tools/{}',
   'DELETE /v1/tools/{}',
   'GET /v1/models',
+  'GET /v1/providers',
   'GET /healthz',
   'GET /readyz',
   'GET /metrics',

@@ -180,6 +180,66 @@ START_TEST(missing_key_is_rejected_by_name)
 }
 END_TEST
 
+/* GET /v1/providers lists each provider's configuration without a secret: a key, the name
+ * of its variable, and user info in the base URL never show; the host and the configured
+ * limits do. */
+START_TEST(provider_list_shows_no_secret)
+{
+    struct evd_providers *p = NULL;
+    struct evd_err err;
+    env_clear();
+    env_set("OPENAI_API_KEY", "sk-list-secret-1234");
+    char *file = write_temp(
+        "{\"providers\":[{\"name\":\"gw\",\"kind\":\"openai-chat\",\"base_url\":"
+        "\"https://user:pw-secret@llm.example.com:8443/v1?key=q-secret\",\"api_key_env\":"
+        "\"GW_KEY\",\"rpm\":600,\"models\":[{\"id\":\"big\",\"tpm\":2000}]},"
+        "{\"name\":\"bare\",\"kind\":\"openai-chat\",\"base_url\":\"http://10.0.0.1\"}]}");
+    env_set("EVALD_PROVIDERS_FILE", file);
+    env_set("GW_KEY", "gw-key-secret");
+    ck_assert_int_eq(evd_providers_load(env_get, NULL, &p, &err), EVD_OK);
+    json_t *list = evd_providers_list(p);
+    ck_assert_ptr_nonnull(list);
+    char *text = json_dumps(list, JSON_COMPACT);
+    ck_assert_ptr_null(strstr(text, "secret"));
+    ck_assert_ptr_null(strstr(text, "GW_KEY"));
+    ck_assert_ptr_null(strstr(text, "OPENAI_API_KEY"));
+    free(text);
+    json_t *gw = NULL, *bare = NULL, *openai = NULL;
+    size_t i;
+    json_t *e;
+    const char *prev = "";
+    json_array_foreach(list, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        ck_assert_msg(strcmp(prev, name) < 0, "%s after %s", name, prev); /* by name */
+        prev = name;
+        if (strcmp(name, "gw") == 0)
+            gw = e;
+        else if (strcmp(name, "bare") == 0)
+            bare = e;
+        else if (strcmp(name, "openai") == 0)
+            openai = e;
+    }
+    ck_assert(gw != NULL && bare != NULL && openai != NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(gw, "host")), "llm.example.com:8443");
+    ck_assert_str_eq(json_string_value(json_object_get(bare, "host")), "10.0.0.1");
+    ck_assert_str_eq(json_string_value(json_object_get(gw, "kind")), "openai-chat");
+    ck_assert(json_is_true(json_object_get(gw, "available")));
+    ck_assert(json_number_value(json_object_get(gw, "rpm")) == 600);
+    ck_assert(json_is_null(json_object_get(gw, "tpm")));
+    json_t *ml = json_array_get(json_object_get(gw, "model_limits"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(ml, "model")), "big");
+    ck_assert(json_is_null(json_object_get(ml, "rpm")));
+    ck_assert(json_number_value(json_object_get(ml, "tpm")) == 2000);
+    ck_assert(json_is_null(json_object_get(bare, "rpm")));
+    ck_assert_int_eq(json_array_size(json_object_get(bare, "model_limits")), 0);
+    json_decref(list);
+    evd_providers_free(p);
+    unlink(file);
+    free(file);
+}
+END_TEST
+
 /* A providers-file entry without api_key_env takes no key, whatever its wire kind; one
  * that names an unset variable, and the built-in providers without their key, do not. */
 START_TEST(keyless_provider_of_every_kind)
@@ -1050,6 +1110,7 @@ static Suite *harness_suite(void)
     tcase_add_loop_test(tc, resolve_table, 0, sizeof(resolve_cases) / sizeof(resolve_cases[0]));
     tcase_add_test(tc, missing_key_is_rejected_by_name);
     tcase_add_test(tc, keyless_provider_of_every_kind);
+    tcase_add_test(tc, provider_list_shows_no_secret);
     tcase_add_test(tc, prices_lookup_and_overrides);
     tcase_add_loop_test(tc, bad_providers_file_names_field, 0,
                         sizeof(bad_files) / sizeof(bad_files[0]));
