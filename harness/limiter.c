@@ -15,7 +15,8 @@
 
 #include "common/util.h"
 
-/* A generous ceiling on one limiter's adaptive window; EVALD_WORKERS bounds it first. */
+/* A generous ceiling on one limiter's adaptive window (where it starts); the process's
+ * workers bound the calls in flight first. */
 #define WINDOW_MAX 4096
 
 struct evd_hx_limiter {
@@ -158,6 +159,8 @@ int evd_hx_limiter_render(struct evd_buf *out)
         {"evald_provider_inflight", "gauge", "provider calls sent and not yet answered"},
         {"evald_provider_waiting", "gauge", "provider calls waiting for the rate limiter"},
         {"evald_provider_window", "gauge", "provider calls the adaptive window allows in flight"},
+        {"evald_provider_share", "gauge",
+         "share of a known limit this process takes (cut by 429s from other clients)"},
         {"evald_provider_limit_rpm", "gauge", "requests per minute in force (0: none known)"},
         {"evald_provider_limit_tpm", "gauge", "tokens per minute in force (0: none known)"},
         {"evald_provider_calls_total", "counter", "provider calls the rate limiter let through"},
@@ -177,10 +180,11 @@ int evd_hx_limiter_render(struct evd_buf *out)
             case 0: v = l->rl.inflight; break;
             case 1: v = l->rl.waiting; break;
             case 2: v = evd_rl_window(&l->rl); break;
-            case 3: v = l->rl.rpm; break;
-            case 4: v = l->rl.tpm; break;
-            case 5: v = (double)l->rl.calls; break;
-            case 6: v = (double)l->rl.throttled; break;
+            case 3: v = l->rl.share; break;
+            case 4: v = l->rl.rpm; break;
+            case 5: v = l->rl.tpm; break;
+            case 6: v = (double)l->rl.calls; break;
+            case 7: v = (double)l->rl.throttled; break;
             default: v = (double)l->waited_ms / 1000.0; break;
             }
             pthread_mutex_unlock(&l->mu);
@@ -199,7 +203,7 @@ struct snap {
     char provider[72];
     char model[256];
     int inflight, waiting, window;
-    double rpm, tpm, cfg_rpm, cfg_tpm;
+    double share, rpm, tpm, cfg_rpm, cfg_tpm;
     uint64_t calls, throttled;
     int64_t hold_ms, waited_ms;
 };
@@ -236,6 +240,7 @@ json_t *evd_hx_limiter_view(void)
         sn->inflight = l->rl.inflight;
         sn->waiting = l->rl.waiting;
         sn->window = evd_rl_window(&l->rl);
+        sn->share = l->rl.share;
         sn->rpm = l->rl.rpm;
         sn->tpm = l->rl.tpm;
         sn->cfg_rpm = l->rl.cfg_rpm;
@@ -258,9 +263,9 @@ json_t *evd_hx_limiter_view(void)
     for (size_t i = 0; i < n; i++) {
         const struct snap *sn = &snaps[i];
         json_t *e = json_pack(
-            "{s:s,s:s,s:i,s:i,s:i,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider", sn->provider,
-            "model", sn->model, "in_flight", sn->inflight, "waiting", sn->waiting, "window",
-            sn->window, "limit_rpm", limit_json(sn->rpm), "limit_tpm", limit_json(sn->tpm),
+            "{s:s,s:s,s:i,s:i,s:i,s:f,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider",
+            sn->provider, "model", sn->model, "in_flight", sn->inflight, "waiting", sn->waiting,
+            "window", sn->window, "share", sn->share, "limit_rpm", limit_json(sn->rpm), "limit_tpm", limit_json(sn->tpm),
             "rpm_configured", sn->cfg_rpm > 0, "tpm_configured", sn->cfg_tpm > 0, "calls",
             (json_int_t)sn->calls, "throttled", (json_int_t)sn->throttled, "hold_ms",
             (json_int_t)sn->hold_ms, "held_until",

@@ -171,6 +171,8 @@ START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
     double waited_s = metric(m.body, "evald_provider_limiter_wait_seconds_total{provider="
                                      "\"limited\",model=\"stub-model\"}");
     ck_assert_msg(waited_s >= 3, "the calls waited %g s for the limiter", waited_s);
+    ck_assert(metric(m.body, "evald_provider_share{provider=\"limited\",model=\"stub-model\"}") ==
+              1);
     evd_t_resp_free(&m);
 
     /* The same figures in GET /v1/providers, with the configuration and no secret. */
@@ -181,6 +183,8 @@ START_TEST(waiting_for_the_limiter_is_not_the_invocation_timeout)
     ck_assert_int_eq(int_of(l, "in_flight"), 0);
     ck_assert_int_eq(int_of(l, "waiting"), 0);
     ck_assert_int_ge(int_of(l, "window"), 1);
+    /* No 429: no sign of other clients, so the whole configured limit is this process's. */
+    ck_assert(json_number_value(json_object_get(l, "share")) == 1);
     ck_assert(json_number_value(json_object_get(l, "limit_rpm")) == 20);
     ck_assert(json_is_null(json_object_get(l, "limit_tpm")));
     ck_assert(json_is_true(json_object_get(l, "rpm_configured")));
@@ -424,6 +428,8 @@ START_TEST(a_provider_rate_limit_fails_no_run)
     ck_assert_int_eq(int_of(l, "waiting"), 0);
     ck_assert(json_number_value(json_object_get(l, "limit_rpm")) == 240);
     ck_assert(json_is_false(json_object_get(l, "rpm_configured")));
+    double share = json_number_value(json_object_get(l, "share"));
+    ck_assert_msg(share > 0 && share <= 1, "share %g", share);
     json_decref(doc);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
 }
