@@ -2,8 +2,9 @@
  * The process's rate limiters: one struct evd_rl (harness/ratelimit.h) per provider and
  * model, created at the first call to it and kept until the process ends, each guarded
  * by its own mutex. Lock order: reg_mu (the list) is taken alone, or before an entry's mu
- * only while rendering the metrics or copying the view (GET /v1/providers); an entry's mu
- * is a leaf lock, never held across a sleep, a call or an allocation of the view's JSON.
+ * only while rendering the metrics or copying the view (GET /v1/providers); a cancel
+ * token's mu before an entry's mu (the waker of a waiting call). An entry's mu is never
+ * held across a call or an allocation of the view's JSON; waiting calls sleep on it.
  */
 #include "harness/internal.h"
 
@@ -13,11 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cancel.h"
 #include "common/util.h"
 
 /* A generous ceiling on one limiter's adaptive window (where it starts); the process's
  * workers bound the calls in flight first. */
 #define WINDOW_MAX 4096
+
+struct waiter;
 
 struct evd_hx_limiter {
     struct evd_hx_limiter *next;
@@ -25,7 +29,8 @@ struct evd_hx_limiter {
     char model[256];
     pthread_mutex_t mu;
     struct evd_rl rl;
-    int64_t waited_ms; /* what the calls that asked waited in all (under mu) */
+    int64_t waited_ms;    /* what the calls that asked waited in all (under mu) */
+    struct waiter *queue; /* the calls waiting, first come first (under mu) */
 };
 
 /* Model ids come from requests: past this many limiters, further ones go unlimited. */
@@ -73,53 +78,106 @@ void evd_hx_limiter_forget(void)
     pthread_mutex_unlock(&reg_mu);
 }
 
-/* The longest single sleep: a call that ends frees a slot sooner than the limiter says. */
-#define MAX_NAP_MS 200
+/*
+ * The calls that wait for a limiter queue up in arrival order, and only the first asks the
+ * limiter when it may go; the others sleep until they come first. A thousand calls that
+ * each asked again every few milliseconds (the spacing of requests under a limit) cost more
+ * CPU than everything else the process did. Each waiter sleeps on its own condition
+ * variable: the head is woken when its time comes, when a call ends (a slot or a new limit)
+ * or by its cancel token; the others when they come first or by their tokens, and at
+ * least every WAITER_NAP_MS to look at their deadlines.
+ */
+#define HEAD_NAP_MS 200
+#define WAITER_NAP_MS 1000
+
+struct waiter {
+    pthread_cond_t cv; /* CLOCK_MONOTONIC; waited on with the limiter's mu */
+    struct waiter *next;
+    struct evd_hx_limiter *l;
+};
+
+/* The cancel token's waker: takes the limiter's mu (never held while a token's mu is
+ * taken), so the signal cannot fall between the waiter's look at its token and its
+ * wait. */
+static void wake_waiter(void *arg)
+{
+    struct waiter *w = arg;
+    pthread_mutex_lock(&w->l->mu);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->l->mu);
+}
+
+static void timed_wait(struct waiter *w, int64_t ms)
+{
+    struct timespec until;
+    evd_clock_after(CLOCK_MONOTONIC, ms, &until);
+    pthread_cond_timedwait(&w->cv, &w->l->mu, &until);
+}
 
 enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
                                   int64_t deadline_ms, struct evd_cancel *cancel,
                                   int64_t *waited_ms)
 {
-    int64_t t0 = evd_mono_ms();
-    enum evd_code rc = EVD_OK;
-    bool counted = false;
     if (l == NULL)
         return EVD_OK;
-    for (;;) {
-        int64_t now = evd_mono_ms();
-        pthread_mutex_lock(&l->mu);
-        int64_t d = evd_rl_acquire(&l->rl, now, est_tokens);
-        if (d > 0 && !counted) {
-            l->rl.waiting++;
-            counted = true;
-        } else if (d == 0 && counted) {
-            l->rl.waiting--;
-            counted = false;
-        }
+    int64_t t0 = evd_mono_ms();
+    pthread_mutex_lock(&l->mu);
+    if (l->queue == NULL && evd_rl_acquire(&l->rl, t0, est_tokens) == 0) {
         pthread_mutex_unlock(&l->mu);
-        if (d == 0)
+        return EVD_OK; /* no wait */
+    }
+    pthread_mutex_unlock(&l->mu);
+
+    struct waiter me = {.l = l};
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&me.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    struct evd_cancel_waker waker = {wake_waiter, &me, NULL};
+    evd_cancel_watch(cancel, &waker);
+
+    enum evd_code rc = EVD_OK;
+    pthread_mutex_lock(&l->mu);
+    struct waiter **tail = &l->queue;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = &me;
+    l->rl.waiting++;
+    for (;;) {
+        if (evd_cancel_is_set(cancel)) {
+            rc = EVD_ECANCELLED;
             break;
+        }
+        int64_t now = evd_mono_ms();
         if (now >= deadline_ms) {
             rc = EVD_ETIMEOUT;
             break;
         }
-        if (d > MAX_NAP_MS)
-            d = MAX_NAP_MS;
-        if (d > deadline_ms - now)
-            d = deadline_ms - now;
-        if (evd_cancel_sleep(cancel, d)) {
-            rc = EVD_ECANCELLED;
-            break;
+        int64_t nap = WAITER_NAP_MS;
+        if (l->queue == &me) {
+            int64_t d = evd_rl_acquire(&l->rl, now, est_tokens);
+            if (d == 0)
+                break;
+            nap = d < HEAD_NAP_MS ? d : HEAD_NAP_MS;
         }
+        if (nap > deadline_ms - now)
+            nap = deadline_ms - now;
+        timed_wait(&me, nap);
     }
+    struct waiter **pp = &l->queue;
+    while (*pp != &me)
+        pp = &(*pp)->next;
+    *pp = me.next;
+    if (l->queue != NULL)
+        pthread_cond_signal(&l->queue->cv); /* the next in line asks now */
+    l->rl.waiting--;
     int64_t waited = evd_mono_ms() - t0;
-    if (counted || waited > 0) {
-        pthread_mutex_lock(&l->mu);
-        if (counted)
-            l->rl.waiting--;
-        l->waited_ms += waited;
-        pthread_mutex_unlock(&l->mu);
-    }
+    l->waited_ms += waited;
+    pthread_mutex_unlock(&l->mu);
+
+    evd_cancel_unwatch(cancel, &waker);
+    pthread_cond_destroy(&me.cv);
     if (waited_ms != NULL)
         *waited_ms += waited;
     return rc;
@@ -132,6 +190,8 @@ void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_token
         return;
     pthread_mutex_lock(&l->mu);
     evd_rl_done(&l->rl, evd_mono_ms(), status, est_tokens, used_tokens, obs);
+    if (l->queue != NULL)
+        pthread_cond_signal(&l->queue->cv); /* a slot is free, or the limits changed */
     pthread_mutex_unlock(&l->mu);
 }
 
