@@ -525,7 +525,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         evd_db_query(c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int)", 4, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) != 1 || PQnfields(r) != 8) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 9) {
         PQclear(r);
         return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
     }
@@ -551,6 +551,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         out->attempts = (int)evd_db_col_i64(r, 0, 5);
         snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 6));
         *attempt = (int)evd_db_col_i64(r, 0, 7);
+        out->more = strcmp(PQgetvalue(r, 0, 8), "t") == 0;
     }
     PQclear(r);
     return rc;

@@ -181,8 +181,9 @@ struct evd_store_job {
     char ref[64]; /* kind 'session': the session id ("" otherwise) */
     int64_t claimed_mono; /* evd_mono_ms() when the claim was sent: the lease runs from
                              no earlier than this */
+    bool more;            /* another job was due beside this one (migrations/0014) */
 };
-/* What evd_store_job_claim_start did (migrations/0006, evald_claim). */
+/* What evd_store_job_claim_start did (migrations/0006, 0009 and 0014: evald_claim). */
 enum evd_claim_outcome {
     EVD_CLAIM_NONE,     /* no job is due */
     EVD_CLAIM_RUN,      /* a run job was claimed and its next attempt started */

@@ -158,6 +158,7 @@ START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
     ck_assert_str_eq(job.evaluation_id, id);
     ck_assert_int_eq(job.run_position, 1);
     ck_assert_int_eq(attempt, 1);
+    ck_assert(job.more); /* run 3's job is due beside it */
     ck_assert_int_eq(q_int("SELECT attempt FROM runs WHERE evaluation_id = '%s' AND position = 1",
                            id),
                      1);
@@ -184,6 +185,11 @@ START_TEST(schedule_opens_pairs_in_order_up_to_concurrency)
     ck_assert_int_eq(finish(id, 2, 1, NULL), 1); /* run 5 */
     job_positions(id, jobs, sizeof(jobs));
     ck_assert_str_eq(jobs, "4,5");
+    /* The claim says whether another job is due beside the one it took. */
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert(job.more);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert(!job.more);
 }
 END_TEST
 
