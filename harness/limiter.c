@@ -325,7 +325,8 @@ json_t *evd_hx_limiter_view(void)
         json_t *e = json_pack(
             "{s:s,s:s,s:i,s:i,s:i,s:f,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider",
             sn->provider, "model", sn->model, "in_flight", sn->inflight, "waiting", sn->waiting,
-            "window", sn->window, "share", sn->share, "limit_rpm", limit_json(sn->rpm), "limit_tpm", limit_json(sn->tpm),
+            "window", sn->window, "share", sn->share, "limit_rpm", limit_json(sn->rpm),
+            "limit_tpm", limit_json(sn->tpm),
             "rpm_configured", sn->cfg_rpm > 0, "tpm_configured", sn->cfg_tpm > 0, "calls",
             (json_int_t)sn->calls, "throttled", (json_int_t)sn->throttled, "hold_ms",
             (json_int_t)sn->hold_ms, "held_until",

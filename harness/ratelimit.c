@@ -224,6 +224,8 @@ void evd_rl_done(struct evd_rl *rl, int64_t now, long status, double est_tokens,
         hold(rl, now, wait, HOLD_JITTER);
     } else if (status >= 200 && status < 300) {
         if (rl->share < 1) {
+            /* Calls the limit allows a second: a token limit alone counts a call as about
+             * 1,000 tokens. */
             double per_s = (rl->rpm > 0 ? rl->rpm : rl->tpm / 1000.0) / 60.0;
             rl->share += 1.0 / (SHARE_RECOVERY_S * (per_s > 1 ? per_s : 1));
             if (rl->share > 1)

@@ -656,8 +656,8 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         /* the logger first, or MHD prints what it says about the other options itself */
         MHD_OPTION_EXTERNAL_LOGGER, evd_log_external, (void *)"libmicrohttpd", MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout * IDLE_SLACK, MHD_OPTION_CONNECTION_LIMIT,
-        limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout * IDLE_SLACK,
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_END);
     freeaddrinfo(ai);

@@ -385,7 +385,8 @@ static enum MHD_Result send_big_header(struct stub_server *s, struct MHD_Connect
         }
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             break; /* the client went away */
-        struct pollfd p[2] = {{.fd = fd, .events = POLLOUT}, {.fd = s->stop_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = fd, .events = POLLOUT},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
         poll(p, 2, WAIT_SLICE_MS);
     }
     free(msg);
@@ -414,7 +415,8 @@ static bool wait_client(struct stub_server *s, struct MHD_Connection *c, int64_t
             poll(&stop, 1, slice);
             continue;
         }
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = s->stop_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
         int n = poll(p, 2, slice);
         if (n <= 0)
             continue;

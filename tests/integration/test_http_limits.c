@@ -312,8 +312,9 @@ static void *hold_tools_lock(void *url)
 /* A request whose headers came in time but wait for a busy HTTP thread is answered, not
  * dropped as a slow client: with one HTTP thread held 2 s by a request that waits for a
  * table lock, a /healthz sent meanwhile on a connection accepted before outlives the 1 s
- * header timeout and gets its 200 (libmicrohttpd's own idle timeout, 3 s, is not reached). (1,024 evaluations started at once lost 377 of their
- * answers so, after the evaluations had been created.) */
+ * header timeout and gets its 200 (libmicrohttpd's own idle timeout, 3 s, is not
+ * reached). 1,024 evaluations started at once lost 377 of their answers so, after the
+ * evaluations had been created. */
 START_TEST(a_busy_server_does_not_drop_requests_it_has_not_read_yet)
 {
     struct evd_t_proc p;

@@ -238,8 +238,9 @@ END_TEST
  * A provider on a virtual clock: at most LIMIT requests in any window of WINDOW_MS (a
  * request over it is answered 429 at once, with a retry-after of the time until the oldest
  * request leaves the window, as evald-stub's limiter says it, or with a coarse Retry-After
- * of 1 s), answers after LATENCY_MS with OpenAI's headers. nproc processes, each with its own limiter (nothing
- * configured, max_inflight calls) and runs/nproc runs that each retry until a 200.
+ * of 1 s), answers after LATENCY_MS with OpenAI's headers. nproc processes, each with its
+ * own limiter (nothing configured, max_inflight calls) and runs/nproc runs that each retry
+ * until a 200.
  */
 #define LIMIT 100
 #define WINDOW_MS 1000
