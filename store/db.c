@@ -452,6 +452,24 @@ int64_t evd_db_col_i64(PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
+json_t *evd_db_row_json_object(PGresult *r, int row, const char *const *names, int n,
+                               struct evd_err *err)
+{
+    json_t *out = json_object();
+    for (int i = 0; out != NULL && i < n; i++) {
+        if (PQgetisnull(r, row, i))
+            continue;
+        json_t *v = evd_db_col_json(r, row, i);
+        if (v == NULL || json_object_set_new(out, names[i], v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    if (out == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return out;
+}
+
 enum evd_code evd_db_code(const struct evd_err *err)
 {
     return err && err->code != EVD_OK ? err->code : EVD_EDB;

@@ -87,6 +87,10 @@ json_t *evd_db_col_json(PGresult *r, int row, int col);
 PGresult *evd_db_get_row(PGconn *conn, const char *sql, bool lock, const char *id,
                          const char *what, struct evd_err *err);
 int64_t evd_db_col_i64(PGresult *r, int row, int col);
+/* Row `row` of r as an object of its JSON columns, named by names[0..n-1] in column order,
+ * SQL NULLs left out (new reference); NULL + err (EVD_ENOMEM) without memory. */
+json_t *evd_db_row_json_object(PGresult *r, int row, const char *const *names, int n,
+                               struct evd_err *err);
 /* The code a failed store call returns: err's code, or EVD_EDB when none was set. */
 enum evd_code evd_db_code(const struct evd_err *err);
 

@@ -753,25 +753,10 @@ json_t *evd_store_run_stored(PGconn *c, const char *id, int position, struct evd
     if (r == NULL)
         return NULL;
     json_t *out = NULL;
-    if (PQntuples(r) != 1) {
+    if (PQntuples(r) != 1)
         evd_err_set(err, EVD_ENOTFOUND, "run %d of %s not found", position, id);
-        goto out;
-    }
-    if ((out = json_object()) == NULL)
-        goto oom;
-    for (int i = 0; i < 4; i++) {
-        if (PQgetisnull(r, 0, i))
-            continue;
-        json_t *v = evd_db_col_json(r, 0, i);
-        if (v == NULL || json_object_set_new(out, cols[i], v) != 0)
-            goto oom;
-    }
-    goto out;
-oom:
-    json_decref(out);
-    out = NULL;
-    evd_err_set(err, EVD_ENOMEM, "out of memory");
-out:
+    else
+        out = evd_db_row_json_object(r, 0, cols, 4, err);
     PQclear(r);
     return out;
 }
