@@ -192,6 +192,17 @@ void evd_resp_error(struct evd_resp *resp, const struct evd_err *err)
     evd_resp_problem(resp, err->code == EVD_OK ? EVD_EINTERNAL : err->code, err->msg);
 }
 
+void evd_resp_outcome(struct evd_resp *resp, int status, enum evd_code rc, json_t *out,
+                      const struct evd_err *err)
+{
+    if (rc != EVD_OK) {
+        json_decref(out);
+        evd_resp_error(resp, err);
+    } else {
+        evd_resp_json(resp, status, out);
+    }
+}
+
 void evd_resp_raw(struct evd_resp *resp, int status, const char *content_type, const void *data,
                   size_t len)
 {

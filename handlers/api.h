@@ -127,6 +127,11 @@ void evd_resp_problem(struct evd_resp *resp, enum evd_code code, const char *det
 /* Problem details from an error record. */
 void evd_resp_error(struct evd_resp *resp, const struct evd_err *err);
 
+/* The answer of an engine call: `out` (stolen) as JSON with `status` when rc is EVD_OK,
+ * else the problem details of err (and out, if any, is dropped). */
+void evd_resp_outcome(struct evd_resp *resp, int status, enum evd_code rc, json_t *out,
+                      const struct evd_err *err);
+
 /* A raw body; `data` is copied. */
 void evd_resp_raw(struct evd_resp *resp, int status, const char *content_type, const void *data,
                   size_t len);

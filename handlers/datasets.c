@@ -120,14 +120,6 @@ static const struct evd_upload_ops upload_ops = {
     .free = upload_free,
 };
 
-static void answer(struct evd_resp *resp, enum evd_code rc, json_t *out, const struct evd_err *err)
-{
-    if (rc != EVD_OK)
-        evd_resp_error(resp, err);
-    else
-        evd_resp_json(resp, 200, out);
-}
-
 void evd_h_datasets_list(struct evd_req *req, struct evd_resp *resp)
 {
     unsigned limit;
@@ -137,7 +129,7 @@ void evd_h_datasets_list(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc =
         evd_dataset_list(req->ctx->engine, limit, evd_req_query(req, "before"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_dataset_get(struct evd_req *req, struct evd_resp *resp)
@@ -145,7 +137,7 @@ void evd_h_dataset_get(struct evd_req *req, struct evd_resp *resp)
     struct evd_err err = {0};
     json_t *out = NULL;
     enum evd_code rc = evd_dataset_get(req->ctx->engine, evd_req_param(req, "id"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_dataset_cases(struct evd_req *req, struct evd_resp *resp)
@@ -157,12 +149,12 @@ void evd_h_dataset_cases(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc = evd_dataset_cases(req->ctx->engine, evd_req_param(req, "id"), limit,
                                          evd_req_query(req, "before"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_dataset_delete(struct evd_req *req, struct evd_resp *resp)
 {
     struct evd_err err = {0};
     enum evd_code rc = evd_dataset_delete(req->ctx->engine, evd_req_param(req, "id"), &err);
-    answer(resp, rc, rc == EVD_OK ? json_pack("{s:b}", "deleted", 1) : NULL, &err);
+    evd_resp_outcome(resp, 200, rc, rc == EVD_OK ? json_pack("{s:b}", "deleted", 1) : NULL, &err);
 }

@@ -31,16 +31,6 @@ static void location(struct evd_resp *resp, const char *id)
     evd_resp_header(resp, "Location", loc);
 }
 
-static void answer(struct evd_resp *resp, enum evd_code rc, json_t *out, const struct evd_err *err)
-{
-    if (rc != EVD_OK) {
-        json_decref(out);
-        evd_resp_error(resp, err);
-    } else {
-        evd_resp_json(resp, 200, out);
-    }
-}
-
 static bool terminal_status(const char *st)
 {
     return st != NULL &&
@@ -207,7 +197,7 @@ void evd_h_experiments_list(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc =
         evd_experiment_list(req->ctx->engine, limit, evd_req_query(req, "before"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_get(struct evd_req *req, struct evd_resp *resp)
@@ -219,7 +209,7 @@ void evd_h_experiment_get(struct evd_req *req, struct evd_resp *resp)
     struct evd_err err = {0};
     json_t *out = NULL;
     enum evd_code rc = evd_experiment_get(req->ctx->engine, evd_req_param(req, "id"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_cases(struct evd_req *req, struct evd_resp *resp)
@@ -232,7 +222,7 @@ void evd_h_experiment_cases(struct evd_req *req, struct evd_resp *resp)
     enum evd_code rc = evd_experiment_cases(req->ctx->engine, evd_req_param(req, "id"),
                                             evd_req_query(req, "filter"), limit,
                                             evd_req_query(req, "before"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_runs(struct evd_req *req, struct evd_resp *resp)
@@ -245,7 +235,7 @@ void evd_h_experiment_runs(struct evd_req *req, struct evd_resp *resp)
     enum evd_code rc = evd_experiment_runs(req->ctx->engine, evd_req_param(req, "id"),
                                            evd_req_query(req, "case_id"), limit,
                                            evd_req_query(req, "before"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_cancel(struct evd_req *req, struct evd_resp *resp)
@@ -254,7 +244,7 @@ void evd_h_experiment_cancel(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc =
         evd_experiment_cancel(req->ctx->engine, evd_req_param(req, "id"), &out, &err);
-    answer(resp, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_delete(struct evd_req *req, struct evd_resp *resp)

@@ -9,17 +9,6 @@
 
 #include "engine/reviews.h"
 
-static void answer(struct evd_resp *resp, int status, enum evd_code rc, json_t *out,
-                   const struct evd_err *err)
-{
-    if (rc != EVD_OK) {
-        json_decref(out);
-        evd_resp_error(resp, err);
-    } else {
-        evd_resp_json(resp, status, out);
-    }
-}
-
 void evd_h_experiment_review_put(struct evd_req *req, struct evd_resp *resp)
 {
     struct evd_err err = {0};
@@ -33,7 +22,7 @@ void evd_h_experiment_review_put(struct evd_req *req, struct evd_resp *resp)
         evd_experiment_review_put(req->ctx->engine, evd_req_param(req, "id"),
                                   evd_req_param(req, "run_id"), req->body, &out, &created, &err);
     (void)created; /* a new review and a replaced one both answer 200 */
-    answer(resp, 200, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_reviews(struct evd_req *req, struct evd_resp *resp)
@@ -46,7 +35,7 @@ void evd_h_experiment_reviews(struct evd_req *req, struct evd_resp *resp)
     enum evd_code rc = evd_experiment_reviews(req->ctx->engine, evd_req_param(req, "id"),
                                               evd_req_query(req, "reviewer"), limit,
                                               evd_req_query(req, "before"), &out, &err);
-    answer(resp, 200, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_review_queue(struct evd_req *req, struct evd_resp *resp)
@@ -59,7 +48,7 @@ void evd_h_experiment_review_queue(struct evd_req *req, struct evd_resp *resp)
     enum evd_code rc =
         evd_experiment_review_queue(req->ctx->engine, evd_req_param(req, "id"),
                                     evd_req_query(req, "reviewer"), limit, &out, &err);
-    answer(resp, 200, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_agreement(struct evd_req *req, struct evd_resp *resp)
@@ -68,7 +57,7 @@ void evd_h_experiment_agreement(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc =
         evd_experiment_agreement(req->ctx->engine, evd_req_param(req, "id"), &out, &err);
-    answer(resp, 200, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 void evd_h_experiment_get_source(struct evd_req *req, struct evd_resp *resp)
@@ -77,7 +66,7 @@ void evd_h_experiment_get_source(struct evd_req *req, struct evd_resp *resp)
     json_t *out = NULL;
     enum evd_code rc = evd_experiment_get_source(req->ctx->engine, evd_req_param(req, "id"),
                                                  evd_req_query(req, "source"), &out, &err);
-    answer(resp, 200, rc, out, &err);
+    evd_resp_outcome(resp, 200, rc, out, &err);
 }
 
 static void derived(struct evd_resp *resp, enum evd_code rc, json_t *out, const struct evd_err *err)
@@ -88,7 +77,7 @@ static void derived(struct evd_resp *resp, enum evd_code rc, json_t *out, const 
                  json_string_value(json_object_get(out, "experiment_id")));
         evd_resp_header(resp, "Location", loc);
     }
-    answer(resp, 202, rc, out, err);
+    evd_resp_outcome(resp, 202, rc, out, err);
 }
 
 void evd_h_experiment_rescore(struct evd_req *req, struct evd_resp *resp)
