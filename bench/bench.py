@@ -356,6 +356,32 @@ def split_runs(n_calls, c):
     return [base + (1 if i < extra else 0) for i in range(c)]
 
 
+def post_back_to_back(reqs, timeout=60):
+    """Sends raw HTTP requests, a list of ((host, port), bytes) each with `Connection:
+    close`, on connections opened beforehand, written back to back. Returns t0 (ms, before
+    the first write) and [(status, body)] in order (status 0: no answer)."""
+    socks = [socket.create_connection(addr, timeout=timeout) for addr, _ in reqs]
+    answers = []
+    try:
+        t0 = now_ms()
+        for s, (_, req) in zip(socks, reqs):
+            s.sendall(req)
+        for s in socks:
+            raw = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                raw += chunk
+            head, _, body = raw.partition(b"\r\n\r\n")
+            answers.append((int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0,
+                            body))
+    finally:
+        for s in socks:
+            s.close()
+    return t0, answers
+
+
 def drive_evald(ev, plan):
     """Starts every evaluation of `plan` (a list of (runs, concurrency)) at once and waits
     until all are terminal. Returns t0 (ms, before the first start request) and the
@@ -364,35 +390,20 @@ def drive_evald(ev, plan):
     at a time would spread the starts over tens of milliseconds of its own CPU, which the
     makespan would charge to evald."""
     host, port = ev.proc.listen.rsplit(":", 1)
-    reqs, socks = [], []
+    reqs = []
     for runs, conc in plan:
         body = json.dumps(eval_request(runs, conc)).encode()
-        reqs.append(b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\n"
-                    b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                    b"Connection: close\r\n\r\n%s" % (host.encode(), len(body), body))
-    try:
-        for _ in plan:
-            socks.append(socket.create_connection((host, int(port)), timeout=60))
-        t0 = now_ms()
-        for s, req in zip(socks, reqs):
-            s.sendall(req)
-        ids, errors = [], []
-        for i, s in enumerate(socks):
-            raw = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                raw += chunk
-            head, _, body = raw.partition(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
-            if status not in (200, 201, 202):
-                errors.append("start %d: HTTP %d %s" % (i, status, body[:200]))
-            else:
-                ids.append(json.loads(body)["evaluation_id"])
-    finally:
-        for s in socks:
-            s.close()
+        reqs.append(((host, int(port)),
+                     b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (host.encode(), len(body), body)))
+    t0, answers = post_back_to_back(reqs)
+    ids, errors = [], []
+    for i, (status, body) in enumerate(answers):
+        if status not in (200, 201, 202):
+            errors.append("start %d: HTTP %d %s" % (i, status, body[:200]))
+        else:
+            ids.append(json.loads(body)["evaluation_id"])
     if errors:
         raise RuntimeError("; ".join(errors))
     want = set(ids)

@@ -30,7 +30,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -94,28 +93,13 @@ def start_all(evalds, n):
         head = (b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json"
                 b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (host.encode(), len(body)))
         reqs.append(((host, int(port)), head + body))
-    socks = [socket.create_connection(addr, timeout=120) for addr, _ in reqs]
+    t0, answers = bench.post_back_to_back(reqs, timeout=120)
     ids, errors = [], []
-    try:
-        t0 = bench.now_ms()
-        for s, (_, req) in zip(socks, reqs):
-            s.sendall(req)
-        for i, s in enumerate(socks):
-            raw = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                raw += chunk
-            head, _, rest = raw.partition(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
-            if status not in (200, 201, 202):
-                errors.append("start %d: HTTP %d %s" % (i, status, rest[:200]))
-            else:
-                ids.append(json.loads(rest)["evaluation_id"])
-    finally:
-        for s in socks:
-            s.close()
+    for i, (status, rest) in enumerate(answers):
+        if status not in (200, 201, 202):
+            errors.append("start %d: HTTP %d %s" % (i, status, rest[:200]))
+        else:
+            ids.append(json.loads(rest)["evaluation_id"])
     if errors:
         raise RuntimeError("%d starts refused, the first: %s" % (len(errors), errors[0]))
     return t0, ids
