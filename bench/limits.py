@@ -123,6 +123,27 @@ def wait_done(db, ids, timeout_s):
     raise RuntimeError("evaluations not terminal within %d s" % timeout_s)
 
 
+STAGES = (("created", "e.created_at"), ("run 1 started", "r1.started_at"),
+          ("run 1 written", "r1.completed_at"), ("run 2 started", "r2.started_at"),
+          ("run 2 written", "r2.completed_at"), ("evaluation done", "e.completed_at"))
+
+
+def stages(db, ids, t0):
+    """Where an evaluation's time went: for each stage of its two runs, the median and the
+    last moment (s after the first start was sent) at which the evaluations reached it.
+    The first run's start minus the creation is its claim's wait; the second's minus
+    the first's write, the next claim's; the end minus the last write, the finalizer's."""
+    arr = "ARRAY[%s]" % ",".join("'%s'" % i for i in ids)
+    cols = ",".join("percentile_disc(0.5) WITHIN GROUP (ORDER BY %s), max(%s)" % (c, c)
+                    for _, c in STAGES)
+    row = db.q("SELECT %s FROM evaluations e JOIN runs r1 ON r1.evaluation_id = e.id AND"
+               " r1.position = 1 LEFT JOIN runs r2 ON r2.evaluation_id = e.id AND"
+               " r2.position = 2 WHERE e.id = ANY(%s)" % (cols, arr))
+    v = [(int(x) - t0) / 1000.0 if x else None for x in row.split("|")]
+    return {name: {"median": v[2 * i], "last": v[2 * i + 1]}
+            for i, (name, _) in enumerate(STAGES)}
+
+
 class Psql:
     """One psql session kept open for many one-row queries: a psql process started for
     each sample took half a core of the machine being measured."""
@@ -215,6 +236,7 @@ def one_run(opts, build, workload, processes):
                bench.cpu_s([stub.pid]) - cpu0[2])
         _, stats = bench.call(stub.base, "GET", "/_stub/stats")
         makespan = (res["last_completed_ms"] - t0) / 1000.0
+        timeline = stages(sql, ids, t0)
         r = {"build": build.name, "workload": workload, "processes": processes,
              "makespan_s": makespan, "starts_s": started_s,
              "passed_runs": res["passed_runs"], "failed_runs": res["failed_runs"],
@@ -223,7 +245,8 @@ def one_run(opts, build, workload, processes):
              "peak_in_flight": stats["max_in_flight"],
              "pg_connections": peaks.pg_connections,
              "rss_mb": [bench.proc_kb(e.proc.pid, "VmHWM") / 1024.0 for e in evalds],
-             "cpu_s": {"evald": cpu[0], "postgresql": cpu[1], "stub": cpu[2]}}
+             "cpu_s": {"evald": cpu[0], "postgresql": cpu[1], "stub": cpu[2]},
+             "stages_s": timeline}
         if workload == "inflight":
             r["ideal_s"] = opts.latency / 1000.0 * math.ceil(calls / max(1, r["peak_in_flight"]))
         else:
@@ -245,6 +268,15 @@ def one_run(opts, build, workload, processes):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def describe_stages(r):
+    st = r.get("stages_s")
+    if not st:
+        return ""
+    return "\n      stages (median/last, s): " + ", ".join(
+        "%s %s/%s" % (k, "-" if v["median"] is None else "%.2f" % v["median"],
+                      "-" if v["last"] is None else "%.2f" % v["last"]) for k, v in st.items())
+
+
 def describe(r):
     s = ("%-4s %-9s x%d  makespan %6.2f s (ideal %5.2f s, x%.2f), starts %.2f s, "
          "runs %d/%d passed, %d failed, peak in flight %d, PostgreSQL connections %d, RSS %s MB"
@@ -258,7 +290,7 @@ def describe(r):
     if r["workload"] == "ratelimit":
         s += ", 429: %d of %d requests (%.1f %%)" % (
             r["http_429"], r["requests"], 100.0 * r["http_429"] / max(1, r["requests"]))
-    return s
+    return s + describe_stages(r)
 
 
 def main():
