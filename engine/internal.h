@@ -104,6 +104,10 @@ struct evd_engine {
     pthread_cond_t finals_cv;
     struct evd_queue finals; /* evaluation ids (char *) for the finalizer, under finals_mu */
     pthread_t finalizer;
+    /* A second finalizer that helps while a backlog waits (engine/steps.c). */
+    pthread_cond_t finals_help_cv; /* under finals_mu; broadcast at the stop */
+    bool finals_help;              /* under finals_mu: the finalizer asked for help */
+    pthread_t finalizer_helper;
 
     pthread_mutex_t requests_mu; /* leaf lock */
     struct cached_request {
@@ -189,8 +193,10 @@ void *evd_engine_writer_main(void *arg);
  * a transaction of its own, locks it and, unless it is terminal already, schedules its
  * runs or (every run terminal) builds its report and completes it. */
 void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id);
-/* The finalizer thread's body (engine/steps.c), started with the workers. */
+/* The finalizer thread's body (engine/steps.c), started with the workers, and its
+ * helper's. */
 void *evd_engine_finalizer_main(void *arg);
+void *evd_engine_finalizer_helper_main(void *arg);
 /* One sweep: time out overdue runs, re-advance evaluations without a job. Returns the
  * number of evaluations acted on. */
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);

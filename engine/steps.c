@@ -67,6 +67,9 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
     return rc;
 }
 
+/* Runs of an evaluation from which its report's memory is worth trimming. */
+#define TRIM_AFTER_RUNS 64
+
 /* Finalizes an evaluation whose runs are all terminal (the only full read of its runs). */
 static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
                               struct evd_err *err)
@@ -80,12 +83,16 @@ static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
         rc = err && err->code ? err->code : EVD_EDB;
     else
         rc = evd_engine_finalize(c, &ev, runs, "completed", now, err);
+    size_t n_runs = runs ? json_array_size(runs) : 0;
     json_decref(runs);
     evd_store_eval_clear(&ev);
 #ifdef __GLIBC__
     /* A report holds every run several times over while it is built (decoded rows, their
-     * projection, its text): hand the freed pages back rather than keep them per arena. */
-    malloc_trim(0);
+     * projection, its text): a large one's freed pages go back rather than stay in the
+     * arena. Not a small one's: trimming walks every arena of the process, and costs more
+     * than a two-run evaluation's whole report. */
+    if (n_runs >= TRIM_AFTER_RUNS)
+        malloc_trim(0);
 #endif
     return rc;
 }
@@ -137,15 +144,16 @@ static struct evd_queue *finals(struct evd_engine *e)
 }
 
 /*
- * Reports are built one at a time in a process, by one thread on a connection of its own.
- * A report holds every run of its evaluation several times over while it is built
- * (decoded rows, their projection, its text), so evaluations finishing together (W1: four
- * of 500 runs) held all of theirs at once, which set the process's peak memory (40 MiB,
- * against 18 while runs execute); libpq never shrinks a connection's buffers, so each
- * worker connection that once read 500 runs and sent their report kept megabytes for good;
- * and a worker that finished an evaluation's last run would wait for the report before it
- * claimed again (W2: 32 evaluations finishing within a few waves). A finalization lost to a
- * crash is the sweeper's: the evaluation is live and has no job.
+ * Reports are built by the finalizer thread on a connection of its own, one at a time
+ * unless a backlog calls in its helper (below). A report holds every run of its evaluation
+ * several times over while it is built (decoded rows, their projection, its text), so
+ * evaluations finishing together (W1: four of 500 runs) held all of theirs at once, which
+ * set the process's peak memory (40 MiB, against 18 while runs execute); libpq never
+ * shrinks a connection's buffers, so each worker connection that once read 500 runs and
+ * sent their report kept megabytes for good; and a worker that finished an evaluation's
+ * last run would wait for the report before it claimed again (W2: 32 evaluations finishing
+ * within a few waves). A finalization lost to a crash is the sweeper's: the evaluation is
+ * live and has no job.
  */
 void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id)
 {
@@ -160,16 +168,87 @@ void evd_engine_finalize_later(struct evd_engine *e, const char *evaluation_id)
                 "evaluation_id", evaluation_id, NULL);
 }
 
-static enum evd_code finalize_if_done(PGconn *c, const char *evaluation_id,
-                                      struct evd_err *err)
+/* Finalizations done in one transaction at most: evaluations finishing together (a wave
+ * of answers, one run each) then share a commit, and its flush to disk, instead of waiting
+ * for one each in turn on the finalizer's one connection. */
+#define FINALS_MAX 32
+
+static enum evd_code finalize_one(PGconn *c, const char *evaluation_id, struct evd_err *err)
 {
-    enum evd_code rc = evd_db_begin(c, err);
     struct evd_store_eval_state st;
-    if (rc == EVD_OK && (rc = evd_store_eval_state(c, evaluation_id, true, &st, err)) == EVD_OK &&
-        (rc = evd_engine_advance_state(c, evaluation_id, &st, evd_now_ms(), err)) == EVD_OK)
-        rc = evd_db_commit(c, err);
+    enum evd_code rc = evd_store_eval_state(c, evaluation_id, true, &st, err);
+    return rc == EVD_OK ? evd_engine_advance_state(c, evaluation_id, &st, evd_now_ms(), err) : rc;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Finalizes ids[0..n) in one transaction, locking their rows in id order (the writer's
+ * order, so that the two do not deadlock); when that fails, each in its own, so that one
+ * evaluation that cannot be finalized holds back no other. */
+static void finalize_batch(PGconn *c, char **ids, size_t n)
+{
+    struct evd_err err = {0};
+    qsort(ids, n, sizeof(*ids), cmp_ids);
+    enum evd_code rc = evd_db_begin(c, &err);
+    for (size_t i = 0; rc == EVD_OK && i < n; i++)
+        rc = finalize_one(c, ids[i], &err);
+    if (rc == EVD_OK)
+        rc = evd_db_commit(c, &err);
     evd_db_rollback(c);
-    return rc;
+    for (size_t i = 0; rc != EVD_OK && i < n; i++) {
+        struct evd_err one = {0};
+        enum evd_code r1 = evd_db_begin(c, &one);
+        if (r1 == EVD_OK && (r1 = finalize_one(c, ids[i], &one)) == EVD_OK)
+            r1 = evd_db_commit(c, &one);
+        evd_db_rollback(c);
+        if (r1 != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", ids[i],
+                    "error", one.msg, NULL);
+    }
+}
+
+/* Takes up to FINALS_MAX queued ids after `first` (when not NULL) into ids; their count. */
+static size_t take_batch(struct evd_queue *q, char *first, char **ids)
+{
+    size_t n = 0;
+    if (first != NULL)
+        ids[n++] = first;
+    while (n < FINALS_MAX && (ids[n] = evd_queue_try_pop(q)) != NULL)
+        n++;
+    return n;
+}
+
+/* Finalizes ids[0..n) on *c (connecting when it must), then frees them. */
+static void finalize_taken(struct evd_engine *e, PGconn **c, char **ids, size_t n)
+{
+    struct evd_err err = {0};
+    if (*c != NULL && !evd_db_ensure(*c)) {
+        evd_db_finish(*c);
+        *c = NULL;
+    }
+    if (*c == NULL)
+        *c = evd_db_connect(e->opts.conninfo, &err);
+    if (*c != NULL)
+        finalize_batch(*c, ids, n);
+    else
+        evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", ids[0],
+                "error", err.msg, NULL);
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+}
+
+/* Asks the helper in when a full batch still waits after the one just taken. */
+static void ask_for_help(struct evd_engine *e)
+{
+    if (evd_queue_len(finals(e)) < FINALS_MAX)
+        return;
+    pthread_mutex_lock(&e->finals_mu);
+    e->finals_help = true;
+    pthread_cond_signal(&e->finals_help_cv);
+    pthread_mutex_unlock(&e->finals_mu);
 }
 
 void *evd_engine_finalizer_main(void *arg)
@@ -177,25 +256,49 @@ void *evd_engine_finalizer_main(void *arg)
     struct evd_engine *e = arg;
     struct evd_queue *q = finals(e);
     PGconn *c = NULL;
-    char *id;
+    char *ids[FINALS_MAX], *first;
     /* Until stopping and nothing is left to finalize. */
-    while ((id = evd_queue_pop_wait(q, &e->stopping)) != NULL) {
-        struct evd_err err = {0};
-        if (c != NULL && !evd_db_ensure(c)) {
-            evd_db_finish(c);
-            c = NULL;
-        }
-        if (c == NULL)
-            c = evd_db_connect(e->opts.conninfo, &err);
-        if (c == NULL || finalize_if_done(c, id, &err) != EVD_OK)
-            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", id,
-                    "error", err.msg, NULL);
-        free(id);
+    while ((first = evd_queue_pop_wait(q, &e->stopping)) != NULL) {
+        size_t n = take_batch(q, first, ids);
+        ask_for_help(e);
+        finalize_taken(e, &c, ids, n);
     }
     /* What comes after this is the sweeper's (finalize_later frees it). */
     evd_queue_close(q);
-    while ((id = evd_queue_try_pop(q)) != NULL)
-        free(id);
+    while ((first = evd_queue_try_pop(q)) != NULL)
+        free(first);
+    evd_db_finish(c);
+    return NULL;
+}
+
+/*
+ * The finalizer's helper: it sleeps until the finalizer, taking a batch, leaves another
+ * full one behind, and then takes batches while full ones wait. One finalizer alternates
+ * with PostgreSQL, a core at most: 1,024 evaluations that finished within a second (one
+ * run each) waited 0.5-1 s for their reports after their last run was written. A few
+ * large evaluations finishing together never make a full batch, so their reports are
+ * still built one at a time (the memory rule above). At a stop the helper leaves; the
+ * finalizer finishes the queue. It connects the first time it is asked.
+ */
+void *evd_engine_finalizer_helper_main(void *arg)
+{
+    struct evd_engine *e = arg;
+    struct evd_queue *q = finals(e);
+    PGconn *c = NULL;
+    char *ids[FINALS_MAX];
+    for (;;) {
+        pthread_mutex_lock(&e->finals_mu);
+        while (!e->finals_help && !atomic_load(&e->stopping))
+            pthread_cond_wait(&e->finals_help_cv, &e->finals_mu);
+        e->finals_help = false;
+        pthread_mutex_unlock(&e->finals_mu);
+        if (atomic_load(&e->stopping))
+            break;
+        size_t n;
+        while (!atomic_load(&e->stopping) && evd_queue_len(q) >= FINALS_MAX &&
+               (n = take_batch(q, NULL, ids)) > 0)
+            finalize_taken(e, &c, ids, n);
+    }
     evd_db_finish(c);
     return NULL;
 }
@@ -222,8 +325,8 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
     bool written = false, finalize = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, now,
-                             &err) == EVD_OK &&
+        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, now, &err) ==
+            EVD_OK &&
         (!finalize || complete(c, id, now, &err) == EVD_OK) && written) {
         char payload[96];
         snprintf(payload, sizeof(payload), "%s:%d", id, position);

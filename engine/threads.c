@@ -310,6 +310,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->written_cv, NULL);
     pthread_mutex_init(&e->finals_mu, NULL);
     pthread_cond_init(&e->finals_cv, NULL);
+    pthread_cond_init(&e->finals_help_cv, NULL);
     evd_queue_init_shared(&e->writes, &e->writes_mu, &e->writes_cv);
     evd_queue_init_shared(&e->finals, &e->finals_mu, &e->finals_cv);
     pthread_mutex_init(&e->requests_mu, NULL);
@@ -361,6 +362,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
         pthread_create(&e->sweeper, NULL, sweeper_main, e);
         pthread_create(&e->writer, NULL, evd_engine_writer_main, e);
         pthread_create(&e->finalizer, NULL, evd_engine_finalizer_main, e);
+        pthread_create(&e->finalizer_helper, NULL, evd_engine_finalizer_helper_main, e);
         pthread_create(&e->analyst, NULL, evd_engine_analyst_main, e);
         e->threads_started = true;
     }
@@ -385,6 +387,7 @@ void evd_engine_signal_stop(struct evd_engine *e)
     wake_all(&e->hub_mu, &e->hub_cv);
     wake_all(&e->work_mu, &e->work_cv);
     wake_all(&e->finals_mu, &e->finals_cv);
+    wake_all(&e->finals_mu, &e->finals_help_cv);
     pthread_mutex_lock(&e->writes_mu);
     bool no_workers = e->writers_clients == 0;
     pthread_mutex_unlock(&e->writes_mu);
@@ -404,6 +407,7 @@ void evd_engine_stop(struct evd_engine *e)
         pthread_join(e->sweeper, NULL);
         pthread_join(e->writer, NULL);    /* it writes what the workers handed over */
         pthread_join(e->finalizer, NULL); /* it finishes what was queued when the stop came */
+        pthread_join(e->finalizer_helper, NULL);
         pthread_join(e->analyst, NULL);
     }
     free(e->workers);
@@ -426,6 +430,7 @@ void evd_engine_stop(struct evd_engine *e)
     evd_queue_destroy(&e->writes, evd_engine_pending_write_free);
     pthread_mutex_destroy(&e->finals_mu);
     pthread_cond_destroy(&e->finals_cv);
+    pthread_cond_destroy(&e->finals_help_cv);
     pthread_mutex_destroy(&e->writes_mu);
     pthread_cond_destroy(&e->writes_cv);
     pthread_cond_destroy(&e->written_cv);

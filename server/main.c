@@ -66,12 +66,12 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
  * The PostgreSQL connections this process opens at most: the workers' shared connections
  * (EVALD_WORKER_CONNECTIONS, at most one per worker), the pool that the engine's and the
  * webhooks' functions borrow from (for handlers and the adapter), and the service threads
- * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer and
- * analyst (engine/threads.c, writer.c, steps.c, experiments.c), each webhook delivery
- * thread (webhooks/deliver.c), and the iii adapter's delivery thread when it runs
- * (adapter/deliver.c).
+ * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer, the
+ * finalizer's helper and analyst (engine/threads.c, writer.c, steps.c, experiments.c), each
+ * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread when
+ * it runs (adapter/deliver.c).
  */
-#define ENGINE_SERVICE_CONNECTIONS 5
+#define ENGINE_SERVICE_CONNECTIONS 6
 
 /* Refuses a configuration that the server cannot serve: it would never become ready.
  * Returns false (and logs the reason) only when the server answered and it does not fit. */

@@ -84,9 +84,9 @@ START_TEST(too_many_connections_exit_2_naming_the_settings)
     char *e = logged_error(&p, "invalid configuration");
     ck_assert_ptr_nonnull(e);
     /* 40 of the 64 workers' connections + 8 pool + 2 webhook threads + keeper, sweeper,
-     * writer, finalizer, analyst. */
+     * writer, finalizer, the finalizer's helper, analyst. */
     const char *want = "EVALD_WORKER_CONNECTIONS (40) + EVALD_DB_POOL_SIZE (8) + "
-                       "EVALD_WEBHOOK_WORKERS (2) + 5 service connections = 55 exceed what "
+                       "EVALD_WEBHOOK_WORKERS (2) + 6 service connections = 56 exceed what "
                        "PostgreSQL allows this process (max_connections 20 - 3 reserved - ";
     ck_assert_msg(strncmp(e, want, strlen(want)) == 0, "message: %s", e);
     long in_use = -1, allowed = -1;
@@ -153,7 +153,7 @@ static void start_experiment(const char *base, const char *model, int cases, cha
  * A stock PostgreSQL (max_connections 100, 3 reserved) serves a process configured for
  * 1,000 calls in flight: it becomes ready, holds 1,000 calls at the provider at once with
  * no more connections than its fixed set (32 worker connections, the pool of 8, 2 webhook
- * threads and 5 service threads: 47), and every run passes.
+ * threads and 6 service threads: 48), and every run passes.
  *
  * Two experiments of 512 cases × 2 arms on one model: 1,024 cases at once for the 1,000
  * workers, all through the one provider limiter of that model. The stub answers after
@@ -163,7 +163,7 @@ static void start_experiment(const char *base, const char *model, int cases, cha
  */
 START_TEST(a_stock_postgresql_serves_1000_calls_in_flight)
 {
-    enum { EXPERIMENTS = 2, CASES = 512, LATENCY_MS = 6000, IN_FLIGHT = 1000, CONNECTIONS = 47 };
+    enum { EXPERIMENTS = 2, CASES = 512, LATENCY_MS = 6000, IN_FLIGHT = 1000, CONNECTIONS = 48 };
     pg_start_with("-c max_connections=100");
     struct evd_t_proc stub;
     char script[256];

@@ -702,6 +702,120 @@ START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
 }
 END_TEST
 
+/*
+ * A burst of evaluations finishing together is finalized in batches, by the finalizer and
+ * its helper, and an evaluation whose finalization fails holds back no other.
+ *
+ * Triggers of the test's own on `evaluations` record which backend and transaction
+ * completed each evaluation, hold the first one (`slow`) for 3 s, so that the others,
+ * finishing meanwhile, queue up behind it, and refuse one (`refused`). The sweeper runs
+ * only every 5 s, so that the finalizer and its helper do the work.
+ */
+START_TEST(a_burst_of_finishes_is_finalized_in_batches)
+{
+    enum { N = 100 };
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"default\":{\"latency_ms\":500,\"reply\":"
+                                              "{\"text\":\"OK\"}}}"),
+                     200);
+    char *env[] = {env_base, env_key, "EVALD_SWEEP_INTERVAL_MS=5000", "EVALD_LEASE_MS=3000",
+                   "EVALD_MAX_CONCURRENCY=128", NULL};
+    struct evd_t_proc p;
+    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
+    char *body = small_request("burst", 1, 1);
+    char *slow = start_eval(p.base, body);
+    static char *ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = start_eval(p.base, body);
+    free(body);
+    const char *refused = ids[N / 2];
+    char *sql = NULL;
+    ck_assert_int_ge(
+        asprintf(&sql,
+                 "CREATE TABLE t_finals (id text, pid integer, xid xid8);"
+                 "CREATE FUNCTION t_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                 " IF NEW.id = '%s' THEN PERFORM pg_sleep(3); END IF;"
+                 " IF NEW.id = '%s' THEN RAISE EXCEPTION 'refused by the test'; END IF;"
+                 " RETURN NEW; END $$;"
+                 "CREATE FUNCTION t_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                 " INSERT INTO t_finals VALUES (NEW.id, pg_backend_pid(), pg_current_xact_id());"
+                 " RETURN NEW; END $$;"
+                 "CREATE TRIGGER t_hold BEFORE UPDATE ON evaluations FOR EACH ROW"
+                 " WHEN (NEW.status = 'completed') EXECUTE FUNCTION t_hold();"
+                 "CREATE TRIGGER t_record AFTER UPDATE ON evaluations FOR EACH ROW"
+                 " WHEN (NEW.status = 'completed') EXECUTE FUNCTION t_record();"
+                 "SELECT count(*) FROM evaluations WHERE status = 'completed'",
+                 slow, refused),
+        0);
+    char *done = evd_t_sql(db_url, sql);
+    free(sql);
+    ck_assert_str_eq(done, "0"); /* the triggers came before any finish (1 s at the least) */
+    free(done);
+
+    /* Every evaluation but the refused one completes; the refused one waits, its runs
+     * written. */
+    char q[300];
+    snprintf(q, sizeof(q),
+             "SELECT count(*) FROM evaluations WHERE status = 'completed' AND id <> '%s'",
+             refused);
+    char *n = NULL;
+    for (int64_t t0 = evd_mono_ms(); evd_mono_ms() - t0 < 60000; usleep(100 * 1000)) {
+        free(n);
+        n = evd_t_sql(db_url, q);
+        if (n != NULL && atoi(n) == N)
+            break;
+    }
+    ck_assert_msg(n != NULL && atoi(n) == N, "%s of %d completed", n ? n : "?", N);
+    free(n);
+    snprintf(q, sizeof(q),
+             "SELECT status || ' ' || terminal_runs || '/' || total_runs FROM evaluations"
+             " WHERE id = '%s'",
+             refused);
+    char *st = evd_t_sql(db_url, q);
+    ck_assert_str_eq(st, "running 2/2");
+    free(st);
+
+    /* In batches (fewer transactions than evaluations), by more than one backend: the
+     * finalizer and its helper (the sweeper's next pass is seconds away). */
+    snprintf(q, sizeof(q),
+             "SELECT count(*) || ' ' || count(DISTINCT xid) || ' ' || count(DISTINCT pid)"
+             " FROM t_finals WHERE id NOT IN ('%s', '%s')",
+             slow, refused);
+    char *shape = evd_t_sql(db_url, q);
+    int finals = 0, xacts = 0, backends = 0;
+    ck_assert_int_eq(sscanf(shape, "%d %d %d", &finals, &xacts, &backends), 3);
+    fprintf(stderr, "%d evaluations finalized in %d transactions by %d backends\n", finals,
+            xacts, backends);
+    ck_assert_msg(finals == N - 1 && xacts <= N / 2 && backends >= 2,
+                  "%d evaluations: %d transactions, %d backends", finals, xacts, backends);
+    free(shape);
+
+    /* Once it may, the sweeper completes the refused one; every completion event once. */
+    char *ok = evd_t_sql(db_url, "DROP TRIGGER t_hold ON evaluations; SELECT 'dropped'");
+    ck_assert_str_eq(ok, "dropped");
+    free(ok);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, refused, 30000), "completed");
+    json_t *res = result_of(p.base, refused);
+    json_t *report = json_object_get(res, "report");
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(report, "control_aggregate"), "passed")),
+                     1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(report, "treatment_aggregate"), "passed")),
+                     1);
+    json_decref(res);
+    char *events = evd_t_sql(db_url, "SELECT count(*) || ' ' || count(DISTINCT evaluation_id)"
+                                     " FROM completion_events");
+    char want[32];
+    snprintf(want, sizeof(want), "%d %d", N + 1, N + 1);
+    ck_assert_str_eq(events, want);
+    free(events);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    free(slow);
+    for (int i = 0; i < N; i++)
+        free(ids[i]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -718,6 +832,7 @@ int main(void)
     tcase_add_test(tc, pairs_in_flight_with_concurrency);
     tcase_add_test(tc, graceful_stop_hands_runs_back);
     tcase_add_test(tc, sigterm_ends_open_streams_and_exits_cleanly);
+    tcase_add_test(tc, a_burst_of_finishes_is_finalized_in_batches);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
