@@ -121,6 +121,7 @@ struct evd_engine {
     pthread_mutex_t work_mu; /* leaf lock */
     pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
     long work_tokens;        /* announced jobs not yet taken by a waking worker */
+    long woken_claiming;     /* workers that took a token and have yet to finish its claim */
 };
 
 /*
