@@ -325,8 +325,8 @@ static void time_out_run(PGconn *c, const json_t *item, int64_t now)
     snprintf(msg, sizeof(msg), "run exceeded %llds wall-clock limit", (long long)timeout_s);
     bool written = false, finalize = false;
     if (evd_run_fail(run, EVD_PHASE_AWAIT, NULL, msg, now) == 0 &&
-        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, now, &err) ==
-            EVD_OK &&
+        evd_engine_write_run(c, id, position, attempt, run, NULL, &written, &finalize, now,
+                             &err) == EVD_OK &&
         (!finalize || complete(c, id, now, &err) == EVD_OK) && written) {
         char payload[96];
         snprintf(payload, sizeof(payload), "%s:%d", id, position);
