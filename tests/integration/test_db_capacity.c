@@ -26,6 +26,7 @@ static void pg_start_with(const char *options)
 {
     snprintf(dir, sizeof(dir), "/tmp/evald-pg-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    evd_t_pg_cleanup_at_exit(dir);
     unsigned port = evd_t_free_port();
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "EVALD_PG_OPTIONS='%s' %s/scripts/pg.sh start %s %u >/dev/null",

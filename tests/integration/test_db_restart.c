@@ -87,6 +87,7 @@ START_TEST(pool_survives_an_immediate_restart)
 {
     char dir[] = "/tmp/evald-pg-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    evd_t_pg_cleanup_at_exit(dir);
     unsigned port = evd_t_free_port();
     pg("start", dir, port);
     char pgurl[256], env_base[300], ready[300];

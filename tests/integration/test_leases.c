@@ -200,6 +200,7 @@ START_TEST(claim_survives_a_crash)
 {
     char dir[] = "/tmp/evald-pg-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    evd_t_pg_cleanup_at_exit(dir);
     unsigned port = evd_t_free_port();
     pg("start", dir, port);
     char url[256];

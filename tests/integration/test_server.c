@@ -341,6 +341,7 @@ START_TEST(readyz_follows_a_database_restart)
 {
     char dir[] = "/tmp/evald-pg-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    evd_t_pg_cleanup_at_exit(dir);
     unsigned port = evd_t_free_port();
     char cmd[1024], url[256], pgurl[256];
     snprintf(cmd, sizeof(cmd), "%s/scripts/pg.sh start %s %u >/dev/null", evd_t_source_dir(), dir,

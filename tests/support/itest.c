@@ -1,4 +1,5 @@
 /* See itest.h. Children get their own process group so a kill reaches them all. */
+#define _GNU_SOURCE /* pipe2 */
 #include "tests/support/itest.h"
 
 #include <arpa/inet.h>
@@ -34,6 +35,46 @@ const char *evd_t_source_dir(void)
 {
     const char *s = getenv("EVALD_SOURCE_DIR");
     return s ? s : EVALD_SOURCE_DIR;
+}
+
+void evd_t_pg_cleanup_at_exit(const char *dir)
+{
+    /* Everything the waiter needs is made before the fork: it runs only async-signal-safe
+     * calls until it execs the shell. */
+    char cmd[1024];
+    int len = snprintf(cmd, sizeof(cmd),
+                       "test -d %s || exit 0; %s/scripts/pg.sh stop %s >/dev/null 2>&1; rm -rf %s",
+                       dir, evd_t_source_dir(), dir, dir);
+    int p[2];
+    if (len < 0 || len >= (int)sizeof(cmd) || pipe2(p, O_CLOEXEC) != 0)
+        die("", "could not arrange the cleanup of a private PostgreSQL cluster");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("", "could not arrange the cleanup of a private PostgreSQL cluster");
+    if (pid == 0) {
+        /* Out of the test's process group: Check kills that group when a test ends. */
+        setsid();
+        close(p[1]);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        if (dup2(p[0], 3) < 0)
+            _exit(1);
+        closefrom(4); /* no copy of a pipe or socket of the test's stays open in here */
+        for (;;) { /* until the end of file: the test's process is gone */
+            char c;
+            ssize_t r = read(3, &c, 1);
+            if (r == 0 || (r < 0 && errno != EINTR))
+                break;
+        }
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(1);
+    }
+    close(p[0]); /* the write end is close-on-exec: the programs this process starts do not
+                  * hold it, or the end of file would wait for them */
 }
 
 const char *evd_t_evald_bin(void)

@@ -97,6 +97,14 @@ const char *evd_t_evald_bin(void);
 /* The source tree (EVALD_SOURCE_DIR). */
 const char *evd_t_source_dir(void);
 
+/* Has a private PostgreSQL cluster under `dir` (a test's own folder) stopped and the folder
+ * removed once this process has ended, however it ends, if the folder is still there: a
+ * test that fails between starting its cluster and removing it leaves nothing running.
+ * (Check ends a failed test's process with _exit, so atexit would not run, and kills its
+ * process group.) A small process of a session of its own waits for that end on a pipe
+ * only this process holds. */
+void evd_t_pg_cleanup_at_exit(const char *dir);
+
 /* ---- helpers for suites that run evaluations ---- */
 
 /*
