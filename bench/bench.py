@@ -382,6 +382,28 @@ def post_back_to_back(reqs, timeout=60):
     return t0, answers
 
 
+def start_back_to_back(starts, timeout=60):
+    """POST /v1/evaluations for each (listen "host:port", request) of `starts`, written back
+    to back (post_back_to_back). Returns t0 (ms), the ids of the evaluations started, in
+    order, and a message for each start refused."""
+    reqs = []
+    for listen, request in starts:
+        host, port = listen.rsplit(":", 1)
+        body = json.dumps(request).encode()
+        reqs.append(((host, int(port)),
+                     b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (host.encode(), len(body), body)))
+    t0, answers = post_back_to_back(reqs, timeout)
+    ids, errors = [], []
+    for i, (status, body) in enumerate(answers):
+        if status not in (200, 201, 202):
+            errors.append("start %d: HTTP %d %s" % (i, status, body[:200]))
+        else:
+            ids.append(json.loads(body)["evaluation_id"])
+    return t0, ids, errors
+
+
 def drive_evald(ev, plan):
     """Starts every evaluation of `plan` (a list of (runs, concurrency)) at once and waits
     until all are terminal. Returns t0 (ms, before the first start request) and the
@@ -389,21 +411,8 @@ def drive_evald(ev, plan):
     beforehand, then written back to back: a client that builds and sends them one thread
     at a time would spread the starts over tens of milliseconds of its own CPU, which the
     makespan would charge to evald."""
-    host, port = ev.proc.listen.rsplit(":", 1)
-    reqs = []
-    for runs, conc in plan:
-        body = json.dumps(eval_request(runs, conc)).encode()
-        reqs.append(((host, int(port)),
-                     b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (host.encode(), len(body), body)))
-    t0, answers = post_back_to_back(reqs)
-    ids, errors = [], []
-    for i, (status, body) in enumerate(answers):
-        if status not in (200, 201, 202):
-            errors.append("start %d: HTTP %d %s" % (i, status, body[:200]))
-        else:
-            ids.append(json.loads(body)["evaluation_id"])
+    t0, ids, errors = start_back_to_back(
+        [(ev.proc.listen, eval_request(runs, conc)) for runs, conc in plan])
     if errors:
         raise RuntimeError("; ".join(errors))
     want = set(ids)

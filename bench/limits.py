@@ -86,20 +86,9 @@ def rate_limited_stub(stub_bin, latency_ms, rpm, workdir):
 def start_all(evalds, n):
     """Starts n evaluations of `runs: 1`, written back to back on connections opened
     beforehand, dealt in turn to the processes. Returns t0 (ms) and the ids."""
-    reqs = []
-    body = json.dumps(bench.eval_request(1)).encode()
-    for i in range(n):
-        host, port = evalds[i % len(evalds)].proc.listen.rsplit(":", 1)
-        head = (b"POST /v1/evaluations HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json"
-                b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (host.encode(), len(body)))
-        reqs.append(((host, int(port)), head + body))
-    t0, answers = bench.post_back_to_back(reqs, timeout=120)
-    ids, errors = [], []
-    for i, (status, rest) in enumerate(answers):
-        if status not in (200, 201, 202):
-            errors.append("start %d: HTTP %d %s" % (i, status, rest[:200]))
-        else:
-            ids.append(json.loads(rest)["evaluation_id"])
+    t0, ids, errors = bench.start_back_to_back(
+        [(evalds[i % len(evalds)].proc.listen, bench.eval_request(1)) for i in range(n)],
+        timeout=120)
     if errors:
         raise RuntimeError("%d starts refused, the first: %s" % (len(errors), errors[0]))
     return t0, ids
