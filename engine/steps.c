@@ -186,28 +186,32 @@ static int cmp_ids(const void *a, const void *b)
 }
 
 /* Finalizes ids[0..n) in one transaction, locking their rows in id order (the writer's
- * order, so that the two do not deadlock); when that fails, each in its own, so that one
- * evaluation that cannot be finalized holds back no other. */
+ * order, so that the two do not deadlock). Each evaluation goes behind a savepoint, so
+ * that one that cannot be finalized holds back no other and undoes only its own work (its
+ * report, completion event and notifications); the sweeper has it later. The completion
+ * counts and logs of the others are then not made twice, as a retry of the whole batch
+ * one by one would make them. */
 static void finalize_batch(PGconn *c, char **ids, size_t n)
 {
     struct evd_err err = {0};
     qsort(ids, n, sizeof(*ids), cmp_ids);
     enum evd_code rc = evd_db_begin(c, &err);
-    for (size_t i = 0; rc == EVD_OK && i < n; i++)
-        rc = finalize_one(c, ids[i], &err);
+    for (size_t i = 0; rc == EVD_OK && i < n; i++) {
+        struct evd_err one = {0};
+        if ((rc = evd_db_mark(c, &err)) != EVD_OK)
+            break;
+        if (finalize_one(c, ids[i], &one) != EVD_OK) {
+            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", ids[i],
+                    "error", one.msg, NULL);
+            rc = evd_db_rollback_to_mark(c, &err);
+        }
+    }
     if (rc == EVD_OK)
         rc = evd_db_commit(c, &err);
     evd_db_rollback(c);
-    for (size_t i = 0; rc != EVD_OK && i < n; i++) {
-        struct evd_err one = {0};
-        enum evd_code r1 = evd_db_begin(c, &one);
-        if (r1 == EVD_OK && (r1 = finalize_one(c, ids[i], &one)) == EVD_OK)
-            r1 = evd_db_commit(c, &one);
-        evd_db_rollback(c);
-        if (r1 != EVD_OK)
-            evd_log(EVD_LOG_WARN, "could not finalize; the sweeper will", "evaluation_id", ids[i],
-                    "error", one.msg, NULL);
-    }
+    if (rc != EVD_OK) /* the connection, most likely: none of the batch is written */
+        evd_log(EVD_LOG_WARN, "could not finalize a batch; the sweeper will", "evaluation_id",
+                ids[0], "error", err.msg, NULL);
 }
 
 /* Takes up to FINALS_MAX queued ids after `first` (when not NULL) into ids; their count. */

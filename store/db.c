@@ -485,6 +485,16 @@ enum evd_code evd_db_commit(PGconn *conn, struct evd_err *err)
     return evd_db_exec(conn, "COMMIT", 0, NULL, err);
 }
 
+enum evd_code evd_db_mark(PGconn *conn, struct evd_err *err)
+{
+    return evd_db_exec(conn, "SAVEPOINT evd_mark", 0, NULL, err);
+}
+
+enum evd_code evd_db_rollback_to_mark(PGconn *conn, struct evd_err *err)
+{
+    return evd_db_exec(conn, "ROLLBACK TO SAVEPOINT evd_mark", 0, NULL, err);
+}
+
 void evd_db_rollback(PGconn *conn)
 {
     if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) == PQTRANS_IDLE)

@@ -98,6 +98,10 @@ enum evd_code evd_db_begin(PGconn *conn, struct evd_err *err);
 enum evd_code evd_db_commit(PGconn *conn, struct evd_err *err);
 /* Rolls back when a transaction is open; never fails loudly. */
 void evd_db_rollback(PGconn *conn);
+/* Inside a transaction: marks the point that evd_db_rollback_to_mark undoes back to (what
+ * came after it, also a failed statement, and nothing before it). */
+enum evd_code evd_db_mark(PGconn *conn, struct evd_err *err);
+enum evd_code evd_db_rollback_to_mark(PGconn *conn, struct evd_err *err);
 
 /* Applies the embedded migrations under an advisory lock; see migrate.c. */
 enum evd_code evd_db_migrate(const char *conninfo, struct evd_err *err);
