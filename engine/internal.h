@@ -164,27 +164,45 @@ enum evd_code evd_engine_advance_state(PGconn *c, const char *evaluation_id,
 enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int position,
                                    int attempt, json_t *run, json_t *transcript, bool *written,
                                    bool *finalize, int64_t now, struct evd_err *err);
-/* A finished run for the writer thread: its evald_finish_runs element and the flag of
- * the worker that ran it, cleared once the batch holding it is written (or failed). */
+/*
+ * What a worker shares with the writer (engine/writer.c): whether its finished run waits
+ * to be written, and what the writer's batch claimed for the worker when it wrote that
+ * run (migrations/0015: the batch claims, after its writes, a job for each of its
+ * workers, who would otherwise claim one each in a transaction of their own). The writer
+ * sets them under writes_mu; the worker reads them once evd_engine_wait_written is back.
+ */
+enum evd_handover_next {
+    EVD_NEXT_UNKNOWN = 0, /* nothing was claimed for it: it claims on its own */
+    EVD_NEXT_JOB,         /* `job` was claimed for it */
+    EVD_NEXT_NOTHING,     /* its batch found nothing due: it waits until work is announced */
+};
+struct evd_handover {
+    bool outstanding;
+    enum evd_handover_next next;
+    struct evd_store_claimed job;
+};
+/* A finished run for the writer thread: its evald_finish_runs element and the handover
+ * of the worker that ran it, whose flag is cleared once the batch holding it is written
+ * (or failed). */
 struct pending_write {
     char *text;
     int slot; /* its in-flight slot, kept (and its lease renewed) until written; -1: none */
     char evaluation_id[64];
     char status[16];
-    bool *outstanding;
+    struct evd_handover *h;
 };
 /* Queues a finished run for the writer (which frees `text`); waits first for the
  * worker's previous one, so a worker has at most one write outstanding. */
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, int slot, bool *outstanding);
+                            const char *status, int slot, struct evd_handover *h);
 /* Waits until the worker's outstanding write, if any, is done; true when there was one.
  * The flag is the writer's to clear (under writes_mu): a worker reads it only here. */
-bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding);
+bool evd_engine_wait_written(struct evd_engine *e, struct evd_handover *h);
 /* Wakes up to n idle workers of this process for jobs it has just enqueued (the keeper
  * passes over the notifications that carry this process's owner). */
 void evd_engine_wake(struct evd_engine *e, long n);
 /* A worker's last act: waits for its write, then lets the writer stop when all are done. */
-void evd_engine_worker_done(struct evd_engine *e, bool *outstanding);
+void evd_engine_worker_done(struct evd_engine *e, struct evd_handover *h);
 /* Frees a queued write (what the queue holds at destroy; none is left after the writer). */
 void evd_engine_pending_write_free(void *item);
 /* The writer thread's body (engine/writer.c), started with the workers. */
@@ -203,13 +221,14 @@ void *evd_engine_finalizer_helper_main(void *arg);
 long evd_engine_sweep_once(struct evd_engine *e, PGconn *c);
 
 /* run execution (engine/runner.c): a claimed job of kind 'run' whose attempt is still to
- * be started; _started: one whose attempt `attempt` evd_store_job_claim_start started.
- * The outcome goes to the writer thread; `outstanding` is the worker's flag for it. */
+ * be started; _started: one whose attempt `attempt` a claim started. The outcome goes to
+ * the writer thread; `h` is the worker's handover for it. */
 struct evd_wconn;
 void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
-                            const struct evd_store_job *job, bool *outstanding);
+                            const struct evd_store_job *job, struct evd_handover *h);
 void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
-                                const struct evd_store_job *job, int attempt, bool *outstanding);
+                                const struct evd_store_job *job, int attempt,
+                                struct evd_handover *h);
 
 /* session turn execution (engine/session_runner.c): a claimed job of kind 'session' */
 void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
@@ -224,13 +243,13 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
  * The kinds of job (engine/jobs.c): a worker hands every claimed job to the entry of its
  * kind. `attempt` is the attempt the claim started (kind 'run' in the ordinary case: the
  * claim and the start are one statement), 0 when the kind starts its own work; the
- * outcome of a run goes to the writer thread with `outstanding` as the worker's flag. A
- * new kind is one entry and its function; docs/architecture.md says where it goes.
+ * outcome of a run goes to the writer thread with `h` as the worker's handover. A new
+ * kind is one entry and its function; docs/architecture.md says where it goes.
  */
 struct evd_job_kind {
     const char *name; /* jobs.kind */
     void (*process)(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                    int attempt, bool *outstanding);
+                    int attempt, struct evd_handover *h);
 };
 /* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
 const struct evd_job_kind *evd_engine_job_kind(const char *name);

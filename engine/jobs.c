@@ -8,25 +8,25 @@
 #include "engine/internal.h"
 
 static void process_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                        int attempt, bool *outstanding)
+                        int attempt, struct evd_handover *h)
 {
     if (attempt > 0)
-        evd_engine_process_started(e, w, job, attempt, outstanding);
+        evd_engine_process_started(e, w, job, attempt, h);
     else
-        evd_engine_process_job(e, w, job, outstanding);
+        evd_engine_process_job(e, w, job, h);
 }
 
 static void process_session(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                            int attempt, bool *outstanding)
+                            int attempt, struct evd_handover *h)
 {
-    (void)attempt, (void)outstanding;
+    (void)attempt, (void)h;
     evd_engine_process_session(e, w, job);
 }
 
 static void process_cell(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                         int attempt, bool *outstanding)
+                         int attempt, struct evd_handover *h)
 {
-    (void)attempt, (void)outstanding;
+    (void)attempt, (void)h;
     evd_engine_process_cell(e, w, job);
 }
 

@@ -177,17 +177,17 @@ static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, bool 
 }
 
 static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                    int attempt, const struct evd_store_eval *evp, bool *outstanding);
+                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h);
 
 void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
-                            const struct evd_store_job *job, bool *outstanding)
+                            const struct evd_store_job *job, struct evd_handover *h)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
     PGconn *c = evd_wconn_get(w, &err);
     int attempt = c != NULL ? start_attempt(e, c, job, &ev, &err) : 0;
     if (attempt > 0)
-        execute(e, w, job, attempt, &ev, outstanding);
+        execute(e, w, job, attempt, &ev, h);
     else if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
@@ -195,7 +195,8 @@ void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
 }
 
 void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
-                                const struct evd_store_job *job, int attempt, bool *outstanding)
+                                const struct evd_store_job *job, int attempt,
+                                struct evd_handover *h)
 {
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
@@ -208,14 +209,14 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
         hand_back(e, w, job, attempt);
         return;
     }
-    execute(e, w, job, attempt, &ev, outstanding);
+    execute(e, w, job, attempt, &ev, h);
     evd_store_eval_clear(&ev);
 }
 
 /* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
  * id and request. The outcome goes to the writer thread. */
 static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                    int attempt, const struct evd_store_eval *evp, bool *outstanding)
+                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h)
 {
     struct evd_err err = {0};
     const struct evd_store_eval ev = *evp;
@@ -304,7 +305,7 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     char *record = evd_store_finish_record(ev.id, job->run_position, attempt, run, out.transcript);
     if (record != NULL) {
         evd_engine_write_later(e, record, ev.id, json_string_value(json_object_get(run, "status")),
-                               slot, outstanding);
+                               slot, h);
         slot = -1; /* the writer's now */
     } else
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",

@@ -152,46 +152,66 @@ static void *worker_main(void *arg)
     struct worker_arg *me = arg;
     struct evd_engine *e = me->e;
     struct evd_wconn w = {e, NULL};
-    bool outstanding = false; /* this worker's finished run is with the writer */
+    struct evd_handover h = {0}; /* this worker's finished run with the writer, and what
+                                    the writer's batch claimed for it */
     bool idle = true; /* this worker comes from waiting for work, not from a job */
     bool woken = false; /* ... and took a wake-up to come (claim_done) */
     const int idle_ms = me->index < EVD_POLLERS ? 1000 : 30000;
-    while (!atomic_load(&e->stopping)) {
+    for (;;) {
         struct evd_err err = {0};
-        /* The job this worker's finished run enqueues (its evaluation's next run) is the
-         * likeliest next one: wait for that write rather than claim at once and find the
-         * queue empty. Claiming at once cost W1 of bench/bench.py one empty claim per run
-         * and ran 0.72-0.93 x as fast. */
-        evd_engine_wait_written(e, &outstanding);
+        /* The writer's batch that writes this worker's finished run claims its next job
+         * (usually the run that write enqueues): wait for it rather than claim on our own
+         * and find the queue empty, or pay a transaction for the claim. */
+        evd_engine_wait_written(e, &h);
+        enum evd_handover_next next = h.next; /* the writer is done with h */
+        h.next = EVD_NEXT_UNKNOWN;
         struct evd_store_job job;
         enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
         int attempt = 0;
-        PGconn *c = evd_wconn_get(&w, &err);
-        if (c == NULL) {
-            if (woken)
-                claim_done(e, true, false);
-            woken = wait_for_work(e, 500); /* the database is away: try again */
-            continue;
+        enum evd_code rc = EVD_OK;
+        bool took;
+        if (next == EVD_NEXT_JOB) {
+            /* Claimed for it: executed even when the engine stops now (the run registers
+             * as stopping and is handed back at once). */
+            job = h.job.job;
+            outcome = h.job.outcome;
+            attempt = h.job.attempt;
+            took = true;
+        } else {
+            if (atomic_load(&e->stopping))
+                break;
+            if (next == EVD_NEXT_NOTHING) {
+                /* Its batch found nothing else due: sleep until a job is announced. */
+                woken = wait_for_work(e, idle_ms);
+                idle = true;
+                continue;
+            }
+            PGconn *c = evd_wconn_get(&w, &err);
+            if (c == NULL) {
+                if (woken)
+                    claim_done(e, true, false);
+                woken = wait_for_work(e, 500); /* the database is away: try again */
+                continue;
+            }
+            rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
+                                           EVD_MAX_ATTEMPTS, &job, &outcome, &attempt, &err);
+            took = rc == EVD_OK && (outcome == EVD_CLAIM_RUN || outcome == EVD_CLAIM_CLAIMED);
+            /* A worker that was idle and found work may wake one more when more is due: a
+             * backlog fans out, one claim at a time, and stops where the queue does. A
+             * worker going from one job to the next does not: the jobs its writes enqueue
+             * are its own to claim, and a worker woken for them finds nothing (W1 of
+             * bench/bench.py: 3,337 empty claims for 2,256 runs). */
+            if (woken || (took && idle))
+                claim_done(e, woken, took && idle && job.more);
+            woken = false;
         }
-        enum evd_code rc = evd_store_job_claim_start(c, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                                     EVD_MAX_ATTEMPTS, &job, &outcome, &attempt,
-                                                     &err);
-        bool took = rc == EVD_OK && (outcome == EVD_CLAIM_RUN || outcome == EVD_CLAIM_CLAIMED);
-        /* A worker that was idle and found work may wake one more when more is due: a
-         * backlog fans out, one claim at a time, and stops where the queue does. A worker
-         * going from one job to the next does not: the jobs its writes enqueue are its own
-         * to claim, and a worker woken for them finds nothing (W1 of bench/bench.py: 3,337
-         * empty claims for 2,256 runs). */
-        if (woken || (took && idle))
-            claim_done(e, woken, took && idle && job.more);
-        woken = false;
         if (took) {
             idle = false;
             /* One path for every kind: claimed, then executed by its entry, which holds
              * the connection only while it talks to the database. */
             const struct evd_job_kind *kind = evd_engine_job_kind(job.kind);
             if (kind != NULL)
-                kind->process(e, &w, &job, outcome == EVD_CLAIM_RUN ? attempt : 0, &outstanding);
+                kind->process(e, &w, &job, outcome == EVD_CLAIM_RUN ? attempt : 0, &h);
             else
                 evd_log(EVD_LOG_WARN, "job of an unknown kind left to its lease", "kind",
                         job.kind, NULL);
@@ -211,7 +231,7 @@ static void *worker_main(void *arg)
         idle = true;
     }
     evd_wconn_put(&w);
-    evd_engine_worker_done(e, &outstanding);
+    evd_engine_worker_done(e, &h);
     return NULL;
 }
 

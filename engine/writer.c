@@ -1,10 +1,11 @@
 /*
  * The writer thread: it writes the outcomes of finished runs, several in one transaction
- * (evald_finish_runs), so that a worker hands its outcome over and claims its next run at
- * once instead of waiting for its own write and commit. A worker has at most one write
- * outstanding, and waits for it only when it finds nothing to claim (its own write may be
- * what enqueues its evaluation's next run). A batch that fails (a lost connection, a
- * deadlock, a restart of PostgreSQL) writes nothing and is written again, with a growing
+ * (evald_finish_runs), and in the same transaction claims the next job of each worker
+ * whose run it wrote (migrations/0015), so that a run costs its worker no transaction of
+ * its own: a worker hands its outcome over, waits for the batch, and goes on with the job
+ * the batch claimed for it, or, when nothing else was due, waits for work. A worker has
+ * at most one write outstanding. A batch that fails (a lost connection, a deadlock, a
+ * restart of PostgreSQL) writes and claims nothing and is written again, with a growing
  * pause, outcomes kept in memory: a finished call is never paid for twice because its
  * write failed. Meanwhile the keeper renews the leases of its runs (their in-flight slots
  * stay registered until written); a run whose lease a renewal finds gone (cancelled, or
@@ -26,21 +27,21 @@
 /* Runs written in one transaction at most. */
 #define BATCH_MAX 64
 
-bool evd_engine_wait_written(struct evd_engine *e, bool *outstanding)
+bool evd_engine_wait_written(struct evd_engine *e, struct evd_handover *h)
 {
     pthread_mutex_lock(&e->writes_mu);
-    bool was = *outstanding;
-    while (*outstanding)
+    bool was = h->outstanding;
+    while (h->outstanding)
         pthread_cond_wait(&e->written_cv, &e->writes_mu);
     pthread_mutex_unlock(&e->writes_mu);
     return was;
 }
 
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, int slot, bool *outstanding)
+                            const char *status, int slot, struct evd_handover *h)
 {
     struct pending_write *w = calloc(1, sizeof(*w));
-    evd_engine_wait_written(e, outstanding);
+    evd_engine_wait_written(e, h);
     if (w == NULL) {
         evd_engine_inflight_remove(e, slot);
         free(text);
@@ -52,13 +53,14 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     w->slot = slot;
     snprintf(w->evaluation_id, sizeof(w->evaluation_id), "%s", evaluation_id);
     snprintf(w->status, sizeof(w->status), "%s", status ? status : "");
-    w->outstanding = outstanding;
+    w->h = h;
     pthread_mutex_lock(&e->writes_mu);
-    *outstanding = true;
+    h->outstanding = true;
+    h->next = EVD_NEXT_UNKNOWN;
     pthread_mutex_unlock(&e->writes_mu);
     if (!evd_queue_push(&e->writes, w)) { /* out of memory (the queue closes only later) */
         pthread_mutex_lock(&e->writes_mu);
-        *outstanding = false;
+        h->outstanding = false;
         pthread_mutex_unlock(&e->writes_mu);
         evd_engine_inflight_remove(e, slot);
         free(text);
@@ -68,12 +70,24 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     }
 }
 
-/* Writes one batch; false when it could not, and then nothing of it is written. */
+/*
+ * Writes one batch and, in its transaction, claims a job for each of its workers (none
+ * once the engine stops: they leave); false when it could not, and then nothing of it is
+ * written or claimed. The claims go to the batch's workers in order, the jobs' handovers
+ * filled under writes_mu when the batch is done (evd_engine_writer_main); a worker left
+ * without one learns that nothing else was due.
+ */
 static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
 {
     struct evd_buf array = {0};
     int results[BATCH_MAX];
     int64_t left[BATCH_MAX];
+    struct evd_store_claimed claimed[BATCH_MAX];
+    bool claiming = !atomic_load(&e->stopping);
+    struct evd_store_claims claims = {.n = claiming ? (int)n : 0,
+                                      .lease_ms = e->opts.lease_ms,
+                                      .max_attempts = EVD_MAX_ATTEMPTS,
+                                      .out = claimed};
     int rc = evd_buf_append(&array, "[", 1);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = (i > 0 ? evd_buf_append(&array, ",", 1) : 0) ||
@@ -82,7 +96,7 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
         rc = evd_buf_append(&array, "]", 1);
     struct evd_err err = {0};
     if (rc != 0 || evd_store_runs_finish_batch(c, array.data, evd_now_ms(), e->owner, n, results,
-                                               left, &err) != EVD_OK) {
+                                               left, &claims, &err) != EVD_OK) {
         evd_log(EVD_LOG_WARN, "could not record runs; trying again", "error",
                 rc != 0 ? "out of memory" : err.msg, NULL);
         evd_buf_free(&array);
@@ -92,11 +106,20 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
     long enqueued = 0;
     for (size_t i = 0; i < n; i++)
         enqueued += results[i] > 0 ? results[i] : 0;
-    /* This process's workers, without the keeper's round trip: as many as the batch enqueued
-     * beyond what the batch's own workers take, since each claims as soon as its write is
-     * done. Waking one for every job enqueued had two claimers race for each, and one found
-     * nothing (W1 of bench/bench.py: 7,093 claims for about 4,000 runs, 4,555 since). */
-    evd_engine_wake(e, enqueued - (long)n);
+    /* The batch's own workers have their jobs (or know the queue is empty); this process's
+     * other workers wake, without the keeper's round trip, for what the batch enqueued
+     * beyond what it claimed. Waking one for every job enqueued had two claimers race for
+     * each, and one found nothing (W1 of bench/bench.py: 7,093 claims for about 4,000
+     * runs, 4,555 once the batch's workers were counted). */
+    evd_engine_wake(e, enqueued - (long)(claiming ? claims.got : n));
+    pthread_mutex_lock(&e->writes_mu);
+    for (size_t i = 0; claiming && i < n; i++) {
+        struct evd_handover *h = batch[i]->h;
+        h->next = i < claims.got ? EVD_NEXT_JOB : EVD_NEXT_NOTHING;
+        if (i < claims.got)
+            h->job = claimed[i];
+    }
+    pthread_mutex_unlock(&e->writes_mu);
     for (size_t i = 0; i < n; i++) {
         if (results[i] == EVD_RUN_NOT_WRITTEN)
             continue;
@@ -189,7 +212,7 @@ void *evd_engine_writer_main(void *arg)
         write_until_done(e, &c, batch, n);
         pthread_mutex_lock(&e->writes_mu);
         for (size_t i = 0; i < n; i++) {
-            *batch[i]->outstanding = false;
+            batch[i]->h->outstanding = false;
             free(batch[i]->text);
             free(batch[i]);
         }
@@ -200,9 +223,9 @@ void *evd_engine_writer_main(void *arg)
     return NULL;
 }
 
-void evd_engine_worker_done(struct evd_engine *e, bool *outstanding)
+void evd_engine_worker_done(struct evd_engine *e, struct evd_handover *h)
 {
-    evd_engine_wait_written(e, outstanding);
+    evd_engine_wait_written(e, h);
     pthread_mutex_lock(&e->writes_mu);
     bool last = --e->writers_clients == 0;
     pthread_mutex_unlock(&e->writes_mu);

@@ -294,22 +294,79 @@ char *evd_store_finish_record(const char *id, int position, int attempt, const j
     return text;
 }
 
+/* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
+ * o_run_position, o_job_attempts, o_ref, o_attempt: evald_claim_next's, migrations/0015)
+ * of row `row`. */
+static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_job *out,
+                               enum evd_claim_outcome *outcome, int *attempt,
+                               struct evd_err *err)
+{
+    static const struct {
+        const char *name;
+        enum evd_claim_outcome outcome;
+    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
+                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
+    const char *name = PQgetvalue(r, row, col);
+    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
+    while (k < n && strcmp(name, outcomes[k].name) != 0)
+        k++;
+    if (k == n)
+        return evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
+    *outcome = outcomes[k].outcome;
+    *attempt = 0;
+    if (*outcome != EVD_CLAIM_NONE) {
+        out->id = evd_db_col_i64(r, row, col + 1);
+        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, row, col + 2));
+        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s",
+                 PQgetvalue(r, row, col + 3));
+        out->run_position = (int)evd_db_col_i64(r, row, col + 4);
+        out->attempts = (int)evd_db_col_i64(r, row, col + 5);
+        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, row, col + 6));
+        *attempt = (int)evd_db_col_i64(r, row, col + 7);
+    }
+    return EVD_OK;
+}
+
 enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
                                           const char *owner, size_t n, int *results,
-                                          int64_t *job_left, struct evd_err *err)
+                                          int64_t *job_left, struct evd_store_claims *claims,
+                                          struct evd_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         results[i] = EVD_RUN_NOT_WRITTEN;
         job_left[i] = 0;
     }
-    char now_s[32];
+    char now_s[32], want[16] = "0", lease[32] = "0", max[16] = "0";
     I64(now_s, now);
-    const char *p[] = {array, now_s, owner ? owner : ""};
-    PGresult *r = evd_db_query(c, "SELECT * FROM evald_finish_runs($1::jsonb, $2::bigint, $3)",
-                               3, p, err);
+    if (claims != NULL) {
+        claims->got = 0;
+        I64(want, claims->n);
+        I64(lease, claims->lease_ms);
+        I64(max, claims->max_attempts);
+    }
+    const char *p[] = {array, now_s, owner ? owner : "", want, lease, max};
+    int64_t sent = evd_mono_ms();
+    PGresult *r = evd_db_query(c,
+                               "SELECT * FROM evald_finish_runs($1::jsonb, $2::bigint, $3,"
+                               " $4::int, $5::bigint, $6::int)",
+                               6, p, err);
     if (r == NULL)
         return evd_db_code(err);
     for (int k = 0; k < PQntuples(r); k++) {
+        if (PQgetisnull(r, k, 0)) { /* a claim: committed with the batch, so never an error
+                                       of the batch (an unreadable one runs out its lease) */
+            if (claims == NULL || claims->got >= (size_t)claims->n)
+                continue;
+            struct evd_store_claimed *cl = &claims->out[claims->got];
+            struct evd_err cerr = {0};
+            memset(cl, 0, sizeof(*cl));
+            if (claim_row(r, k, 3, &cl->job, &cl->outcome, &cl->attempt, &cerr) == EVD_OK &&
+                cl->outcome != EVD_CLAIM_NONE && cl->outcome != EVD_CLAIM_OBSOLETE) {
+                cl->job.claimed_mono = sent;
+                claims->got++;
+            }
+            continue;
+        }
         long long i = evd_db_col_i64(r, k, 0) - 1;
         if (i >= 0 && (size_t)i < n) {
             results[i] = (int)evd_db_col_i64(r, k, 1);
@@ -529,30 +586,9 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         PQclear(r);
         return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
     }
-    static const struct {
-        const char *name;
-        enum evd_claim_outcome outcome;
-    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
-                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
-    const char *name = PQgetvalue(r, 0, 0);
-    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
-    while (k < n && strcmp(name, outcomes[k].name) != 0)
-        k++;
-    enum evd_code rc = EVD_OK;
-    if (k == n)
-        rc = evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
-    else
-        *outcome = outcomes[k].outcome;
-    if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE) {
-        out->id = evd_db_col_i64(r, 0, 1);
-        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, 0, 2));
-        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s", PQgetvalue(r, 0, 3));
-        out->run_position = (int)evd_db_col_i64(r, 0, 4);
-        out->attempts = (int)evd_db_col_i64(r, 0, 5);
-        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, 0, 6));
-        *attempt = (int)evd_db_col_i64(r, 0, 7);
+    enum evd_code rc = claim_row(r, 0, 0, out, outcome, attempt, err);
+    if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE)
         out->more = strcmp(PQgetvalue(r, 0, 8), "t") == 0;
-    }
     PQclear(r);
     return rc;
 }

@@ -94,15 +94,18 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                                    const json_t *run, const json_t *transcript, int64_t now,
                                    int *result, int64_t *job_left,
                                    struct evd_err *err);
+struct evd_store_claims;
 /*
  * Finishes several runs in one statement (evald_finish_runs): `array` is the JSON text of
  * an array of objects with evald_finish_run's parameters by name. results[i] and
  * job_left[i] (n of each) are what evald_finish_run answered for element i. Every job
- * enqueued is announced, with `owner` after the count.
+ * enqueued is announced, with `owner` after the count. With `claims` (NULL: none), the
+ * same statement then claims up to claims->n jobs for `owner` (migrations/0015).
  */
 enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
                                           const char *owner, size_t n, int *results,
-                                          int64_t *job_left, struct evd_err *err);
+                                          int64_t *job_left, struct evd_store_claims *claims,
+                                          struct evd_err *err);
 /* The object for evd_store_runs_finish_batch of one finished run, as JSON text. */
 char *evd_store_finish_record(const char *id, int position, int attempt, const json_t *run,
                               const json_t *transcript);
@@ -205,6 +208,26 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
                                         struct evd_store_job *out,
                                         enum evd_claim_outcome *outcome, int *attempt,
                                         struct evd_err *err);
+/* A job claimed by a batch for a worker of this process: EVD_CLAIM_RUN (its attempt
+ * `attempt` started) or EVD_CLAIM_CLAIMED, as evd_store_job_claim_start answers. */
+struct evd_store_claimed {
+    struct evd_store_job job;
+    enum evd_claim_outcome outcome;
+    int attempt;
+};
+/*
+ * The claims a batch makes after its own work, in its transaction (evald_claim_many,
+ * migrations/0015): the same claim as evd_store_job_claim_start, up to `n` times, for
+ * workers of this process that wait for a job. `out` has room for n; `got` says how many
+ * were claimed (fewer than n: nothing else was due). A batch that fails claims nothing.
+ */
+struct evd_store_claims {
+    int n;
+    long lease_ms;
+    int max_attempts;
+    struct evd_store_claimed *out;
+    size_t got;
+};
 /* The stored (normalized) request of an evaluation as JSON text (malloc'd), and whether
  * it is a re-score (evaluations.derivation). */
 enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,

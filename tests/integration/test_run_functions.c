@@ -4,7 +4,8 @@
  * second connection holding the locks that concurrent workers and cancels would hold:
  * scheduling by pairs and concurrency, the claim that waits for no lock, the finish that
  * leaves a locked job behind, stale attempts, obsolete jobs, exhausted attempts, the last
- * run that asks for finalization, and a batch of finishes in one statement.
+ * run that asks for finalization, a batch of finishes in one statement, and the claims
+ * that batch makes for its workers (migrations/0015).
  */
 #include <check.h>
 #include <libpq-fe.h>
@@ -320,7 +321,7 @@ START_TEST(batch_finishes_several_runs_in_one_statement)
     int64_t left[3];
     struct evd_err err = {0};
     ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 3, results, left,
-                                              &err) == EVD_OK,
+                                              NULL, &err) == EVD_OK,
                   "%s", err.msg);
     ck_assert_int_eq(results[0], 1); /* B's second run enqueued */
     ck_assert_int_eq(results[1], EVD_RUN_NOT_WRITTEN);
@@ -334,6 +335,117 @@ START_TEST(batch_finishes_several_runs_in_one_statement)
                            " IN ('%s', '%s')",
                            a, b),
                      2);
+}
+END_TEST
+
+/* The record of a finished run of evaluation `id` (passed), as the writer sends it. */
+static char *passed_record(const char *id, int position, int attempt)
+{
+    json_t *run = json_pack("{s:s, s:b, s:s, s:[], s:I, s:I}", "status", "completed", "passed",
+                            1, "output", "OK", "failures", "started_at", (json_int_t)2000,
+                            "completed_at", (json_int_t)3000);
+    char *r = evd_store_finish_record(id, position, attempt, run, NULL);
+    json_decref(run);
+    return r;
+}
+
+START_TEST(batch_claims_for_its_workers_after_its_writes)
+{
+    char a[64], b[64], free_one[64], gone[64];
+    create_eval("claims_b", 1, 1, b);
+    create_eval("claims_a", 1, 1, a);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    /* Due before the runs the batch enqueues: the oldest job comes first, as for a worker
+     * claiming on its own; a job whose evaluation is over is deleted on the way. */
+    create_eval("claims_gone", 1, 1, gone);
+    create_eval("claims_free", 1, 1, free_one);
+    char sql[200];
+    snprintf(sql, sizeof(sql), "UPDATE evaluations SET status = 'cancelled' WHERE id = '%s'",
+             gone);
+    other_sql(sql);
+
+    char *ra = passed_record(a, 1, 1), *rb = passed_record(b, 1, 1);
+    char array[4096];
+    snprintf(array, sizeof(array), "[%s,%s]", rb, ra);
+    free(ra);
+    free(rb);
+    int results[2];
+    int64_t left[2];
+    struct evd_store_claimed claimed[4];
+    struct evd_store_claims claims = {.n = 4, .lease_ms = 30000, .max_attempts = 3,
+                                      .out = claimed};
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
+                                              &claims, &err) == EVD_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(results[0], 1);
+    ck_assert_int_eq(results[1], 1);
+    /* Three due (fewer than the four asked for: the queue is empty now), in claim order:
+     * the free evaluation's first run, then the second runs the batch enqueued, in the
+     * order it wrote them (evaluation id order). */
+    ck_assert_uint_eq(claims.got, 3);
+    const char *want[] = {free_one, a, b};
+    const int want_pos[] = {1, 2, 2};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(claimed[i].outcome, EVD_CLAIM_RUN);
+        ck_assert_str_eq(claimed[i].job.kind, "run");
+        ck_assert_str_eq(claimed[i].job.evaluation_id, want[i]);
+        ck_assert_int_eq(claimed[i].job.run_position, want_pos[i]);
+        ck_assert_int_eq(claimed[i].attempt, 1);
+        ck_assert_int_eq(claimed[i].job.attempts, 1);
+        ck_assert_int_gt(claimed[i].job.claimed_mono, 0);
+        ck_assert_int_eq(q_int("SELECT count(*) FROM runs r JOIN jobs j ON j.evaluation_id ="
+                               " r.evaluation_id AND j.run_position = r.position WHERE"
+                               " r.evaluation_id = '%s' AND r.position = %d AND r.status ="
+                               " 'running' AND r.attempt = 1 AND j.lease_owner = 'test-owner'"
+                               " AND j.id = %lld",
+                               want[i], want_pos[i], (long long)claimed[i].job.id),
+                         1);
+    }
+    ck_assert_int_eq(q_int("SELECT (status = 'running')::int FROM evaluations WHERE id = '%s'",
+                           free_one),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", gone), 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner IS NULL"), 0);
+}
+END_TEST
+
+START_TEST(batch_that_fails_claims_nothing)
+{
+    char a[64], b[64];
+    create_eval("fails_a", 1, 1, a);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    create_eval("fails_b", 1, 1, b);
+    char *ra = passed_record(a, 1, 1);
+    char array[4096];
+    /* The second element cannot be read (its attempt is no number): the whole statement
+     * fails, so neither A's write nor any claim stays. */
+    snprintf(array, sizeof(array),
+             "[%s,{\"evaluation_id\":\"%s\",\"position\":1,\"attempt\":\"one\"}]", ra, b);
+    free(ra);
+    int results[2];
+    int64_t left[2];
+    struct evd_store_claimed claimed[2];
+    struct evd_store_claims claims = {.n = 2, .lease_ms = 30000, .max_attempts = 3,
+                                      .out = claimed};
+    struct evd_err err = {0};
+    ck_assert_int_ne(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
+                                                 &claims, &err),
+                     EVD_OK);
+    ck_assert_uint_eq(claims.got, 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s' AND"
+                           " lease_owner IS NULL",
+                           b),
+                     1);
+    ck_assert_int_eq(q_int("SELECT (status = 'running')::int FROM runs WHERE evaluation_id ="
+                           " '%s' AND position = 1",
+                           a),
+                     1);
 }
 END_TEST
 
@@ -377,6 +489,8 @@ int main(void)
     tcase_add_test(tc, claim_waits_for_no_lock);
     tcase_add_test(tc, finish_leaves_a_locked_job_behind);
     tcase_add_test(tc, batch_finishes_several_runs_in_one_statement);
+    tcase_add_test(tc, batch_claims_for_its_workers_after_its_writes);
+    tcase_add_test(tc, batch_that_fails_claims_nothing);
     tcase_add_test(tc, obsolete_and_exhausted_jobs);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
