@@ -93,6 +93,17 @@ json_t *evd_engine_providers(struct evd_engine *e);
  */
 enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **response,
                              struct evd_err *err);
+/*
+ * evd_eval_start answered later: the request is checked now (a refusal returns at once
+ * and `done` is never called), then the evaluation is written in a batch with other
+ * starts, and done(arg, rc, response, err) is called once, from the engine's starter
+ * thread, with the outcome: on EVD_OK `response` is a new reference (done owns it), else
+ * NULL and err (borrowed for the call) says why. `request` is borrowed.
+ */
+typedef void (*evd_eval_started_fn)(void *arg, enum evd_code rc, json_t *response,
+                                    const struct evd_err *err);
+enum evd_code evd_eval_start_async(struct evd_engine *e, json_t *request, evd_eval_started_fn done,
+                                   void *arg, struct evd_err *err);
 /* `before` is a cursor from a previous page; with `extras` the response carries
  * next_cursor when more remain (the resource route), else it is the contract's. */
 enum evd_code evd_eval_list(struct evd_engine *e, json_t *request, const char *before,

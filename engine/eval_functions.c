@@ -4,6 +4,7 @@
  * evaluation's row lock, so a refused request writes nothing and concurrent calls
  * on one evaluation serialize.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,11 @@ enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const 
     if (e->opts.remote != NULL)
         return EVD_OK;
     struct evd_tool tool;
-    enum evd_code rc = evd_store_tool_get(c, fid, &tool, err);
+    PGconn *own = c == NULL ? evd_db_acquire(e->opts.db, err) : NULL;
+    if (c == NULL && own == NULL)
+        return err ? err->code : EVD_EDB;
+    enum evd_code rc = evd_store_tool_get(c != NULL ? c : own, fid, &tool, err);
+    evd_db_release(e->opts.db, own);
     if (rc == EVD_ENOTFOUND)
         return evd_err_set(err, EVD_EINVAL,
                            "evaluator.function_id %s is neither a built-in evaluator "
@@ -80,7 +85,6 @@ static enum evd_code check_output(const json_t *output, struct evd_err *err)
     return evd_err_set(err, cerr.code, "output.schema: %s", m);
 }
 
-/* Inserts a new evaluation for a normalized request and schedules it; one statement. */
 /* The checks of a normalized request that need no database: its model resolves and its
  * output contract fits the provider. Fills *view. */
 static enum evd_code prepare(struct evd_engine *e, const json_t *normalized,
@@ -107,32 +111,129 @@ enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json
     return evaluator != NULL ? evd_engine_check_evaluator(e, c, evaluator, err) : EVD_OK;
 }
 
-static enum evd_code create(struct evd_engine *e, PGconn *c, json_t *normalized,
-                            const struct evd_request_view *vp, uint32_t concurrency,
-                            const char *source_id, json_t **response, struct evd_err *err)
-{
-    const struct evd_request_view view = *vp;
-    enum evd_code rc;
-    rc = evd_engine_check_evaluator(e, c, json_object_get(normalized, "evaluator"), err);
-    if (rc != EVD_OK)
-        return rc;
+/* A start on its way through the starter: who gets the answer. */
+struct start_call {
     char id[48];
-    evd_new_id("eval_", id, sizeof(id));
-    json_t *runs = evd_plan_build(id, view.runs, view.order);
-    if (runs == NULL)
+    char source_id[64];
+    evd_eval_started_fn done;
+    void *arg;
+};
+
+/* The starter's answer (evd_engine_created_fn): the start's response, or its error. */
+static void created(void *arg, enum evd_code rc, int enqueued, const struct evd_err *err)
+{
+    (void)enqueued;
+    struct start_call *s = arg;
+    json_t *response = NULL;
+    if (rc == EVD_OK) {
+        evd_metrics_count("evald_evaluations_started_total", NULL, NULL, 1);
+        evd_log(EVD_LOG_INFO, "evaluation started", "evaluation_id", s->id,
+                "source_evaluation_id", s->source_id[0] ? s->source_id : NULL, NULL);
+        response = json_pack("{s:s, s:s}", "evaluation_id", s->id, "status", "queued");
+    }
+    struct evd_err nomem = {0};
+    if (rc == EVD_OK && response == NULL) {
+        rc = evd_err_set(&nomem, EVD_ENOMEM, "out of memory");
+        err = &nomem;
+    }
+    s->done(s->arg, rc, response, err);
+    free(s);
+}
+
+/* Creates the evaluation of a normalized, checked request through the starter (its batch
+ * claims the first runs for idle workers; engine/starter.c), which answers `done`. Holds
+ * no connection. Returns EVD_OK when the start is on its way (done will be called), else
+ * the error, and done is not called. */
+static enum evd_code create(struct evd_engine *e, json_t *normalized,
+                            const struct evd_request_view *view, uint32_t concurrency,
+                            const char *source_id, evd_eval_started_fn done, void *arg,
+                            struct evd_err *err)
+{
+    struct start_call *s = calloc(1, sizeof(*s));
+    if (s == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    int enqueued = 0;
-    rc = evd_store_eval_insert(c, id, normalized, (int)concurrency, runs, source_id,
-                               evd_now_ms(), e->owner, &enqueued, err);
+    evd_new_id("eval_", s->id, sizeof(s->id));
+    json_t *runs = evd_plan_build(s->id, view->runs, view->order);
+    if (runs == NULL) {
+        free(s);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    snprintf(s->source_id, sizeof(s->source_id), "%s", source_id ? source_id : "");
+    s->done = done;
+    s->arg = arg;
+    const struct evd_store_new_eval item = {s->id, normalized, (int)concurrency, runs, source_id};
+    evd_engine_create_later(e, &item, created, s);
     json_decref(runs);
-    if (rc != EVD_OK)
-        return rc;
-    evd_engine_wake(e, enqueued); /* this process's workers, without the keeper's round trip */
-    evd_metrics_count("evald_evaluations_started_total", NULL, NULL, 1);
-    evd_log(EVD_LOG_INFO, "evaluation started", "evaluation_id", id, "source_evaluation_id",
-            source_id, NULL);
-    *response = json_pack("{s:s, s:s}", "evaluation_id", id, "status", "queued");
     return EVD_OK;
+}
+
+/* A caller that waits for its start's answer (evd_eval_start, evd_eval_rerun). */
+struct start_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    enum evd_code rc;
+    json_t *response;
+    struct evd_err err;
+};
+
+static void start_waited(void *arg, enum evd_code rc, json_t *response, const struct evd_err *err)
+{
+    struct start_wait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->response = response;
+    if (rc != EVD_OK && err != NULL)
+        w->err = *err;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* create(), waiting for the answer. */
+static enum evd_code create_wait(struct evd_engine *e, json_t *normalized,
+                                 const struct evd_request_view *view, uint32_t concurrency,
+                                 const char *source_id, json_t **response, struct evd_err *err)
+{
+    struct start_wait w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    enum evd_code rc =
+        create(e, normalized, view, concurrency, source_id, start_waited, &w, err);
+    if (rc == EVD_OK) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        rc = w.rc;
+        if (rc == EVD_OK)
+            *response = w.response;
+        else if (err != NULL)
+            *err = w.err;
+    }
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
+/* The checks of a start (evd_request_start, prepare, the evaluator): *normalized (new
+ * reference) and *view on EVD_OK. */
+static enum evd_code check_start(struct evd_engine *e, json_t *request, json_t **normalized,
+                                 struct evd_request_view *view, uint32_t *concurrency,
+                                 struct evd_err *err)
+{
+    *normalized = NULL;
+    enum evd_code rc =
+        evd_request_start(request, (uint32_t)e->opts.max_runs, normalized, concurrency, err);
+    if (rc == EVD_OK)
+        rc = prepare(e, *normalized, view, err);
+    if (rc == EVD_OK)
+        rc = evd_engine_check_evaluator(e, NULL, json_object_get(*normalized, "evaluator"), err);
+    if (rc != EVD_OK) {
+        json_decref(*normalized);
+        *normalized = NULL;
+    }
+    return rc;
 }
 
 enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **response,
@@ -141,21 +242,22 @@ enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **res
     json_t *normalized = NULL;
     uint32_t concurrency = 1;
     struct evd_request_view view;
-    enum evd_code rc =
-        evd_request_start(request, (uint32_t)e->opts.max_runs, &normalized, &concurrency, err);
+    enum evd_code rc = check_start(e, request, &normalized, &view, &concurrency, err);
     if (rc == EVD_OK)
-        rc = prepare(e, normalized, &view, err); /* before a connection is taken */
-    if (rc != EVD_OK) {
-        json_decref(normalized);
-        return rc;
-    }
-    PGconn *c = evd_db_acquire(e->opts.db, err);
-    if (c == NULL) {
-        json_decref(normalized);
-        return err ? err->code : EVD_EDB;
-    }
-    rc = create(e, c, normalized, &view, concurrency, NULL, response, err);
-    evd_db_release(e->opts.db, c);
+        rc = create_wait(e, normalized, &view, concurrency, NULL, response, err);
+    json_decref(normalized);
+    return rc;
+}
+
+enum evd_code evd_eval_start_async(struct evd_engine *e, json_t *request, evd_eval_started_fn done,
+                                   void *arg, struct evd_err *err)
+{
+    json_t *normalized = NULL;
+    uint32_t concurrency = 1;
+    struct evd_request_view view;
+    enum evd_code rc = check_start(e, request, &normalized, &view, &concurrency, err);
+    if (rc == EVD_OK)
+        rc = create(e, normalized, &view, concurrency, NULL, done, arg, err);
     json_decref(normalized);
     return rc;
 }
@@ -168,26 +270,32 @@ enum evd_code evd_eval_rerun(struct evd_engine *e, json_t *request, json_t **res
     enum evd_code rc = evd_request_rerun_args(request, &id, &reverse, err);
     if (rc != EVD_OK)
         return rc;
-    WITH_CONN(e, c, err);
-    struct evd_store_eval src;
-    if ((rc = evd_store_eval_get(c, id, false, &src, err)) != EVD_OK)
-        goto out;
-    if (!evd_engine_status_terminal(src.status)) {
-        char st[16];
-        capitalized(src.status, st, sizeof(st));
-        rc = evd_err_set(err, EVD_ECONFLICT,
-                         "%s is still %s; rerun it after completion or cancellation", id, st);
-    } else {
-        json_t *req = evd_request_rerun(src.request, id, reverse);
-        struct evd_request_view view;
-        rc = req ? prepare(e, req, &view, err) : evd_err_set(err, EVD_ENOMEM, "out of memory");
-        if (rc == EVD_OK)
-            rc = create(e, c, req, &view, (uint32_t)src.concurrency, id, response, err);
-        json_decref(req);
+    struct evd_store_eval src = {0};
+    json_t *req = NULL;
+    struct evd_request_view view;
+    {
+        WITH_CONN(e, c, err);
+        if ((rc = evd_store_eval_get(c, id, false, &src, err)) == EVD_OK) {
+            if (!evd_engine_status_terminal(src.status)) {
+                char st[16];
+                capitalized(src.status, st, sizeof(st));
+                rc = evd_err_set(err, EVD_ECONFLICT,
+                                 "%s is still %s; rerun it after completion or cancellation", id,
+                                 st);
+            } else {
+                req = evd_request_rerun(src.request, id, reverse);
+                rc = req ? prepare(e, req, &view, err)
+                         : evd_err_set(err, EVD_ENOMEM, "out of memory");
+                if (rc == EVD_OK)
+                    rc = evd_engine_check_evaluator(e, c, json_object_get(req, "evaluator"), err);
+            }
+        }
+        evd_db_release(e->opts.db, c);
     }
+    if (rc == EVD_OK)
+        rc = create_wait(e, req, &view, (uint32_t)src.concurrency, id, response, err);
+    json_decref(req);
     evd_store_eval_clear(&src);
-out:
-    evd_db_release(e->opts.db, c);
     return rc;
 }
 

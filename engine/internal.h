@@ -1,7 +1,7 @@
 /*
  * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu,
- * finals_mu and work_mu are leaf locks, never held across a query, a provider call or each
- * other.
+ * finals_mu, starts_mu and work_mu are leaf locks, never held across a query, a provider
+ * call or each other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -29,6 +29,9 @@
 #define EVD_LEASE_MARGIN_MS(lease_ms) ((lease_ms) / 4)
 /* In-flight slots: a worker holds one for its run, and one more while the writer has its
  * previous outcome: 2 per worker (e->ninflight). */
+/* Starter threads (engine/starter.c): two, so that a burst of starts keeps both cores
+ * busy; each writes its batches on a connection it borrows from the handlers' pool. */
+#define EVD_STARTERS 2
 /* Evaluations whose request a process keeps (least recently used goes first). */
 #define EVD_REQUEST_CACHE 64
 
@@ -88,7 +91,8 @@ struct evd_engine {
     pthread_mutex_t hub_mu;
     pthread_cond_t hub_cv;
     struct evd_subscription *subs;
-    uint64_t hub_gen; /* moves on every publish and nudge (evd_engine_wait_any) */
+    uint64_t hub_gen; /* moves when a publish moves a subscription, and on every nudge
+                        (evd_engine_wait_any) */
 
     /* Finished runs waiting for the writer thread (engine/writer.c), oldest first. */
     pthread_mutex_t writes_mu; /* leaf lock */
@@ -122,6 +126,18 @@ struct evd_engine {
     pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */
     long work_tokens;        /* announced jobs not yet taken by a waking worker */
     long woken_claiming;     /* workers that took a token and have yet to finish its claim */
+    long idle;               /* workers waiting for work (wait_for_work) */
+    long reserved;           /* idle workers a batch of starts is claiming for */
+    /* Jobs a batch of starts claimed, waiting for the idle workers it reserved: a ring of
+     * ready_cap (the workers' number), under work_mu. */
+    struct evd_store_claimed *ready;
+    size_t ready_cap, ready_head, ready_len;
+
+    /* Starts waiting for the starter thread (engine/starter.c), oldest first. */
+    pthread_mutex_t starts_mu; /* leaf lock */
+    pthread_cond_t starts_cv;  /* the starter waits here for starts */
+    struct evd_queue starts;   /* struct pending_start *, under starts_mu; closed at the stop */
+    pthread_t starters[EVD_STARTERS];
 };
 
 /*
@@ -201,6 +217,24 @@ bool evd_engine_wait_written(struct evd_engine *e, struct evd_handover *h);
 /* Wakes up to n idle workers of this process for jobs it has just enqueued (the keeper
  * passes over the notifications that carry this process's owner). */
 void evd_engine_wake(struct evd_engine *e, long n);
+/* Reserves up to `want` idle workers for the jobs a batch is about to claim (none once
+ * the engine stops); returns how many. evd_engine_hand_ready ends the reservation and
+ * hands them the `n` jobs claimed (n <= reserved), each to one of them. */
+int evd_engine_reserve_idle(struct evd_engine *e, int want);
+void evd_engine_hand_ready(struct evd_engine *e, int reserved, const struct evd_store_claimed *jobs,
+                           size_t n);
+/* The starter thread's body (engine/starter.c), started with the workers. */
+void *evd_engine_starter_main(void *arg);
+/* What a start hands to the starter gets back: rc, the jobs it enqueued, and err when
+ * rc is not EVD_OK (borrowed for the call). */
+typedef void (*evd_engine_created_fn)(void *arg, enum evd_code rc, int enqueued,
+                                      const struct evd_err *err);
+/* Creates an evaluation (item's parts are borrowed; the starter keeps references)
+ * through the starter, which writes it in a batch and calls done(arg, ...) once, from its
+ * thread, when the batch is committed (or on the caller's thread, on a pool connection,
+ * when the engine has no threads); the starter wakes workers for the jobs nobody claimed. */
+void evd_engine_create_later(struct evd_engine *e, const struct evd_store_new_eval *item,
+                             evd_engine_created_fn done, void *arg);
 /* A worker's last act: waits for its write, then lets the writer stop when all are done. */
 void evd_engine_worker_done(struct evd_engine *e, struct evd_handover *h);
 /* Frees a queued write (what the queue holds at destroy; none is left after the writer). */
@@ -264,7 +298,8 @@ enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json
 
 /* The evaluator part of that check (an evaluator object, or NULL for none): its messages
  * are a start's ("evaluator.function_id x is neither a built-in evaluator ... nor a
- * registered tool", evaluator.arguments.<field> for the agent review). */
+ * registered tool", evaluator.arguments.<field> for the agent review). With c NULL, a
+ * pool connection is taken only if the registered tools must be read. */
 enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const json_t *evaluator,
                                          struct evd_err *err);
 

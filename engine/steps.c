@@ -30,12 +30,16 @@ bool evd_engine_status_terminal(const char *status)
            strcmp(status, "cancelled") == 0;
 }
 
-enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
-                                  const char *status, int64_t now, struct evd_err *err)
+/* The report of evaluation ev (status `status`, its runs all terminal: `runs`, which it
+ * may share) into f (f->report a new reference), or NULL without memory. */
+static json_t *build_final(const struct evd_store_eval *ev, json_t *runs, const char *status,
+                           int64_t now, struct evd_store_final *f, struct evd_err *err)
 {
     enum evd_eval_status st;
-    if (!evd_eval_status_parse(status, &st))
-        return evd_err_set(err, EVD_EINTERNAL, "unknown evaluation status %s", status);
+    if (!evd_eval_status_parse(status, &st)) {
+        evd_err_set(err, EVD_EINTERNAL, "unknown evaluation status %s", status);
+        return NULL;
+    }
     struct evd_eval_record rec = {
         .evaluation_id = ev->id,
         .status = st,
@@ -48,22 +52,38 @@ enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, js
         .share = true, /* runs is the caller's private copy, dropped after the report */
     };
     json_t *report = evd_report_build(&rec);
-    if (report == NULL)
-        return evd_err_set(err, EVD_ENOMEM, "could not build the report of %s", ev->id);
-    int eligible = evd_report_eligible(report);
-    /* The completion event carries the report's eligibility, except on cancel,
-     * where it is false whatever the report says. */
-    int event_eligible = strcmp(status, "cancelled") == 0 ? 0 : eligible;
-    enum evd_code rc =
-        evd_store_eval_finish(c, ev->id, status, report, eligible, event_eligible, now, err);
-    json_decref(report);
-    if (rc == EVD_OK) {
-        evd_store_notify(c, EVD_CHANNEL_EVENTS, ev->id, NULL);
-        evd_store_notify(c, EVD_CHANNEL_COMPLETED, ev->id, NULL);
-        evd_metrics_count("evald_evaluations_finished_total", "status", status, 1);
-        evd_log(EVD_LOG_INFO, "evaluation finished", "evaluation_id", ev->id, "status", status,
-                NULL);
+    if (report == NULL) {
+        evd_err_set(err, EVD_ENOMEM, "could not build the report of %s", ev->id);
+        return NULL;
     }
+    f->id = ev->id;
+    f->status = status;
+    f->report = report;
+    f->eligible = evd_report_eligible(report);
+    /* The completion event carries the report's eligibility, except on cancel, where it
+     * is false whatever the report says. */
+    f->eligible_event = strcmp(status, "cancelled") == 0 ? 0 : f->eligible;
+    return report;
+}
+
+/* What follows a committed (or to-be-committed) terminal transition in this process. */
+static void finished(const char *id, const char *status)
+{
+    evd_metrics_count("evald_evaluations_finished_total", "status", status, 1);
+    evd_log(EVD_LOG_INFO, "evaluation finished", "evaluation_id", id, "status", status, NULL);
+}
+
+enum evd_code evd_engine_finalize(PGconn *c, const struct evd_store_eval *ev, json_t *runs,
+                                  const char *status, int64_t now, struct evd_err *err)
+{
+    struct evd_store_final f;
+    json_t *report = build_final(ev, runs, status, now, &f, err);
+    if (report == NULL)
+        return err && err->code ? err->code : EVD_ENOMEM;
+    enum evd_code rc = evd_store_evals_finish(c, &f, 1, now, err);
+    json_decref(report);
+    if (rc == EVD_OK)
+        finished(ev->id, status);
     return rc;
 }
 
@@ -185,6 +205,57 @@ static int cmp_ids(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Evaluations of at most this many runs are finalized by finalize_small; a larger one is
+ * read and reported alone (the memory rule above). */
+#define SMALL_RUNS 64
+
+/*
+ * The usual batch, in five statements whatever its size (a batch of evaluations of a few
+ * runs each, finishing together): lock them all and take the ones whose runs are all
+ * terminal (evald_finalize_take), read their runs (one query), build their reports, and
+ * write them (evald_finish_evals), in one transaction. False when that did not happen:
+ * nothing of it was written (rolled back), and the caller takes the batch one by one.
+ * It is not tried when an evaluation has more than SMALL_RUNS runs.
+ */
+static bool finalize_small(PGconn *c, char **ids, size_t n)
+{
+    struct evd_err err = {0};
+    struct evd_store_eval evs[FINALS_MAX];
+    json_t *runs[FINALS_MAX] = {0};
+    struct evd_store_final finals_[FINALS_MAX];
+    json_t *reports[FINALS_MAX] = {0};
+    const char *taken_ids[FINALS_MAX];
+    size_t taken = 0;
+    int64_t now = evd_now_ms();
+    bool ok = evd_db_begin(c, &err) == EVD_OK &&
+              evd_store_finals_take(c, (const char *const *)ids, n, evs, &taken, &err) == EVD_OK;
+    for (size_t i = 0; ok && i < taken; i++) {
+        ok = evs[i].total_runs <= SMALL_RUNS;
+        taken_ids[i] = evs[i].id;
+    }
+    if (ok && taken > 0)
+        ok = evd_store_runs_many(c, taken_ids, taken, runs, &err) == EVD_OK;
+    for (size_t i = 0; ok && i < taken; i++)
+        ok = (reports[i] = build_final(&evs[i], runs[i], "completed", now, &finals_[i], &err)) !=
+             NULL;
+    if (ok && taken > 0)
+        ok = evd_store_evals_finish(c, finals_, taken, now, &err) == EVD_OK;
+    if (ok)
+        ok = evd_db_commit(c, &err) == EVD_OK;
+    evd_db_rollback(c);
+    if (!ok && err.code != EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not finalize a batch at once; finalizing one by one",
+                "evaluation_id", ids[0], "error", err.msg, NULL);
+    for (size_t i = 0; i < taken; i++) {
+        if (ok)
+            finished(evs[i].id, "completed");
+        json_decref(reports[i]);
+        json_decref(runs[i]);
+        evd_store_eval_clear(&evs[i]);
+    }
+    return ok;
+}
+
 /* Finalizes ids[0..n) in one transaction, locking their rows in id order (the writer's
  * order, so that the two do not deadlock). Each evaluation goes behind a savepoint, so
  * that one that cannot be finalized holds back no other and undoes only its own work (its
@@ -195,6 +266,8 @@ static void finalize_batch(PGconn *c, char **ids, size_t n)
 {
     struct evd_err err = {0};
     qsort(ids, n, sizeof(*ids), cmp_ids);
+    if (finalize_small(c, ids, n))
+        return;
     enum evd_code rc = evd_db_begin(c, &err);
     for (size_t i = 0; rc == EVD_OK && i < n; i++) {
         struct evd_err one = {0};

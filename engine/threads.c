@@ -27,6 +27,7 @@
 #include "engine/internal.h"
 #include "harness/providers.h"
 #include "store/db.h"
+#include "store/jobs.h"
 #include "store/listen.h"
 
 /* ---- the workers' connections --------------------------------------------------- */
@@ -79,26 +80,78 @@ struct evd_listener *evd_engine_listener(struct evd_engine *e, const char *const
 /* ---- workers ---------------------------------------------------------------------- */
 
 /*
- * Waits until the keeper hands out a wake-up (a job was enqueued somewhere), the
- * timeout passes (a job may have become due) or the engine stops. Only as many idle
- * workers wake as jobs were announced, instead of every LISTENing worker per NOTIFY.
- * True when this worker took a wake-up: it then owes claim_done its claim's end.
+ * Waits until the keeper hands out a wake-up (a job was enqueued somewhere), a batch of
+ * starts hands over a job it claimed (the ready queue), the timeout passes (a job may
+ * have become due) or the engine stops. Only as many idle workers wake as jobs were
+ * announced, instead of every LISTENing worker per NOTIFY. True when this worker took a
+ * wake-up: it then owes claim_done its claim's end. A job handed over is left in the
+ * ready queue for the caller to take (take_ready), with no wake-up taken for it.
  */
 static bool wait_for_work(struct evd_engine *e, int timeout_ms)
 {
     struct timespec until;
     evd_clock_after(CLOCK_REALTIME, timeout_ms, &until);
     pthread_mutex_lock(&e->work_mu);
-    while (e->work_tokens == 0 && !atomic_load(&e->stopping))
+    e->idle++;
+    while (e->work_tokens == 0 && e->ready_len == 0 && !atomic_load(&e->stopping))
         if (pthread_cond_timedwait(&e->work_cv, &e->work_mu, &until) == ETIMEDOUT)
             break;
-    bool took = e->work_tokens > 0;
+    e->idle--;
+    bool took = e->work_tokens > 0 && e->ready_len == 0;
     if (took) {
         e->work_tokens--;
         e->woken_claiming++;
     }
     pthread_mutex_unlock(&e->work_mu);
     return took;
+}
+
+/* The oldest job a batch of starts claimed and handed over, into *out; false when none. */
+static bool take_ready(struct evd_engine *e, struct evd_store_claimed *out)
+{
+    pthread_mutex_lock(&e->work_mu);
+    bool got = e->ready_len > 0;
+    if (got) {
+        *out = e->ready[e->ready_head];
+        e->ready_head = (e->ready_head + 1) % e->ready_cap;
+        e->ready_len--;
+    }
+    pthread_mutex_unlock(&e->work_mu);
+    return got;
+}
+
+int evd_engine_reserve_idle(struct evd_engine *e, int want)
+{
+    pthread_mutex_lock(&e->work_mu);
+    /* Idle workers not already due to wake for an announced job or a handed-over one. */
+    long free_idle = e->idle - e->work_tokens - (long)e->ready_len - e->reserved;
+    long k = want < free_idle ? want : free_idle;
+    if (k < 0 || atomic_load(&e->stopping) || e->ready == NULL)
+        k = 0;
+    e->reserved += k;
+    pthread_mutex_unlock(&e->work_mu);
+    return (int)k;
+}
+
+void evd_engine_hand_ready(struct evd_engine *e, int reserved, const struct evd_store_claimed *jobs,
+                           size_t n)
+{
+    pthread_mutex_lock(&e->work_mu);
+    e->reserved -= reserved;
+    size_t handed = 0;
+    /* The ring has room for every worker, and no more jobs are claimed than idle workers
+     * were reserved, so it never overflows; a job it could not take runs out its lease. */
+    for (; handed < n && e->ready_len < e->ready_cap; handed++) {
+        e->ready[(e->ready_head + e->ready_len) % e->ready_cap] = jobs[handed];
+        e->ready_len++;
+    }
+    /* One wake-up a job: a broadcast woke every idle worker (a thousand, in a burst of
+     * starts) for each batch, and the herd cost more CPU than the starts. */
+    for (size_t i = 0; i < handed; i++)
+        pthread_cond_signal(&e->work_cv);
+    pthread_mutex_unlock(&e->work_mu);
+    if (handed < n)
+        evd_log(EVD_LOG_ERROR, "no room for a claimed job; its lease runs out", NULL);
 }
 
 /* Announces `n` new jobs to the idle workers (called by the keeper). */
@@ -170,12 +223,24 @@ static void *worker_main(void *arg)
         int attempt = 0;
         enum evd_code rc = EVD_OK;
         bool took;
+        struct evd_store_claimed ready;
         if (next == EVD_NEXT_JOB) {
             /* Claimed for it: executed even when the engine stops now (the run registers
              * as stopping and is handed back at once). */
             job = h.job.job;
             outcome = h.job.outcome;
             attempt = h.job.attempt;
+            took = true;
+        } else if (!atomic_load(&e->stopping) && take_ready(e, &ready)) {
+            /* Claimed by a batch of starts for an idle worker. (One that waited in the
+             * queue past its lease's margin stops at once and is handed back: its
+             * deadline counts from the claim.) */
+            if (woken)
+                claim_done(e, true, false);
+            woken = false;
+            job = ready.job;
+            outcome = ready.outcome;
+            attempt = ready.attempt;
             took = true;
         } else {
             if (atomic_load(&e->stopping))
@@ -365,20 +430,27 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
+    pthread_mutex_init(&e->starts_mu, NULL);
+    pthread_cond_init(&e->starts_cv, NULL);
+    evd_queue_init_shared(&e->starts, &e->starts_mu, &e->starts_cv);
     e->ninflight = 2 * (int)(opts->workers > 0 ? opts->workers : 1) + 16;
     e->inflight = calloc((size_t)e->ninflight, sizeof(*e->inflight));
     e->renew_ids = calloc((size_t)e->ninflight, sizeof(*e->renew_ids));
     e->renew_state = calloc((size_t)e->ninflight, sizeof(*e->renew_state));
+    e->ready_cap = opts->workers > 0 ? (size_t)opts->workers : 0;
+    e->ready = e->ready_cap > 0 ? calloc(e->ready_cap, sizeof(*e->ready)) : NULL;
     long wconns = opts->worker_connections > 0 ? opts->worker_connections : 32;
     if (opts->workers > 0 && wconns > opts->workers)
         wconns = opts->workers;
     if (e->inflight == NULL || e->renew_ids == NULL || e->renew_state == NULL ||
+        (e->ready_cap > 0 && e->ready == NULL) ||
         (opts->workers > 0 && (e->wdb = evd_db_open(opts->conninfo, (int)wconns, err)) == NULL)) {
         if (err != NULL && err->code == EVD_OK)
             evd_err_set(err, EVD_ENOMEM, "out of memory");
         free(e->inflight);
         free(e->renew_ids);
         free(e->renew_state);
+        free(e->ready);
         close(e->wake_pipe[0]);
         close(e->wake_pipe[1]);
         free(e);
@@ -413,6 +485,8 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
         pthread_create(&e->finalizer, NULL, evd_engine_finalizer_main, e);
         pthread_create(&e->finalizer_helper, NULL, evd_engine_finalizer_helper_main, e);
         pthread_create(&e->analyst, NULL, evd_engine_analyst_main, e);
+        for (int i = 0; i < EVD_STARTERS; i++)
+            pthread_create(&e->starters[i], NULL, evd_engine_starter_main, e);
         e->threads_started = true;
     }
     return e;
@@ -444,6 +518,24 @@ void evd_engine_signal_stop(struct evd_engine *e)
         evd_queue_close(&e->writes);
 }
 
+/* Hands back the runs a batch of starts claimed for workers that left before taking
+ * them (a stop that came between the claim and the hand-over); other kinds run out their
+ * lease. */
+static void hand_back_ready(struct evd_engine *e)
+{
+    struct evd_store_claimed cl;
+    while (take_ready(e, &cl)) {
+        struct evd_err err = {0};
+        PGconn *c = cl.outcome == EVD_CLAIM_RUN ? evd_db_acquire(e->wdb, &err) : NULL;
+        if (c == NULL || evd_store_job_hand_back(c, cl.job.id, e->owner, cl.job.evaluation_id,
+                                                 cl.job.run_position, cl.attempt,
+                                                 &err) != EVD_OK)
+            evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out",
+                    "evaluation_id", cl.job.evaluation_id, NULL);
+        evd_db_release(e->wdb, c);
+    }
+}
+
 void evd_engine_stop(struct evd_engine *e)
 {
     if (e == NULL)
@@ -458,12 +550,18 @@ void evd_engine_stop(struct evd_engine *e)
         pthread_join(e->finalizer, NULL); /* it finishes what was queued when the stop came */
         pthread_join(e->finalizer_helper, NULL);
         pthread_join(e->analyst, NULL);
+        /* The server, stopped before, waits for no start any more. */
+        evd_queue_close(&e->starts);
+        for (int i = 0; i < EVD_STARTERS; i++)
+            pthread_join(e->starters[i], NULL);
+        hand_back_ready(e);
     }
     free(e->workers);
     free(e->worker_args);
     free(e->inflight);
     free(e->renew_ids);
     free(e->renew_state);
+    free(e->ready);
     evd_db_close(e->wdb); /* after the workers: none holds a connection any more */
     close(e->wake_pipe[0]);
     close(e->wake_pipe[1]);
@@ -484,5 +582,8 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->writes_cv);
     pthread_cond_destroy(&e->written_cv);
     pthread_mutex_destroy(&e->requests_mu);
+    evd_queue_destroy(&e->starts, NULL); /* empty: every start was answered */
+    pthread_mutex_destroy(&e->starts_mu);
+    pthread_cond_destroy(&e->starts_cv);
     free(e);
 }

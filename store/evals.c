@@ -26,33 +26,135 @@ static char *dump_or_null(const json_t *v)
     return evd_json_compact(v, NULL);
 }
 
+/* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
+ * o_run_position, o_job_attempts, o_ref, o_attempt: evald_claim_next's, migrations/0015)
+ * of row `row`. */
+static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_job *out,
+                               enum evd_claim_outcome *outcome, int *attempt,
+                               struct evd_err *err)
+{
+    static const struct {
+        const char *name;
+        enum evd_claim_outcome outcome;
+    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
+                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
+    const char *name = PQgetvalue(r, row, col);
+    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
+    while (k < n && strcmp(name, outcomes[k].name) != 0)
+        k++;
+    if (k == n)
+        return evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
+    *outcome = outcomes[k].outcome;
+    *attempt = 0;
+    if (*outcome != EVD_CLAIM_NONE) {
+        out->id = evd_db_col_i64(r, row, col + 1);
+        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, row, col + 2));
+        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s",
+                 PQgetvalue(r, row, col + 3));
+        out->run_position = (int)evd_db_col_i64(r, row, col + 4);
+        out->attempts = (int)evd_db_col_i64(r, row, col + 5);
+        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, row, col + 6));
+        *attempt = (int)evd_db_col_i64(r, row, col + 7);
+    }
+    return EVD_OK;
+}
+
+/* The claim parameters of a batch function ($4-$6: how many, the lease, the attempts'
+ * bound; none without claims), and no claim made yet. */
+static void claims_params(struct evd_store_claims *claims, char want[16], char lease[32],
+                          char max[16])
+{
+    snprintf(want, 16, "%d", claims != NULL ? claims->n : 0);
+    snprintf(lease, 32, "%ld", claims != NULL ? claims->lease_ms : 0L);
+    snprintf(max, 16, "%d", claims != NULL ? claims->max_attempts : 0);
+    if (claims != NULL)
+        claims->got = 0;
+}
+
+/*
+ * The rows of a batch function (evald_finish_runs, evald_create_many): a row whose first
+ * column is not NULL answers element o_index (1-based) of the batch, its o_result in
+ * column 1 into results[] and, with job_left, its o_job_left in column 2; the others are
+ * claims, their columns from claim_col on, into claims (when given), each with the lease
+ * counted from `sent`. A claim was committed with the batch, so it is never an error of
+ * the batch: one that cannot be read runs out its lease.
+ */
+static void batch_rows(PGresult *r, int claim_col, size_t n, int *results, int64_t *job_left,
+                       struct evd_store_claims *claims, int64_t sent)
+{
+    for (int k = 0; k < PQntuples(r); k++) {
+        if (PQgetisnull(r, k, 0)) {
+            if (claims == NULL || claims->got >= (size_t)claims->n)
+                continue;
+            struct evd_store_claimed *cl = &claims->out[claims->got];
+            struct evd_err cerr = {0};
+            memset(cl, 0, sizeof(*cl));
+            if (claim_row(r, k, claim_col, &cl->job, &cl->outcome, &cl->attempt, &cerr) ==
+                    EVD_OK &&
+                cl->outcome != EVD_CLAIM_NONE && cl->outcome != EVD_CLAIM_OBSOLETE) {
+                cl->job.claimed_mono = sent;
+                claims->got++;
+            }
+            continue;
+        }
+        long long i = evd_db_col_i64(r, k, 0) - 1;
+        if (i >= 0 && (size_t)i < n) {
+            if (results != NULL)
+                results[i] = (int)evd_db_col_i64(r, k, 1);
+            if (job_left != NULL)
+                job_left[i] = evd_db_col_i64(r, k, 2);
+        }
+    }
+}
+
+enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval *items, size_t n,
+                                     int64_t now, const char *owner, int *enqueued,
+                                     struct evd_store_claims *claims, struct evd_err *err)
+{
+    for (size_t i = 0; enqueued != NULL && i < n; i++)
+        enqueued[i] = 0;
+    json_t *array = json_array();
+    for (size_t i = 0; array != NULL && i < n; i++) {
+        const struct evd_store_new_eval *it = &items[i];
+        json_t *o = json_pack("{s:s, s:O, s:i, s:s, s:O}", "id", it->id, "request", it->request,
+                              "concurrency", it->concurrency, "source",
+                              it->source_id ? it->source_id : "", "runs", it->runs);
+        if (o == NULL || json_array_append_new(array, o) != 0) {
+            json_decref(array);
+            array = NULL;
+        }
+    }
+    char *text = array != NULL ? dump_or_null(array) : NULL;
+    json_decref(array);
+    if (text == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    char now_s[32], want[16], lease[32], max[16];
+    I64(now_s, now);
+    claims_params(claims, want, lease, max);
+    const char *p[] = {text, now_s, owner ? owner : "", want, lease, max};
+    int64_t sent = evd_mono_ms();
+    PGresult *r = evd_db_query(c,
+                               "SELECT * FROM evald_create_many($1::jsonb, $2::bigint, $3,"
+                               " $4::int, $5::bigint, $6::int)",
+                               6, p, err);
+    free(text);
+    if (r == NULL)
+        return evd_db_code(err);
+    batch_rows(r, 2, n, enqueued, NULL, claims, sent);
+    PQclear(r);
+    return EVD_OK;
+}
+
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
                                     int64_t now, const char *owner, int *enqueued,
                                     struct evd_err *err)
 {
+    const struct evd_store_new_eval item = {id, request, concurrency, runs, source_id};
+    int n = 0;
+    enum evd_code rc = evd_store_evals_create(c, &item, 1, now, owner, &n, NULL, err);
     if (enqueued != NULL)
-        *enqueued = 0;
-    char *req = dump_or_null(request);
-    char *rs = dump_or_null(runs);
-    char conc[16], ts[32];
-    I64(conc, concurrency);
-    I64(ts, now);
-    enum evd_code rc = EVD_ENOMEM;
-    if (req && rs) {
-        const char *p[] = {id, req, conc, source_id ? source_id : "", rs, ts, owner ? owner : ""};
-        PGresult *r = evd_db_query(
-            c, "SELECT evald_create($1, $2::jsonb, $3::int, $4, $5::jsonb, $6::bigint, $7)", 7, p,
-            err);
-        rc = r != NULL ? EVD_OK : evd_db_code(err);
-        if (r != NULL && enqueued != NULL && PQntuples(r) == 1)
-            *enqueued = (int)evd_db_col_i64(r, 0, 0);
-        PQclear(r);
-    } else {
-        evd_err_set(err, EVD_ENOMEM, "out of memory");
-    }
-    free(req);
-    free(rs);
+        *enqueued = n;
     return rc;
 }
 
@@ -121,6 +223,52 @@ static const char SQL_RUNS[] =
     " completed_at, CASE WHEN $2 THEN transcript END"
     " FROM runs WHERE evaluation_id = $1 ORDER BY position";
 
+/* A run as the report and the API read it, from columns col.. of row i: SQL_RUNS's from
+ * its first. New reference, or NULL without memory. */
+static json_t *run_of_row(PGresult *r, int i, int col, bool extras)
+{
+    json_t *run = json_pack(
+        "{s:s, s:s, s:I, s:s, s:I, s:I, s:s, s:I}", "run_id", PQgetvalue(r, i, col + 1), "role",
+        PQgetvalue(r, i, col + 2), "iteration", (json_int_t)evd_db_col_i64(r, i, col + 3),
+        "session_id", PQgetvalue(r, i, col + 5), "execution_position",
+        (json_int_t)evd_db_col_i64(r, i, col + 0), "pair_position",
+        (json_int_t)evd_db_col_i64(r, i, col + 4), "status", PQgetvalue(r, i, col + 6),
+        "started_at", (json_int_t)evd_db_col_i64(r, i, col + 15));
+    if (run == NULL)
+        return NULL;
+    if (!PQgetisnull(r, i, col + 8))
+        json_object_set_new(run, "passed", json_boolean(PQgetvalue(r, i, col + 8)[0] == 't'));
+    if (!PQgetisnull(r, i, col + 9))
+        json_object_set_new(run, "turn_id", json_string(PQgetvalue(r, i, col + 9)));
+    static const struct {
+        int col;
+        const char *key;
+    } js[] = {{10, "output"}, {11, "evaluation"}, {12, "benchmark"}, {13, "metrics"}};
+    for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++) {
+        json_t *v = evd_db_col_json(r, i, col + js[k].col);
+        if (v != NULL)
+            json_object_set_new(run, js[k].key, v);
+    }
+    json_t *failures = evd_db_col_json(r, i, col + 14);
+    json_object_set_new(run, "failures", failures ? failures : json_array());
+    if (!PQgetisnull(r, i, col + 16))
+        json_object_set_new(run, "completed_at", json_integer(evd_db_col_i64(r, i, col + 16)));
+    if (extras) {
+        json_object_set_new(run, "attempt", json_integer(evd_db_col_i64(r, i, col + 7)));
+        json_t *t = evd_db_col_json(r, i, col + 17);
+        if (t != NULL) {
+            json_t *g = json_object_get(t, "generations");
+            json_t *f = json_object_get(t, "function_calls");
+            if (g)
+                json_object_set(run, "generations", g);
+            if (f)
+                json_object_set(run, "function_calls", f);
+            json_decref(t);
+        }
+    }
+    return run;
+}
+
 json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *err)
 {
     const char *p[] = {id, extras ? "true" : "false"};
@@ -128,49 +276,111 @@ json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *e
     if (r == NULL)
         return NULL;
     json_t *runs = json_array();
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *run = json_pack(
-            "{s:s, s:s, s:I, s:s, s:I, s:I, s:s, s:I}", "run_id", PQgetvalue(r, i, 1), "role",
-            PQgetvalue(r, i, 2), "iteration", (json_int_t)evd_db_col_i64(r, i, 3), "session_id",
-            PQgetvalue(r, i, 5), "execution_position", (json_int_t)evd_db_col_i64(r, i, 0),
-            "pair_position", (json_int_t)evd_db_col_i64(r, i, 4), "status", PQgetvalue(r, i, 6),
-            "started_at", (json_int_t)evd_db_col_i64(r, i, 15));
-        if (run == NULL)
-            continue;
-        if (!PQgetisnull(r, i, 8))
-            json_object_set_new(run, "passed", json_boolean(PQgetvalue(r, i, 8)[0] == 't'));
-        if (!PQgetisnull(r, i, 9))
-            json_object_set_new(run, "turn_id", json_string(PQgetvalue(r, i, 9)));
-        static const struct {
-            int col;
-            const char *key;
-        } js[] = {{10, "output"}, {11, "evaluation"}, {12, "benchmark"}, {13, "metrics"}};
-        for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++) {
-            json_t *v = evd_db_col_json(r, i, js[k].col);
-            if (v != NULL)
-                json_object_set_new(run, js[k].key, v);
+    for (int i = 0; runs != NULL && i < PQntuples(r); i++)
+        json_array_append_new(runs, run_of_row(r, i, 0, extras));
+    PQclear(r);
+    if (runs == NULL)
+        evd_err_set(err, EVD_ENOMEM, "out of memory");
+    return runs;
+}
+
+/* A PostgreSQL array literal of ids[0..n) (malloc'd), each element quoted. */
+static char *text_array(const char *const *ids, size_t n)
+{
+    struct evd_buf b = {0};
+    int rc = evd_buf_append(&b, "{", 1);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = (i > 0 ? evd_buf_append(&b, ",", 1) : 0) || evd_buf_append(&b, "\"", 1);
+        for (const char *q = ids[i]; rc == 0 && *q; q++)
+            rc = ((*q == '"' || *q == '\\') ? evd_buf_append(&b, "\\", 1) : 0) ||
+                 evd_buf_append(&b, q, 1);
+        if (rc == 0)
+            rc = evd_buf_append(&b, "\"", 1);
+    }
+    if (rc == 0)
+        rc = evd_buf_append(&b, "}", 1); /* evd_buf keeps it NUL-terminated */
+    if (rc != 0) {
+        evd_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+enum evd_code evd_store_finals_take(PGconn *c, const char *const *ids, size_t n,
+                                    struct evd_store_eval *out, size_t *taken,
+                                    struct evd_err *err)
+{
+    *taken = 0;
+    char *array = text_array(ids, n);
+    if (array == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *p[] = {array};
+    PGresult *r = evd_db_query(c, "SELECT * FROM evald_finalize_take($1::text[])", 1, p, err);
+    free(array);
+    if (r == NULL)
+        return evd_db_code(err);
+    enum evd_code rc = EVD_OK;
+    for (int i = 0; i < PQntuples(r) && (size_t)i < n; i++) {
+        struct evd_store_eval *ev = &out[*taken];
+        memset(ev, 0, sizeof(*ev));
+        snprintf(ev->id, sizeof(ev->id), "%s", PQgetvalue(r, i, 0));
+        snprintf(ev->status, sizeof(ev->status), "running");
+        ev->created_at = evd_db_col_i64(r, i, 1);
+        ev->error = PQgetisnull(r, i, 2) ? NULL : strdup(PQgetvalue(r, i, 2));
+        ev->request = evd_db_col_json(r, i, 3);
+        ev->total_runs = (int)evd_db_col_i64(r, i, 4);
+        if (ev->request == NULL) {
+            evd_store_eval_clear(ev);
+            rc = evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded",
+                             PQgetvalue(r, i, 0));
+            break;
         }
-        json_t *failures = evd_db_col_json(r, i, 14);
-        json_object_set_new(run, "failures", failures ? failures : json_array());
-        if (!PQgetisnull(r, i, 16))
-            json_object_set_new(run, "completed_at", json_integer(evd_db_col_i64(r, i, 16)));
-        if (extras) {
-            json_object_set_new(run, "attempt", json_integer(evd_db_col_i64(r, i, 7)));
-            json_t *t = evd_db_col_json(r, i, 17);
-            if (t != NULL) {
-                json_t *g = json_object_get(t, "generations");
-                json_t *f = json_object_get(t, "function_calls");
-                if (g)
-                    json_object_set(run, "generations", g);
-                if (f)
-                    json_object_set(run, "function_calls", f);
-                json_decref(t);
-            }
-        }
-        json_array_append_new(runs, run);
+        (*taken)++;
     }
     PQclear(r);
-    return runs;
+    return rc;
+}
+
+static const char SQL_RUNS_MANY[] =
+    "SELECT evaluation_id, position, run_id, role, iteration, pair_position, session_id,"
+    " status, attempt, passed, turn_id, output, evaluation, benchmark, metrics, failures,"
+    " started_at, completed_at FROM runs WHERE evaluation_id = ANY($1::text[])"
+    " ORDER BY evaluation_id, position";
+
+enum evd_code evd_store_runs_many(PGconn *c, const char *const *ids, size_t n, json_t **runs,
+                                  struct evd_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        runs[i] = NULL;
+    char *array = text_array(ids, n);
+    if (array == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *p[] = {array};
+    PGresult *r = evd_db_query(c, SQL_RUNS_MANY, 1, p, err);
+    free(array);
+    if (r == NULL)
+        return evd_db_code(err);
+    enum evd_code rc = EVD_OK;
+    for (size_t i = 0; i < n && rc == EVD_OK; i++)
+        if ((runs[i] = json_array()) == NULL)
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+    for (int k = 0; k < PQntuples(r) && rc == EVD_OK; k++) {
+        const char *id = PQgetvalue(r, k, 0);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], id) == 0) {
+                json_t *run = run_of_row(r, k, 1, false);
+                if (run == NULL || json_array_append_new(runs[i], run) != 0)
+                    rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+                break;
+            }
+    }
+    PQclear(r);
+    if (rc != EVD_OK)
+        for (size_t i = 0; i < n; i++) {
+            json_decref(runs[i]);
+            runs[i] = NULL;
+        }
+    return rc;
 }
 
 enum evd_code evd_store_run_state(PGconn *c, const char *id, int position,
@@ -294,39 +504,6 @@ char *evd_store_finish_record(const char *id, int position, int attempt, const j
     return text;
 }
 
-/* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
- * o_run_position, o_job_attempts, o_ref, o_attempt: evald_claim_next's, migrations/0015)
- * of row `row`. */
-static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_job *out,
-                               enum evd_claim_outcome *outcome, int *attempt,
-                               struct evd_err *err)
-{
-    static const struct {
-        const char *name;
-        enum evd_claim_outcome outcome;
-    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
-                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
-    const char *name = PQgetvalue(r, row, col);
-    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
-    while (k < n && strcmp(name, outcomes[k].name) != 0)
-        k++;
-    if (k == n)
-        return evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
-    *outcome = outcomes[k].outcome;
-    *attempt = 0;
-    if (*outcome != EVD_CLAIM_NONE) {
-        out->id = evd_db_col_i64(r, row, col + 1);
-        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, row, col + 2));
-        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s",
-                 PQgetvalue(r, row, col + 3));
-        out->run_position = (int)evd_db_col_i64(r, row, col + 4);
-        out->attempts = (int)evd_db_col_i64(r, row, col + 5);
-        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, row, col + 6));
-        *attempt = (int)evd_db_col_i64(r, row, col + 7);
-    }
-    return EVD_OK;
-}
-
 enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
                                           const char *owner, size_t n, int *results,
                                           int64_t *job_left, struct evd_store_claims *claims,
@@ -336,14 +513,9 @@ enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t 
         results[i] = EVD_RUN_NOT_WRITTEN;
         job_left[i] = 0;
     }
-    char now_s[32], want[16] = "0", lease[32] = "0", max[16] = "0";
+    char now_s[32], want[16], lease[32], max[16];
     I64(now_s, now);
-    if (claims != NULL) {
-        claims->got = 0;
-        I64(want, claims->n);
-        I64(lease, claims->lease_ms);
-        I64(max, claims->max_attempts);
-    }
+    claims_params(claims, want, lease, max);
     const char *p[] = {array, now_s, owner ? owner : "", want, lease, max};
     int64_t sent = evd_mono_ms();
     PGresult *r = evd_db_query(c,
@@ -352,27 +524,7 @@ enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t 
                                6, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    for (int k = 0; k < PQntuples(r); k++) {
-        if (PQgetisnull(r, k, 0)) { /* a claim: committed with the batch, so never an error
-                                       of the batch (an unreadable one runs out its lease) */
-            if (claims == NULL || claims->got >= (size_t)claims->n)
-                continue;
-            struct evd_store_claimed *cl = &claims->out[claims->got];
-            struct evd_err cerr = {0};
-            memset(cl, 0, sizeof(*cl));
-            if (claim_row(r, k, 3, &cl->job, &cl->outcome, &cl->attempt, &cerr) == EVD_OK &&
-                cl->outcome != EVD_CLAIM_NONE && cl->outcome != EVD_CLAIM_OBSOLETE) {
-                cl->job.claimed_mono = sent;
-                claims->got++;
-            }
-            continue;
-        }
-        long long i = evd_db_col_i64(r, k, 0) - 1;
-        if (i >= 0 && (size_t)i < n) {
-            results[i] = (int)evd_db_col_i64(r, k, 1);
-            job_left[i] = evd_db_col_i64(r, k, 2);
-        }
-    }
+    batch_rows(r, 3, n, results, job_left, claims, sent);
     PQclear(r);
     return EVD_OK;
 }
@@ -449,34 +601,40 @@ enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step,
                        3, p, err);
 }
 
-enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
-                                    const json_t *report, int eligible, int eligible_event,
-                                    int64_t now, struct evd_err *err)
+enum evd_code evd_store_evals_finish(PGconn *c, const struct evd_store_final *items, size_t n,
+                                     int64_t now, struct evd_err *err)
 {
+    json_t *array = json_array();
+    for (size_t i = 0; array != NULL && i < n; i++) {
+        const struct evd_store_final *f = &items[i];
+        json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", f->id, "status",
+                                    f->status, "timestamp", (json_int_t)now);
+        if (payload != NULL && f->eligible_event >= 0)
+            json_object_set_new(payload, "eligible", json_boolean(f->eligible_event));
+        char event_id[48];
+        evd_new_id("evt_", event_id, sizeof(event_id));
+        json_t *o = payload == NULL ? NULL
+                                    : json_pack("{s:s, s:s, s:O, s:o, s:s, s:o}", "id", f->id,
+                                                "status", f->status, "report", f->report,
+                                                "eligible",
+                                                f->eligible < 0 ? json_null()
+                                                                : json_boolean(f->eligible),
+                                                "event_id", event_id, "payload", payload);
+        if (o == NULL || json_array_append_new(array, o) != 0) {
+            json_decref(array);
+            array = NULL;
+        }
+    }
+    char *text = array != NULL ? dump_or_null(array) : NULL;
+    json_decref(array);
+    if (text == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
     char ts[32];
     I64(ts, now);
-    char *rep = dump_or_null(report);
-    json_t *payload = json_pack("{s:s, s:s, s:I}", "evaluation_id", id, "status", status,
-                                "timestamp", (json_int_t)now);
-    if (eligible_event >= 0)
-        json_object_set_new(payload, "eligible", json_boolean(eligible_event));
-    char *pl = dump_or_null(payload);
-    json_decref(payload);
-    char event_id[48];
-    evd_new_id("evt_", event_id, sizeof(event_id));
-    const char *el = eligible < 0 ? NULL : (eligible ? "true" : "false");
-    const char *p[] = {id, status, rep, el, ts, event_id, pl};
-    enum evd_code rc = evd_db_exec(
-        c,
-        "WITH u AS (UPDATE evaluations e SET status = $2, report = $3::jsonb,"
-        " eligible = $4::boolean, completed_at = $5::bigint, updated_at = $5::bigint,"
-        " terminal_runs = s.terminal, passed_runs = s.passed, failed_runs = s.failed"
-        " FROM (" SQL_COUNTS ") s WHERE e.id = $1 RETURNING e.id)"
-        " INSERT INTO completion_events (event_id, evaluation_id, payload, created_at)"
-        " SELECT $6, u.id, $7::jsonb, $5::bigint FROM u",
-        7, p, err);
-    free(rep);
-    free(pl);
+    const char *p[] = {text, ts};
+    enum evd_code rc =
+        evd_db_exec(c, "SELECT evald_finish_evals($1::jsonb, $2::bigint)", 2, p, err);
+    free(text);
     return rc;
 }
 

@@ -35,11 +35,29 @@ struct evd_store_eval {
 
 void evd_store_eval_clear(struct evd_store_eval *e);
 
-/* Inserts the evaluation and its planned runs (an array of EvalRunReportV1 objects
- * with execution_position, pair_position, ...), enqueues the runs that may start and
+/* A new evaluation: its id, normalized request, concurrency, planned runs (an array of
+ * EvalRunReportV1 objects with execution_position, pair_position, ...) and the evaluation
+ * it reruns (NULL: none). Borrowed. */
+struct evd_store_new_eval {
+    const char *id;
+    const json_t *request;
+    int concurrency;
+    const json_t *runs;
+    const char *source_id;
+};
+struct evd_store_claims;
+/*
+ * Inserts n evaluations and their planned runs, enqueues the runs that may start and
  * notifies EVD_CHANNEL_EVENTS (and EVD_CHANNEL_JOBS, with `owner` after the count when
- * not NULL); one statement (migrations/0007), which autocommits outside a transaction.
- * *enqueued (may be NULL): the jobs enqueued. EVD_ECONFLICT when the id exists. */
+ * not NULL), then, with `claims` (NULL: none), claims up to claims->n jobs for `owner`;
+ * one statement (evald_create_many, migrations/0016), which autocommits outside a
+ * transaction: all of it is written, or nothing. enqueued[i] (may be NULL): the jobs
+ * enqueued for item i. EVD_ECONFLICT when an id exists.
+ */
+enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval *items, size_t n,
+                                     int64_t now, const char *owner, int *enqueued,
+                                     struct evd_store_claims *claims, struct evd_err *err);
+/* One evaluation, as evd_store_evals_create with no claims; *enqueued may be NULL. */
 enum evd_code evd_store_eval_insert(PGconn *c, const char *id, const json_t *request,
                                     int concurrency, const json_t *runs, const char *source_id,
                                     int64_t now, const char *owner, int *enqueued,
@@ -94,7 +112,6 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                                    const json_t *run, const json_t *transcript, int64_t now,
                                    int *result, int64_t *job_left,
                                    struct evd_err *err);
-struct evd_store_claims;
 /*
  * Finishes several runs in one statement (evald_finish_runs): `array` is the JSON text of
  * an array of objects with evald_finish_run's parameters by name. results[i] and
@@ -133,12 +150,22 @@ enum evd_code evd_store_runs_cancel_open(PGconn *c, const char *id, const json_t
 /* Recomputes the run counters, bumps step when `advance_step`, and sets updated_at. */
 enum evd_code evd_store_eval_touch(PGconn *c, const char *id, bool advance_step, int64_t now,
                                    struct evd_err *err);
-/* Terminal transition: status, report, eligible (-1 = null), completed_at, the run
- * counters recounted; and the
- * completion event {evaluation_id, status, timestamp, eligible?} in the outbox. */
-enum evd_code evd_store_eval_finish(PGconn *c, const char *id, const char *status,
-                                    const json_t *report, int eligible, int eligible_event,
-                                    int64_t now, struct evd_err *err);
+/* A terminal transition for evd_store_evals_finish (borrowed): the evaluation's status,
+ * its report, its eligibility (-1 = null) and the completion event's (-1: the event says
+ * none). */
+struct evd_store_final {
+    const char *id;
+    const char *status;
+    const json_t *report;
+    int eligible;
+    int eligible_event;
+};
+/* Terminal transitions in one statement (evald_finish_evals, migrations/0017): for each,
+ * the status, report, eligible, completed_at, the run counters recounted, the completion
+ * event {evaluation_id, status, timestamp, eligible?} in the outbox, and EVD_CHANNEL_EVENTS
+ * and EVD_CHANNEL_COMPLETED notified. */
+enum evd_code evd_store_evals_finish(PGconn *c, const struct evd_store_final *items, size_t n,
+                                     int64_t now, struct evd_err *err);
 /*
  * Creates evaluation `id`, the re-score of the terminal evaluation `source`, with the
  * normalized `request` and its planned `runs` (as evd_store_eval_insert takes them), and
@@ -168,6 +195,21 @@ json_t *evd_store_eval_status(PGconn *c, const char *id, struct evd_err *err);
  * ("<created_at>_<id>") or NULL. *next_cursor (malloc'd or NULL) when more remain. */
 json_t *evd_store_eval_list(PGconn *c, unsigned limit, const char *before, char **next_cursor,
                             struct evd_err *err);
+
+/*
+ * The finalizer's batch (evald_finalize_take, migrations/0017), in the caller's
+ * transaction: locks evaluations ids[0..n) in id order, schedules the runs that may start
+ * of those with runs still open, and fills out[0..*taken) with the id, created_at, error,
+ * request and total_runs of each one whose runs are all terminal (status "running";
+ * evd_store_eval_clear each). Terminal and unknown ones are passed over.
+ */
+enum evd_code evd_store_finals_take(PGconn *c, const char *const *ids, size_t n,
+                                    struct evd_store_eval *out, size_t *taken,
+                                    struct evd_err *err);
+/* The runs of evaluations ids[0..n) as evd_store_runs reads them without extras, in one
+ * query: runs[i] a new array for ids[i] (all NULL on failure). */
+enum evd_code evd_store_runs_many(PGconn *c, const char *const *ids, size_t n, json_t **runs,
+                                  struct evd_err *err);
 
 /* The evaluation id of the run whose harness session is `session_id` into id (size n);
  * "" when no run has it. */

@@ -4,8 +4,9 @@
  * second connection holding the locks that concurrent workers and cancels would hold:
  * scheduling by pairs and concurrency, the claim that waits for no lock, the finish that
  * leaves a locked job behind, stale attempts, obsolete jobs, exhausted attempts, the last
- * run that asks for finalization, a batch of finishes in one statement, and the claims
- * that batch makes for its workers (migrations/0015).
+ * run that asks for finalization, a batch of finishes in one statement, the claims that
+ * batch makes for its workers (migrations/0015), a batch of starts and its claims (0016),
+ * and the finalizer's batch (0017).
  */
 #include <check.h>
 #include <libpq-fe.h>
@@ -449,6 +450,178 @@ START_TEST(batch_that_fails_claims_nothing)
 }
 END_TEST
 
+/* The planned runs of an evaluation of `pairs` pairs, as evd_store_eval_insert takes them. */
+static json_t *plan_of(const char *id, int pairs)
+{
+    json_t *runs = json_array();
+    for (int p = 0; p < pairs; p++)
+        for (int k = 0; k < 2; k++) {
+            char run_id[32], session[96];
+            snprintf(run_id, sizeof(run_id), "%s-%d", k == 0 ? "control" : "treatment", p + 1);
+            snprintf(session, sizeof(session), "%s_%c_%d", id, k == 0 ? 'c' : 't', p + 1);
+            json_array_append_new(
+                runs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:s}", "execution_position",
+                                2 * p + k + 1, "run_id", run_id, "role",
+                                k == 0 ? "control" : "treatment", "iteration", p + 1,
+                                "pair_position", k + 1, "session_id", session));
+        }
+    return runs;
+}
+
+START_TEST(batch_of_starts_claims_for_idle_workers)
+{
+    const char *ids[] = {"eval_many_1", "eval_many_2", "eval_many_3"};
+    const int pairs[] = {2, 1, 1}, conc[] = {2, 1, 1};
+    json_t *request = json_pack("{s:s}", "dimension", "prompt");
+    json_t *plans[3];
+    struct evd_store_new_eval items[3];
+    for (int i = 0; i < 3; i++) {
+        plans[i] = plan_of(ids[i], pairs[i]);
+        items[i] = (struct evd_store_new_eval){ids[i], request, conc[i], plans[i], NULL};
+    }
+    int enqueued[3];
+    struct evd_store_claimed claimed[2];
+    struct evd_store_claims claims = {.n = 2, .lease_ms = 30000, .max_attempts = 3,
+                                      .out = claimed};
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_evals_create(c, items, 3, 1000, "test-owner", enqueued, &claims,
+                                         &err) == EVD_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(enqueued[0], 2); /* both pairs open: concurrency 2 */
+    ck_assert_int_eq(enqueued[1], 1);
+    ck_assert_int_eq(enqueued[2], 1);
+    /* Two claimed, the oldest jobs first (one transaction: in the order enqueued). */
+    ck_assert_uint_eq(claims.got, 2);
+    ck_assert_str_eq(claimed[0].job.evaluation_id, ids[0]);
+    ck_assert_int_eq(claimed[0].job.run_position, 1);
+    ck_assert_str_eq(claimed[1].job.evaluation_id, ids[0]);
+    ck_assert_int_eq(claimed[1].job.run_position, 3);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(claimed[i].outcome, EVD_CLAIM_RUN);
+        ck_assert_int_eq(claimed[i].attempt, 1);
+    }
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner = 'test-owner'"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner IS NULL"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM runs WHERE status = 'running'"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM evaluations WHERE status = 'running'"), 1);
+    /* The claim was made in the transaction that created them. */
+    ck_assert_int_eq(q_int("SELECT count(DISTINCT xmin::text) FROM evaluations"), 1);
+
+    /* A batch with an id that exists writes nothing and claims nothing. */
+    const char *again[] = {"eval_many_4", "eval_many_1"};
+    json_t *plan4 = plan_of(again[0], 1);
+    struct evd_store_new_eval more[2] = {{again[0], request, 1, plan4, NULL},
+                                         {again[1], request, 1, plans[1], NULL}};
+    ck_assert_int_eq(evd_store_evals_create(c, more, 2, 1000, "test-owner", enqueued, &claims,
+                                            &err),
+                     EVD_ECONFLICT);
+    ck_assert_uint_eq(claims.got, 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM evaluations"), 3);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner IS NULL"), 2);
+    json_decref(plan4);
+    for (int i = 0; i < 3; i++)
+        json_decref(plans[i]);
+    json_decref(request);
+}
+END_TEST
+
+START_TEST(finalizer_batch_reads_and_writes_as_one_by_one)
+{
+    char done_a[64], done_b[64], open_c[64];
+    struct evd_store_job job;
+    int attempt = 0;
+    create_eval("final_a", 1, 1, done_a);
+    create_eval("final_b", 1, 1, done_b);
+    create_eval("final_c", 2, 1, open_c);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(finish(done_a, 1, 1, NULL), 1);
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN); /* B's first */
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN); /* C's first */
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN); /* A's second */
+    ck_assert_str_eq(job.evaluation_id, done_a);
+    ck_assert_int_eq(finish(done_a, 2, 1, NULL), EVD_RUN_ALL_TERMINAL);
+    ck_assert_int_eq(finish(done_b, 1, 1, NULL), 1);
+    /* B's second run ends cancelled: no output, no verdict, no turn. */
+    char sql[800];
+    snprintf(sql, sizeof(sql),
+             "UPDATE runs SET status = 'cancelled', completed_at = 4000 WHERE evaluation_id ="
+             " '%s' AND position = 2; DELETE FROM jobs WHERE evaluation_id = '%s'",
+             done_b, done_b);
+    other_sql(sql);
+    /* C's first run done behind the evaluation's back: the take schedules its second. */
+    snprintf(sql, sizeof(sql),
+             "UPDATE runs SET status = 'completed', passed = true, completed_at = 4000 WHERE"
+             " evaluation_id = '%s' AND position = 1; DELETE FROM jobs WHERE evaluation_id ="
+             " '%s'",
+             open_c, open_c);
+    other_sql(sql);
+
+    const char *ids[] = {open_c, done_b, "eval_unknown", done_a};
+    struct evd_store_eval evs[4];
+    size_t taken = 0;
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_db_begin(c, &err), EVD_OK);
+    ck_assert_msg(evd_store_finals_take(c, ids, 4, evs, &taken, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_uint_eq(taken, 2); /* A and B, in id order; C scheduled, the unknown one skipped */
+    ck_assert_str_eq(evs[0].id, done_a);
+    ck_assert_str_eq(evs[1].id, done_b);
+    ck_assert_int_eq(evs[0].total_runs, 2);
+    ck_assert_int_eq(evs[0].created_at, 1000);
+    ck_assert_str_eq(json_string_value(json_object_get(evs[0].request, "dimension")), "prompt");
+    /* Their runs, read together, are what each one's own read gives. */
+    const char *taken_ids[] = {evs[0].id, evs[1].id};
+    json_t *many[2];
+    ck_assert_msg(evd_store_runs_many(c, taken_ids, 2, many, &err) == EVD_OK, "%s", err.msg);
+    for (int i = 0; i < 2; i++) {
+        json_t *one = evd_store_runs(c, taken_ids[i], false, &err);
+        ck_assert_ptr_nonnull(one);
+        ck_assert_uint_eq(json_array_size(one), 2);
+        ck_assert_msg(json_equal(one, many[i]), "runs of %s differ", taken_ids[i]);
+        json_decref(one);
+        json_decref(many[i]);
+    }
+    ck_assert_ptr_null(json_object_get(json_array_get(many[1], 1), "passed"));
+
+    /* Both terminal in one statement, each with its event and its notifications. */
+    other_sql("LISTEN evald_completed; LISTEN evald_events");
+    json_t *report = json_pack("{s:s}", "marker", "r");
+    struct evd_store_final f[2] = {{done_a, "completed", report, 1, 1},
+                                   {done_b, "cancelled", report, -1, 0}};
+    ck_assert_msg(evd_store_evals_finish(c, f, 2, 5000, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_int_eq(evd_db_commit(c, &err), EVD_OK);
+    json_decref(report);
+    for (int i = 0; i < 2; i++)
+        evd_store_eval_clear(&evs[i]);
+    char jobs[64];
+    job_positions(open_c, jobs, sizeof(jobs));
+    ck_assert_str_eq(jobs, "2");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM evaluations WHERE (id = '%s' AND status = 'completed' AND"
+             " eligible AND terminal_runs = 2 AND passed_runs = 2) OR (id = '%s' AND status ="
+             " 'cancelled' AND eligible IS NULL AND terminal_runs = 2 AND passed_runs = 1 AND"
+             " failed_runs = 0) AND report->>'marker' = 'r' AND completed_at = 5000",
+             done_a, done_b);
+    ck_assert_int_eq(q_int("%s", sql), 2);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM completion_events WHERE (evaluation_id = '%s' AND"
+             " payload = '{\"evaluation_id\":\"%s\",\"status\":\"completed\",\"timestamp\":"
+             "5000,\"eligible\":true}') OR (evaluation_id = '%s' AND payload ="
+             " '{\"evaluation_id\":\"%s\",\"status\":\"cancelled\",\"timestamp\":5000,"
+             "\"eligible\":false}')",
+             done_a, done_a, done_b, done_b);
+    ck_assert_int_eq(q_int("%s", sql), 2);
+    other_sql("SELECT 1"); /* reads the notifications that came meanwhile */
+    int completed = 0, events = 0;
+    for (PGnotify *nf; (nf = PQnotifies(other)) != NULL; PQfreemem(nf)) {
+        bool ours = strcmp(nf->extra, done_a) == 0 || strcmp(nf->extra, done_b) == 0;
+        completed += ours && strcmp(nf->relname, "evald_completed") == 0;
+        events += ours && strcmp(nf->relname, "evald_events") == 0;
+    }
+    ck_assert_int_eq(completed, 2);
+    ck_assert_int_eq(events, 2);
+}
+END_TEST
+
 START_TEST(obsolete_and_exhausted_jobs)
 {
     char done[64], tired[64];
@@ -491,6 +664,8 @@ int main(void)
     tcase_add_test(tc, batch_finishes_several_runs_in_one_statement);
     tcase_add_test(tc, batch_claims_for_its_workers_after_its_writes);
     tcase_add_test(tc, batch_that_fails_claims_nothing);
+    tcase_add_test(tc, batch_of_starts_claims_for_idle_workers);
+    tcase_add_test(tc, finalizer_batch_reads_and_writes_as_one_by_one);
     tcase_add_test(tc, obsolete_and_exhausted_jobs);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
