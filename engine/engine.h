@@ -152,9 +152,9 @@ struct evd_subscription *evd_engine_subscribe_many(struct evd_engine *e, const c
                                                    size_t n);
 int evd_engine_wait(struct evd_engine *e, struct evd_subscription *s, int timeout_ms);
 void evd_engine_unsubscribe(struct evd_engine *e, struct evd_subscription *s);
-/* For one thread serving many subscriptions (handlers/sse.c): blocks until something
- * was published or nudged since *gen was read (1), timeout_ms passes (0) or the engine is
- * stopping (-1); *gen then holds the current generation. evd_engine_wait with timeout 0
+/* For one thread serving many subscriptions (handlers/sse.c): blocks until a
+ * subscription moved or a nudge came since *gen was read (1), timeout_ms passes (0) or the
+ * engine is stopping (-1); *gen then holds the current generation. evd_engine_wait with timeout 0
  * tells which subscription moved. Start with *gen = 0. */
 int evd_engine_wait_any(struct evd_engine *e, uint64_t *gen, int timeout_ms);
 /* Wakes every evd_engine_wait_any (a waiter's deadlines changed). */

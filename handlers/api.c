@@ -24,6 +24,19 @@ const char *evd_req_header(const struct evd_req *req, const char *name)
     return req->header_fn ? req->header_fn(req->conn, name) : NULL;
 }
 
+struct evd_deferred *evd_req_defer(struct evd_req *req, struct evd_resp *resp)
+{
+    struct evd_deferred *d = req->defer_fn ? req->defer_fn(req->defer_ctx) : NULL;
+    if (d != NULL)
+        resp->deferred = true;
+    return d;
+}
+
+void evd_deferred_answer(struct evd_deferred *d, struct evd_resp *answer)
+{
+    d->answer(d, answer);
+}
+
 json_t *evd_req_list_request(const struct evd_req *req, struct evd_resp *resp)
 {
     json_t *request = json_object();

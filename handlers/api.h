@@ -54,6 +54,9 @@ struct evd_req {
     const char *(*query_fn)(void *conn, const char *key);
     const char *(*header_fn)(void *conn, const char *name);
     void *conn;
+    /* The server's deferral of the answer (evd_req_defer); NULL where it cannot wait. */
+    struct evd_deferred *(*defer_fn)(void *defer_ctx);
+    void *defer_ctx;
 };
 
 /* Value of path parameter `name`, or NULL. */
@@ -112,7 +115,24 @@ struct evd_resp {
     void *upload_state;
     /* Called once before the first read with the stream's wake function and token. */
     void (*stream_attach)(void *cls, evd_stream_wake_fn wake, void *token);
+    bool deferred; /* the answer comes through a deferral (evd_req_defer) */
 };
+
+/*
+ * An answer that comes later, from another thread: a handler whose work another thread
+ * finishes (an evaluation start, which the engine writes in a batch with others) takes a
+ * deferral with evd_req_defer and returns at once, leaving *resp unanswered; the server
+ * holds the request, and none of its threads, until evd_deferred_answer hands it the
+ * answer (exactly once, from any thread, moving the response's contents: `answer` is
+ * left empty). evd_req_defer returns NULL where the server cannot wait (the handler then
+ * answers in *resp as usual). If the server must stop first, it answers 503 itself, and
+ * the late answer is dropped.
+ */
+struct evd_deferred {
+    void (*answer)(struct evd_deferred *d, struct evd_resp *answer);
+};
+struct evd_deferred *evd_req_defer(struct evd_req *req, struct evd_resp *resp);
+void evd_deferred_answer(struct evd_deferred *d, struct evd_resp *answer);
 
 /* HTTP status for a code: the one map used everywhere. */
 int evd_http_status(enum evd_code code);

@@ -80,12 +80,31 @@ static void accepted(struct evd_resp *resp, json_t *out)
     evd_resp_json(resp, 202, out);
 }
 
+/* The answer of a deferred start (evd_eval_started_fn), on the engine's starter thread. */
+static void started(void *arg, enum evd_code rc, json_t *out, const struct evd_err *err)
+{
+    struct evd_resp resp = {0};
+    if (rc == EVD_OK)
+        accepted(&resp, out);
+    else
+        evd_resp_error(&resp, err);
+    evd_deferred_answer(arg, &resp);
+}
+
+/* The engine writes starts in batches: the answer waits for the batch's commit without
+ * holding this thread, which meanwhile reads the next request. */
 void evd_h_eval_create(struct evd_req *req, struct evd_resp *resp)
 {
     if (!require_object(req, resp))
         return;
     struct evd_err err = {0};
     json_t *out = NULL;
+    struct evd_deferred *later = evd_req_defer(req, resp);
+    if (later != NULL) {
+        if (evd_eval_start_async(req->ctx->engine, req->body, started, later, &err) != EVD_OK)
+            started(later, err.code, NULL, &err);
+        return;
+    }
     if (evd_eval_start(req->ctx->engine, req->body, &out, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
         return;

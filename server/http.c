@@ -6,6 +6,13 @@
  * resumes it. streams_mu orders the two so that a resume never precedes its suspend
  * (libmicrohttpd leaves that undefined) and a wake before the suspend is kept.
  *
+ * A deferred answer (handlers/api.h, evd_req_defer) is a `struct deferred`: the request is
+ * suspended after its handler returns, unless the answer came first, and the answer, from
+ * another thread, resumes it; libmicrohttpd then calls on_request again, which sends it.
+ * It has two references, the exchange's and the answerer's, and its flags live under
+ * deferred_mu, a lock of the file's own, because an answer may come after the server has
+ * stopped (it answered 503 itself then, and the late answer is dropped).
+ *
  * Header deadline: libmicrohttpd's timeout counts silence only, so a client that sends a
  * byte now and then could hold a connection forever without finishing its headers. Each
  * connection has a `struct watch` (its socket context) that records since when its
@@ -45,6 +52,7 @@ struct evd_http {
      * (a wake comes from under the SSE hub's), never held while calling into a stream. */
     pthread_mutex_t streams_mu;
     struct live *streams;
+    struct deferred *deferreds; /* under deferred_mu */
     /* The header deadline: a leaf lock over every struct watch. */
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv; /* the reaper sleeps here; signalled at stop */
@@ -72,6 +80,20 @@ struct live {
     struct live *prev, *next;
 };
 
+struct deferred {
+    struct evd_deferred base; /* first: what the handler holds */
+    struct evd_http *h;       /* NULL once the server stopped and answered it */
+    struct MHD_Connection *conn;
+    struct evd_resp answer; /* moved in by the answer, out by on_request */
+    bool answered;
+    bool suspended; /* on_request suspended the connection; the answer resumes it */
+    int refs;       /* the exchange's and the answerer's */
+    struct deferred *prev, *next; /* the server's list, for its stop */
+};
+
+/* Guards every struct deferred and the servers' lists of them (a leaf lock). */
+static pthread_mutex_t deferred_mu = PTHREAD_MUTEX_INITIALIZER;
+
 struct exchange {
     struct evd_buf body;
     int too_large;
@@ -83,6 +105,8 @@ struct exchange {
     struct evd_req upload_req;
     size_t upload_bytes;
     bool upload_answered; /* resp holds the answer already; the rest of the body is dropped */
+    struct deferred *defer;    /* the handler deferred its answer */
+    const char *route_name;    /* of a deferred request, for its log line */
 };
 
 static const char *query_lookup(void *conn, const char *key)
@@ -185,6 +209,103 @@ static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connectio
     return route;
 }
 
+/* Frees a deferred answer nobody refers to any more. */
+static void deferred_free(struct deferred *d)
+{
+    free(d->answer.body);
+    free(d);
+}
+
+/* Drops one reference under deferred_mu; true when it was the last (the caller frees). */
+static bool deferred_unref_locked(struct deferred *d)
+{
+    if (--d->refs > 0)
+        return false;
+    if (d->h != NULL) {
+        if (d->prev != NULL)
+            d->prev->next = d->next;
+        else
+            d->h->deferreds = d->next;
+        if (d->next != NULL)
+            d->next->prev = d->prev;
+    }
+    return true;
+}
+
+/* The answer of a deferral (struct evd_deferred's `answer`): any thread, once. */
+static void deferred_answer(struct evd_deferred *base, struct evd_resp *answer)
+{
+    struct deferred *d = (struct deferred *)base;
+    bool resume = false;
+    pthread_mutex_lock(&deferred_mu);
+    if (d->answered) {
+        free(answer->body); /* the server answered 503 when it stopped */
+    } else {
+        d->answer = *answer;
+        d->answered = true;
+        resume = d->suspended;
+        d->suspended = false;
+    }
+    memset(answer, 0, sizeof(*answer));
+    struct MHD_Connection *conn = d->conn;
+    bool last = deferred_unref_locked(d);
+    pthread_mutex_unlock(&deferred_mu);
+    /* Still suspended until this call, so MHD cannot have freed the connection, nor the
+     * exchange its reference. */
+    if (resume)
+        MHD_resume_connection(conn);
+    if (last)
+        deferred_free(d);
+}
+
+struct defer_ctx {
+    struct evd_http *h;
+    struct exchange *ex;
+    struct MHD_Connection *conn;
+};
+
+/* evd_req's defer_fn: a deferral for the request being dispatched. */
+static struct evd_deferred *defer_request(void *arg)
+{
+    struct defer_ctx *x = arg;
+    if (x->ex->defer != NULL)
+        return NULL;
+    struct deferred *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return NULL;
+    d->base.answer = deferred_answer;
+    d->h = x->h;
+    d->conn = x->conn;
+    d->refs = 2;
+    pthread_mutex_lock(&deferred_mu);
+    d->next = x->h->deferreds;
+    if (d->next != NULL)
+        d->next->prev = d;
+    x->h->deferreds = d;
+    pthread_mutex_unlock(&deferred_mu);
+    x->ex->defer = d;
+    return &d->base;
+}
+
+/* After the handler of a deferred request: suspends the connection unless the answer is
+ * in; true when it is (then in ex->resp, to send now). */
+static bool deferred_ready(struct exchange *ex, struct MHD_Connection *c)
+{
+    struct deferred *d = ex->defer;
+    pthread_mutex_lock(&deferred_mu);
+    bool ready = d->answered;
+    if (ready) {
+        free(ex->resp.body);
+        ex->resp = d->answer;
+        memset(&d->answer, 0, sizeof(d->answer));
+    } else {
+        d->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&deferred_mu);
+    return ready;
+}
+
 /* Fills ex->resp for the request; never fails (errors become problems). */
 static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
                      const char *url, const char *method, const char **route_name)
@@ -199,6 +320,9 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         .header_fn = header_lookup,
         .conn = c,
     };
+    struct defer_ctx dctx = {h, ex, c};
+    req.defer_fn = defer_request;
+    req.defer_ctx = &dctx;
     const struct evd_route *route = route_of(h, c, url, method, &req, resp);
     if (route == NULL)
         return;
@@ -228,7 +352,7 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
     resp->status = 500;
     route->fn(&req, resp);
     json_decref(body);
-    if (resp->body == NULL && resp->stream == NULL)
+    if (resp->body == NULL && resp->stream == NULL && ex->defer == NULL)
         evd_resp_problem(resp, EVD_EINTERNAL, "the handler produced no response");
 }
 
@@ -534,6 +658,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             upload_open(h, ex, c, url, method);
         return MHD_YES;
     }
+    if (ex->defer != NULL) {
+        /* Resumed by its answer (deferred_answer). */
+        if (!deferred_ready(ex, c))
+            return MHD_YES; /* cannot happen: only the answer resumes it */
+        return finish(h, c, ex, method, url, ex->route_name);
+    }
     if (ex->upload_route != NULL)
         return upload_step(h, ex, c, method, upload_data, upload_data_size);
     if (*upload_data_size > 0) {
@@ -550,6 +680,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         evd_resp_header(&ex->resp, "Connection", "close");
     } else {
         dispatch(h, ex, c, url, method, &route_name);
+        if (ex->defer != NULL) {
+            ex->route_name = route_name;
+            if (!deferred_ready(ex, c))
+                return MHD_YES; /* suspended until the answer comes */
+        }
     }
     return finish(h, c, ex, method, url, route_name);
 }
@@ -578,6 +713,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     if (ex == NULL)
         return;
     atomic_fetch_sub(&h->exchanges, 1);
+    if (ex->defer != NULL) {
+        pthread_mutex_lock(&deferred_mu);
+        bool last = deferred_unref_locked(ex->defer);
+        pthread_mutex_unlock(&deferred_mu);
+        if (last)
+            deferred_free(ex->defer);
+    }
     evd_buf_free(&ex->body);
     if (ex->resp.upload != NULL)
         ex->resp.upload->free(ex->resp.upload_state);
@@ -722,6 +864,32 @@ void evd_http_stop(struct evd_http *h)
             }
         }
         pthread_mutex_unlock(&h->streams_mu);
+        if (c == NULL)
+            break;
+        MHD_resume_connection(c);
+    }
+    /* Deferred answers still to come: answered 503 here, and resumed; their late answers
+     * are dropped (deferred_answer). They leave the server's list, which goes with it. */
+    for (;;) {
+        struct MHD_Connection *c = NULL;
+        pthread_mutex_lock(&deferred_mu);
+        for (struct deferred *d = h->deferreds; d != NULL; d = d->next) {
+            if (!d->answered) {
+                evd_resp_problem(&d->answer, EVD_EUNAVAIL, "the service is shutting down");
+                evd_resp_header(&d->answer, "Connection", "close");
+                d->answered = true;
+            }
+            if (c == NULL && d->suspended) {
+                d->suspended = false;
+                c = d->conn;
+            }
+        }
+        if (c == NULL) {
+            for (struct deferred *d = h->deferreds; d != NULL; d = d->next)
+                d->h = NULL;
+            h->deferreds = NULL;
+        }
+        pthread_mutex_unlock(&deferred_mu);
         if (c == NULL)
             break;
         MHD_resume_connection(c);
