@@ -11,17 +11,24 @@
 #include "common/util.h"
 #include "engine/internal.h"
 
+/* Wakes the waiters only when a subscription moved: every run's start and finish is
+ * published, and waking the SSE hub's thread for each of a thousand evaluations nobody
+ * watched cost it a context switch apiece. */
 void evd_engine_publish(struct evd_engine *e, const char *evaluation_id)
 {
+    bool moved = false;
     pthread_mutex_lock(&e->hub_mu);
     for (struct evd_subscription *s = e->subs; s; s = s->next)
         for (size_t i = 0; i < s->nids; i++)
             if (strcmp(s->ids[i], evaluation_id) == 0) {
                 s->version++;
+                moved = true;
                 break;
             }
-    e->hub_gen++;
-    pthread_cond_broadcast(&e->hub_cv);
+    if (moved) {
+        e->hub_gen++;
+        pthread_cond_broadcast(&e->hub_cv);
+    }
     pthread_mutex_unlock(&e->hub_mu);
 }
 
