@@ -205,41 +205,66 @@ static int cmp_ids(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Evaluations of at most this many runs are finalized by finalize_small; a larger one is
- * read and reported alone (the memory rule above). */
-#define SMALL_RUNS 64
+/* The runs whose reports the finalizer holds at once: several small evaluations' up to
+ * this many, or one evaluation's, whatever its size (the memory rule above). */
+#define CHUNK_RUNS 64
+
+/* Reports evs[0..n) (taken, in the open transaction), their runs read with one query,
+ * and writes them with one statement. Then trims, after a large report. */
+static bool finalize_chunk(PGconn *c, struct evd_store_eval *evs, size_t n, int64_t now,
+                           struct evd_err *err)
+{
+    json_t *runs[FINALS_MAX] = {0};
+    json_t *reports[FINALS_MAX] = {0};
+    struct evd_store_final finals_[FINALS_MAX];
+    const char *ids[FINALS_MAX];
+    int largest = 0;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = evs[i].id;
+        if (evs[i].total_runs > largest)
+            largest = evs[i].total_runs;
+    }
+    bool ok = evd_store_runs_many(c, ids, n, runs, err) == EVD_OK;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (reports[i] = build_final(&evs[i], runs[i], "completed", now, &finals_[i], err)) !=
+             NULL;
+    if (ok)
+        ok = evd_store_evals_finish(c, finals_, n, now, err) == EVD_OK;
+    for (size_t i = 0; i < n; i++) {
+        json_decref(reports[i]);
+        json_decref(runs[i]);
+    }
+#ifdef __GLIBC__
+    if (largest >= TRIM_AFTER_RUNS) /* as after a large report one by one (complete) */
+        malloc_trim(0);
+#endif
+    return ok;
+}
 
 /*
- * The usual batch, in five statements whatever its size (a batch of evaluations of a few
- * runs each, finishing together): lock them all and take the ones whose runs are all
- * terminal (evald_finalize_take), read their runs (one query), build their reports, and
- * write them (evald_finish_evals), in one transaction. False when that did not happen:
- * nothing of it was written (rolled back), and the caller takes the batch one by one.
- * It is not tried when an evaluation has more than SMALL_RUNS runs.
+ * The usual batch, in a few statements whatever its size: lock the evaluations and take
+ * the ones whose runs are all terminal (evald_finalize_take), then, a chunk of them at a
+ * time (CHUNK_RUNS), read their runs with one query, build their reports and write them
+ * with one statement (evald_finish_evals), all in one transaction. False when that did
+ * not happen: nothing of it was written (rolled back), and the caller takes the batch one
+ * by one, behind savepoints, so that the evaluation that failed it fails alone.
  */
-static bool finalize_small(PGconn *c, char **ids, size_t n)
+static bool finalize_fast(PGconn *c, char **ids, size_t n)
 {
     struct evd_err err = {0};
     struct evd_store_eval evs[FINALS_MAX];
-    json_t *runs[FINALS_MAX] = {0};
-    struct evd_store_final finals_[FINALS_MAX];
-    json_t *reports[FINALS_MAX] = {0};
-    const char *taken_ids[FINALS_MAX];
     size_t taken = 0;
     int64_t now = evd_now_ms();
     bool ok = evd_db_begin(c, &err) == EVD_OK &&
               evd_store_finals_take(c, (const char *const *)ids, n, evs, &taken, &err) == EVD_OK;
-    for (size_t i = 0; ok && i < taken; i++) {
-        ok = evs[i].total_runs <= SMALL_RUNS;
-        taken_ids[i] = evs[i].id;
+    for (size_t i = 0; ok && i < taken;) {
+        size_t j = i + 1;
+        long runs = evs[i].total_runs;
+        while (j < taken && runs + evs[j].total_runs <= CHUNK_RUNS)
+            runs += evs[j++].total_runs;
+        ok = finalize_chunk(c, evs + i, j - i, now, &err);
+        i = j;
     }
-    if (ok && taken > 0)
-        ok = evd_store_runs_many(c, taken_ids, taken, runs, &err) == EVD_OK;
-    for (size_t i = 0; ok && i < taken; i++)
-        ok = (reports[i] = build_final(&evs[i], runs[i], "completed", now, &finals_[i], &err)) !=
-             NULL;
-    if (ok && taken > 0)
-        ok = evd_store_evals_finish(c, finals_, taken, now, &err) == EVD_OK;
     if (ok)
         ok = evd_db_commit(c, &err) == EVD_OK;
     evd_db_rollback(c);
@@ -249,8 +274,6 @@ static bool finalize_small(PGconn *c, char **ids, size_t n)
     for (size_t i = 0; i < taken; i++) {
         if (ok)
             finished(evs[i].id, "completed");
-        json_decref(reports[i]);
-        json_decref(runs[i]);
         evd_store_eval_clear(&evs[i]);
     }
     return ok;
@@ -266,7 +289,7 @@ static void finalize_batch(PGconn *c, char **ids, size_t n)
 {
     struct evd_err err = {0};
     qsort(ids, n, sizeof(*ids), cmp_ids);
-    if (finalize_small(c, ids, n))
+    if (finalize_fast(c, ids, n))
         return;
     enum evd_code rc = evd_db_begin(c, &err);
     for (size_t i = 0; rc == EVD_OK && i < n; i++) {
