@@ -8,8 +8,9 @@
  *            flight or with the writer (each renewal moves the run's cancel token
  *            deadline: calls stop at three quarters of a lease not renewed), LISTENs on
  *            evald_cancel (cancel tokens), evald_events (SSE subscriptions) and
- *            evald_jobs (wakes as many idle workers as jobs were enqueued), and
- *            triggers runs past their scenario deadline;
+ *            evald_jobs (wakes as many idle workers as jobs were enqueued), triggers runs
+ *            past their scenario deadline, and trades this process's demand of provider
+ *            limits for the other processes' (exchange_limits);
  *   sweeper  re-arms what a crash or a lost notification left behind.
  * Stop: set `stopping`, write the wake pipe (every poll returns), trigger every
  * in-flight cancel token with REASON_SHUTDOWN (runs are handed back), join.
@@ -26,8 +27,10 @@
 #include "common/util.h"
 #include "engine/internal.h"
 #include "harness/providers.h"
+#include "harness/ratelimit.h"
 #include "store/db.h"
 #include "store/jobs.h"
+#include "store/limiters.h"
 #include "store/listen.h"
 
 /* ---- the workers' connections --------------------------------------------------- */
@@ -325,6 +328,50 @@ static void renew(struct evd_engine *e, PGconn *c)
                                 sent + e->opts.lease_ms - EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
 }
 
+/*
+ * The split of provider limits between the processes of the database (harness/
+ * ratelimit.h, evd_rl_part): every EXCHANGE_MS the keeper trades this process's demand of
+ * each limit it knows for the other processes' (store/limiters.h) and sets its part of
+ * each. A process that stops reporting stops counting after FRESH_MS.
+ */
+#define EXCHANGE_MS 250
+#define FRESH_MS 1000
+#define DEMANDS_MAX 64
+
+struct demands {
+    const struct evd_hx_demand *d;
+    size_t n;
+};
+
+static void set_part(void *arg, const char *provider, const char *model, const int *others,
+                     size_t n)
+{
+    const struct demands *mine = arg;
+    double o[256];
+    size_t k = n < 256 ? n : 256;
+    for (size_t i = 0; i < k; i++)
+        o[i] = others[i];
+    for (size_t i = 0; i < mine->n; i++)
+        if (strcmp(mine->d[i].provider, provider) == 0 && strcmp(mine->d[i].model, model) == 0)
+            evd_hx_limiter_set_part(provider, model, evd_rl_part(mine->d[i].demand, o, k));
+}
+
+static void exchange_limits(struct evd_engine *e, PGconn *c)
+{
+    struct evd_hx_demand d[DEMANDS_MAX];
+    struct evd_store_demand sd[DEMANDS_MAX];
+    size_t n = evd_hx_limiter_demands(d, DEMANDS_MAX);
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        sd[i] = (struct evd_store_demand){d[i].provider, d[i].model, d[i].demand};
+    struct demands mine = {d, n};
+    struct evd_err err = {0};
+    if (evd_store_limiter_exchange(c, e->owner, sd, n, FRESH_MS, set_part, &mine, &err) !=
+        EVD_OK)
+        evd_log(EVD_LOG_DEBUG, "could not trade the limits' demands", "error", err.msg, NULL);
+}
+
 /* What the keeper does on a notification. */
 static void keeper_notified(void *arg, const char *channel, const char *payload)
 {
@@ -356,8 +403,8 @@ static void *keeper_main(void *arg)
                                            EVD_CHANNEL_JOBS, NULL};
     struct evd_listener *l = evd_engine_listener(e, channels, keeper_notified);
     PGconn *c = l ? evd_listener_conn(l) : NULL;
-    long period = e->opts.lease_ms / 3 < 250 ? e->opts.lease_ms / 3 : 250;
-    int64_t next_renew = 0;
+    long period = e->opts.lease_ms / 3 < EXCHANGE_MS ? e->opts.lease_ms / 3 : EXCHANGE_MS;
+    int64_t next_renew = 0, next_exchange = 0;
     while (c != NULL && !atomic_load(&e->stopping)) {
         if (!evd_listener_wait(l, (int)period, NULL)) {
             c = evd_listener_conn(l);
@@ -366,6 +413,10 @@ static void *keeper_main(void *arg)
         if (evd_mono_ms() >= next_renew) {
             renew(e, c);
             next_renew = evd_mono_ms() + e->opts.lease_ms / 3;
+        }
+        if (evd_mono_ms() >= next_exchange) {
+            exchange_limits(e, c);
+            next_exchange = evd_mono_ms() + EXCHANGE_MS;
         }
     }
     evd_listener_free(l);

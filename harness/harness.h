@@ -29,7 +29,8 @@ struct evd_buf;
 int evd_hx_limiter_render(struct evd_buf *out);
 /*
  * What every provider/model limiter of this process shows now: new reference to
- * [{provider, model, in_flight, waiting, window, limit_rpm, limit_tpm (null: none known),
+ * [{provider, model, in_flight, waiting, window, share, part, limit_rpm, limit_tpm (null:
+ *   none known),
  *   rpm_configured, tpm_configured, calls, throttled, hold_ms (0: no hold), held_until
  *   (epoch ms, or null), limiter_wait_ms}], ordered by provider then model; NULL without
  * memory. A limiter exists once a call to its model was made.
@@ -39,6 +40,21 @@ json_t *evd_hx_limiter_view(void);
  * the providers file's limits): for a test process that runs many cases. No provider call
  * may be in flight. */
 void evd_hx_limiter_forget(void);
+/*
+ * What this process asks of each limit it knows, for the split of a limit between the
+ * processes of a database (harness/ratelimit.h, evd_rl_part; the engine's keeper trades
+ * the figures through the database): a limiter with a known limit has its calls waiting
+ * plus the calls it let through since the last call of this function. Fills out[0..max)
+ * and returns how many.
+ */
+struct evd_hx_demand {
+    char provider[72];
+    char model[256];
+    int demand;
+};
+size_t evd_hx_limiter_demands(struct evd_hx_demand *out, size_t max);
+/* Makes `part` (0, 1] the agreed part of the limit of provider/model (no limiter: none). */
+void evd_hx_limiter_set_part(const char *provider, const char *model, double part);
 
 /* ---- other function sources ----------------------------------------------------------- */
 

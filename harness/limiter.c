@@ -2,7 +2,8 @@
  * The process's rate limiters: one struct evd_rl (harness/ratelimit.h) per provider and
  * model, created at the first call to it and kept until the process ends, each guarded
  * by its own mutex. Lock order: reg_mu (the list) is taken alone, or before an entry's mu
- * only while rendering the metrics or copying the view (GET /v1/providers); a cancel
+ * only while rendering the metrics, copying the view (GET /v1/providers), or reading and
+ * setting the processes' split of a limit (the keeper); a cancel
  * token's mu before an entry's mu (the waker of a waiting call). An entry's mu is never
  * held across a call or an allocation of the view's JSON; waiting calls sleep on it.
  */
@@ -30,6 +31,7 @@ struct evd_hx_limiter {
     pthread_mutex_t mu;
     struct evd_rl rl;
     int64_t waited_ms;    /* what the calls that asked waited in all (under mu) */
+    uint64_t reported_calls; /* rl.calls at the last evd_hx_limiter_demands (under mu) */
     struct waiter *queue; /* the calls waiting, first come first (under mu) */
 };
 
@@ -195,6 +197,42 @@ void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_token
     pthread_mutex_unlock(&l->mu);
 }
 
+size_t evd_hx_limiter_demands(struct evd_hx_demand *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&reg_mu);
+    for (struct evd_hx_limiter *l = reg_head; l != NULL && n < max; l = l->next) {
+        pthread_mutex_lock(&l->mu);
+        if (l->rl.rpm > 0 || l->rl.tpm > 0) {
+            struct evd_hx_demand *d = &out[n++];
+            memcpy(d->provider, l->provider, sizeof(d->provider));
+            memcpy(d->model, l->model, sizeof(d->model));
+            uint64_t sent = l->rl.calls - l->reported_calls;
+            d->demand = l->rl.waiting + (sent > INT32_MAX / 2 ? INT32_MAX / 2 : (int)sent);
+            l->reported_calls = l->rl.calls;
+        }
+        pthread_mutex_unlock(&l->mu);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return n;
+}
+
+void evd_hx_limiter_set_part(const char *provider, const char *model, double part)
+{
+    pthread_mutex_lock(&reg_mu);
+    struct evd_hx_limiter *l = reg_head;
+    while (l != NULL && (strcmp(l->provider, provider) != 0 || strcmp(l->model, model) != 0))
+        l = l->next;
+    if (l != NULL) {
+        pthread_mutex_lock(&l->mu);
+        evd_rl_set_part(&l->rl, evd_mono_ms(), part);
+        if (l->queue != NULL)
+            pthread_cond_signal(&l->queue->cv); /* a larger part may let it go sooner */
+        pthread_mutex_unlock(&l->mu);
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
 /* A Prometheus label value: backslash, quote and newline escaped (model ids come from
  * requests; provider names are letters, digits, '-', '_' and '.'). */
 static void label_escape(const char *s, char *out, size_t outsz)
@@ -220,7 +258,11 @@ int evd_hx_limiter_render(struct evd_buf *out)
         {"evald_provider_waiting", "gauge", "provider calls waiting for the rate limiter"},
         {"evald_provider_window", "gauge", "provider calls the adaptive window allows in flight"},
         {"evald_provider_share", "gauge",
-         "share of a known limit this process takes (cut by 429s from other clients)"},
+         "share of its part of a known limit this process takes (cut by 429s from other "
+         "clients)"},
+        {"evald_provider_part", "gauge",
+         "part of a known limit this process takes by agreement with the other processes of "
+         "its database"},
         {"evald_provider_limit_rpm", "gauge", "requests per minute in force (0: none known)"},
         {"evald_provider_limit_tpm", "gauge", "tokens per minute in force (0: none known)"},
         {"evald_provider_calls_total", "counter", "provider calls the rate limiter let through"},
@@ -241,10 +283,11 @@ int evd_hx_limiter_render(struct evd_buf *out)
             case 1: v = l->rl.waiting; break;
             case 2: v = evd_rl_window(&l->rl); break;
             case 3: v = l->rl.share; break;
-            case 4: v = l->rl.rpm; break;
-            case 5: v = l->rl.tpm; break;
-            case 6: v = (double)l->rl.calls; break;
-            case 7: v = (double)l->rl.throttled; break;
+            case 4: v = l->rl.part; break;
+            case 5: v = l->rl.rpm; break;
+            case 6: v = l->rl.tpm; break;
+            case 7: v = (double)l->rl.calls; break;
+            case 8: v = (double)l->rl.throttled; break;
             default: v = (double)l->waited_ms / 1000.0; break;
             }
             pthread_mutex_unlock(&l->mu);
@@ -263,7 +306,7 @@ struct snap {
     char provider[72];
     char model[256];
     int inflight, waiting, window;
-    double share, rpm, tpm, cfg_rpm, cfg_tpm;
+    double share, part, rpm, tpm, cfg_rpm, cfg_tpm;
     uint64_t calls, throttled;
     int64_t hold_ms, waited_ms;
 };
@@ -301,6 +344,7 @@ json_t *evd_hx_limiter_view(void)
         sn->waiting = l->rl.waiting;
         sn->window = evd_rl_window(&l->rl);
         sn->share = l->rl.share;
+        sn->part = l->rl.part;
         sn->rpm = l->rl.rpm;
         sn->tpm = l->rl.tpm;
         sn->cfg_rpm = l->rl.cfg_rpm;
@@ -323,9 +367,10 @@ json_t *evd_hx_limiter_view(void)
     for (size_t i = 0; i < n; i++) {
         const struct snap *sn = &snaps[i];
         json_t *e = json_pack(
-            "{s:s,s:s,s:i,s:i,s:i,s:f,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider",
+            "{s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:o,s:o,s:b,s:b,s:I,s:I,s:I,s:o,s:I}", "provider",
             sn->provider, "model", sn->model, "in_flight", sn->inflight, "waiting", sn->waiting,
-            "window", sn->window, "share", sn->share, "limit_rpm", limit_json(sn->rpm),
+            "window", sn->window, "share", sn->share, "part", sn->part, "limit_rpm",
+            limit_json(sn->rpm),
             "limit_tpm", limit_json(sn->tpm),
             "rpm_configured", sn->cfg_rpm > 0, "tpm_configured", sn->cfg_tpm > 0, "calls",
             (json_int_t)sn->calls, "throttled", (json_int_t)sn->throttled, "hold_ms",

@@ -30,6 +30,9 @@
  * a second: at the full rate, a process regains 1/SHARE_RECOVERY_S of the limit a second. */
 #define SHARE_RECOVERY_S 20.0
 #define SHARE_MIN 0.02
+/* The least weight of a process with calls waiting in the split of a shared limit. */
+#define PART_FLOOR 0.1
+#define PART_MIN 0.01
 /* A 429 cuts at most this often. */
 #define CUT_INTERVAL_MS 1000
 /* Hold jitter: a hold of d after a 429 lasts d × (1 + U[0, HOLD_JITTER)); a hold until a
@@ -57,11 +60,12 @@ static double capacity(double per_minute)
 }
 
 /* Calls go at HEADROOM of a limit (at exactly the limit, a provider that counts over a
- * rolling window refuses a call now and then at the edge of the window), times the share
- * of it this process has found it may take. */
+ * rolling window refuses a call now and then at the edge of the window), times this
+ * process's part of it (agreed with the other processes) and the share of that part it
+ * has found it may take (429s from other clients). */
 static double pace(const struct evd_rl *rl, double per_minute)
 {
-    return per_minute * HEADROOM * rl->share;
+    return per_minute * HEADROOM * rl->part * rl->share;
 }
 
 static void refill(struct evd_rl *rl, int64_t now)
@@ -99,12 +103,38 @@ void evd_rl_init(struct evd_rl *rl, double rpm, double tpm, int max_inflight, ui
     rl->tok_bucket = rl->tpm > 0 ? capacity(rl->tpm) : 0;
     rl->start_bucket = STARTUP_BURST;
     rl->share = 1;
+    rl->part = 1;
     rl->refilled_ms = now_ms;
     rl->window_max = max_inflight > 0 ? max_inflight : 1;
     rl->window = rl->window_max;
     rl->rng = seed | 1;
     rl->last_cut_ms = INT64_MIN / 2;
     rl->known_since_ms = INT64_MIN / 2; /* configured limits are known from the start */
+}
+
+double evd_rl_part(double mine, const double *others, size_t n)
+{
+    double total = mine > 0 ? mine : 0;
+    for (size_t i = 0; i < n; i++)
+        total += others[i] > 0 ? others[i] : 0;
+    if (total <= 0)
+        return 1; /* nobody waits: whoever calls first may go at the whole limit */
+    double weights = 0;
+    for (size_t i = 0; i < n; i++)
+        if (others[i] > 0)
+            weights += fmax(others[i] / total, PART_FLOOR);
+    if (weights <= 0)
+        return 1; /* alone with calls waiting */
+    double w = mine > 0 ? fmax(mine / total, PART_FLOOR) : PART_FLOOR;
+    return w / (w + weights);
+}
+
+void evd_rl_set_part(struct evd_rl *rl, int64_t now_ms, double part)
+{
+    refill(rl, now_ms); /* what accrued so far accrued at the old pace */
+    if (!(part >= PART_MIN)) /* NaN too */
+        part = PART_MIN;
+    rl->part = part > 1 ? 1 : part;
 }
 
 int evd_rl_window(const struct evd_rl *rl)

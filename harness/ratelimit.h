@@ -21,12 +21,13 @@
  *     1/20 of the limit a second). With no limit known, the concurrency window (at first
  *     the configured maximum) is cut to 70 % of the calls that were in flight, and each
  *     success adds 1/window (about one more call per round trip).
- * With N processes on one provider account each learns the same limit from the headers and
- * first paces at all of it; the sum draws 429s, and each process cuts its own share on the
- * 429s it sees. Multiplicative decrease with additive increase brings N processes to equal
- * shares (the classic AIMD result) and keeps their sum in a band just under the limit: the
- * cut of 15 % against a slow regrowth keeps the oscillation small (docs/harness.md has the
- * measured behaviour).
+ * Processes on one database split a limit they share by agreement (evd_rl_part): each
+ * reports, a few times a second, how many calls wait at each of its limiters, and paces at
+ * its part of the limit, in proportion to what it has waiting (with a floor, so that a
+ * process with little to send is not starved), so that the parts add up to the whole and
+ * the processes' backlogs drain together. A process whose queue empties gives its part up
+ * at its next report. 429s still cut the share (above): they then mean clients beyond
+ * these processes (docs/harness.md has the measured behaviour).
  *
  * The core is pure: every function takes the time as an argument, and randomness comes
  * from the state's own generator (seeded by the caller), so tests replay it exactly. A
@@ -36,6 +37,7 @@
 #define EVD_HARNESS_RATELIMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct evd_rl {
@@ -46,7 +48,10 @@ struct evd_rl {
     int64_t hold_until_ms; /* no call before this */
     double start_bucket;  /* the start-up pace, until the first answer */
     bool answered;        /* an answer (of any status) has come */
-    double share;         /* of a known limit this process takes, (0, 1] */
+    double share;         /* of its part of a known limit this process takes, (0, 1]:
+                             cut by 429s */
+    double part;          /* of a known limit, agreed with the other processes of the
+                             database (evd_rl_part), (0, 1]: 1 alone */
     int64_t known_since_ms; /* when a limit was first learnt */
     double window, window_max;
     int inflight;
@@ -85,6 +90,19 @@ void evd_rl_done(struct evd_rl *rl, int64_t now_ms, long status, double est_toke
 
 /* Calls allowed in flight now (the window, at least 1). */
 int evd_rl_window(const struct evd_rl *rl);
+
+/*
+ * This process's part of a limit that the processes of a database share: `mine` calls
+ * wait here, others[0..n) at each other process that reported some. A process with calls
+ * waiting is weighted by its share of all that waits, at least PART_FLOOR (0.1), and the
+ * weights of all of them are scaled to add up to 1, so every process arrives at a part of
+ * the same split; one alone takes the whole limit; one with nothing waiting takes the
+ * part of a process at the floor (a call that comes before its next report is not held
+ * long, and overshoots the limit little).
+ */
+double evd_rl_part(double mine, const double *others, size_t n);
+/* Paces at `part` of the limit from now on (clamped to [0.01, 1]). */
+void evd_rl_set_part(struct evd_rl *rl, int64_t now_ms, double part);
 
 /*
  * Reads the rate-limit headers of an answer through lookup(ctx, name) (a header's value or

@@ -435,6 +435,87 @@ START_TEST(a_provider_rate_limit_fails_no_run)
 }
 END_TEST
 
+/* The limiter of the stub's model on process `base`: its agreed part of the limit. */
+static double part_of(const char *base)
+{
+    json_t *doc = NULL;
+    json_t *l = provider_limiter(base, "openai", "stub-model", &doc);
+    json_t *v = json_object_get(l, "part");
+    ck_assert_msg(json_is_number(v), "no part in %s", json_dumps(l, JSON_COMPACT));
+    double part = json_number_value(v);
+    json_decref(doc);
+    return part;
+}
+
+/*
+ * Two processes on one database under one limit (20 calls a second): while both have calls
+ * waiting, they split it by agreement (their parts add up to about 1), few calls draw a
+ * 429, every run passes, and the limit holds.
+ */
+START_TEST(two_processes_split_a_limit_by_agreement)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rate_limit\":{\"requests\":20,\"window_ms\":"
+                                              "1000},\"default\":{\"latency_ms\":100}}"),
+                     200);
+    char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {base, "OPENAI_API_KEY=stub-key", "EVALD_WORKERS=32", NULL};
+    struct evd_t_proc p[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(evd_t_evald_start(&p[i], db_url, env), 0);
+    char request[sizeof(REQUEST) + 16];
+    snprintf(request, sizeof(request), "%s", REQUEST);
+    char *at = strstr(request, "\"provider\":\"limited\"");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "\"provider\":\"openai\" ", 20);
+    enum { EVALS = 20 }; /* 80 calls: 4 s at the limit */
+    char ids[EVALS][64];
+    int64_t t0 = evd_mono_ms();
+    for (int i = 0; i < EVALS; i++) {
+        char url[300];
+        snprintf(url, sizeof(url), "%s/v1/evaluations", p[i % 2].base);
+        long status = 0;
+        json_t *started = evd_t_http_json("POST", url, request, &status);
+        ck_assert_int_eq(status, 202);
+        snprintf(ids[i], sizeof(ids[i]), "%s",
+                 json_string_value(json_object_get(started, "evaluation_id")));
+        json_decref(started);
+    }
+    /* Once both have learnt the limit and traded what they ask of it (every 250 ms). */
+    double a = 1, b = 1;
+    for (int64_t t = evd_mono_ms(); evd_mono_ms() - t < 3000; usleep(100 * 1000)) {
+        a = part_of(p[0].base);
+        b = part_of(p[1].base);
+        if (a < 1 && b < 1)
+            break;
+    }
+    /* Each takes a part, not the whole: the parts come from reports a quarter second
+     * apart of queues that drain meanwhile, so their sum is near 1, not exactly 1. */
+    fprintf(stderr, "parts of the two processes: %.3f and %.3f\n", a, b);
+    ck_assert_msg(a < 1 && b < 1 && a + b > 0.5 && a + b < 1.3, "parts %g and %g", a, b);
+    for (int i = 0; i < EVALS; i++)
+        ck_assert_str_eq(evd_t_wait_terminal(p[i % 2].base, ids[i], 120000), "completed");
+    int64_t took = evd_mono_ms() - t0;
+    json_t *st = evd_t_stub_stats(&stub);
+    ck_assert_ptr_nonnull(st);
+    json_int_t refused = json_integer_value(json_object_get(json_object_get(st, "by_status"), "429"));
+    json_int_t answered = json_integer_value(json_object_get(json_object_get(st, "by_status"), "200"));
+    json_decref(st);
+    fprintf(stderr, "%d calls at 20 a second from two processes: %lld ms, %lld answers of 429\n",
+            EVALS * 4, (long long)took, (long long)refused);
+    ck_assert_int_eq(answered, EVALS * 4);
+    ck_assert_msg(refused <= EVALS * 4 / 5, "%lld of %d calls were answered 429",
+                  (long long)refused, EVALS * 4);
+    ck_assert_int_ge(took, 3500); /* 80 calls at 20 a second: the limit held */
+    /* Each process reported what it asked of the limit. */
+    char *owners = evd_t_sql(db_url, "SELECT count(DISTINCT owner) FROM limiter_demand");
+    ck_assert_str_eq(owners, "2");
+    free(owners);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(evd_t_stop(&p[i], SIGTERM, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rate_limits");
@@ -444,6 +525,7 @@ int main(void)
     tcase_add_test(tc, waiting_for_the_limiter_is_not_the_invocation_timeout);
     tcase_add_test(tc, a_provider_rate_limit_fails_no_run);
     tcase_add_test(tc, an_experiment_run_reports_its_wait_for_the_limiter);
+    tcase_add_test(tc, two_processes_split_a_limit_by_agreement);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

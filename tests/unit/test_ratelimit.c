@@ -3,7 +3,8 @@
  * the buckets' pacing, the AIMD window, the jittered hold, and simulations on a virtual
  * clock of one and of two processes against a provider that allows 6,000 requests a
  * minute (100 in any second, 429 with Retry-After beyond) at 500 ms a call: every call
- * gets through, the makespan stays near the limit-bound ideal and few calls draw a 429.
+ * gets through, the makespan stays near the limit-bound ideal and few calls draw a 429;
+ * two processes that split the limit by agreement (evd_rl_part) as well as one.
  */
 #include <check.h>
 #include <math.h>
@@ -216,6 +217,58 @@ START_TEST(with_a_limit_known_a_429_cuts_the_share_and_successes_give_it_back)
 }
 END_TEST
 
+START_TEST(a_shared_limit_is_split_by_what_waits)
+{
+    /* Hand-worked. Two processes with as much waiting split it in halves. */
+    double one[] = {100};
+    ck_assert_double_eq_tol(evd_rl_part(100, one, 1), 0.5, 1e-12);
+    /* 500 against 10: weights 500/510 = 0.98039 and max(10/510, 0.1) = 0.1, scaled to a
+     * sum of 1: 0.98039 / 1.08039 = 0.90744 and 0.1 / 1.08039 = 0.09256. */
+    double ten[] = {10}, five_hundred[] = {500};
+    double big = evd_rl_part(500, ten, 1), small = evd_rl_part(10, five_hundred, 1);
+    ck_assert_double_eq_tol(big, 0.90744, 1e-5);
+    ck_assert_double_eq_tol(small, 0.09256, 1e-5);
+    ck_assert_double_eq_tol(big + small, 1, 1e-12);
+    /* Three processes: 60, 30, 10 of 100 waiting, each above the floor: 0.6, 0.3, 0.1. */
+    double a[] = {30, 10}, b[] = {60, 10}, c[] = {60, 30};
+    ck_assert_double_eq_tol(evd_rl_part(60, a, 2), 0.6, 1e-12);
+    ck_assert_double_eq_tol(evd_rl_part(30, b, 2), 0.3, 1e-12);
+    ck_assert_double_eq_tol(evd_rl_part(10, c, 2), 0.1, 1e-12);
+    /* Alone, or with others that have nothing waiting: the whole limit. */
+    ck_assert_double_eq_tol(evd_rl_part(7, NULL, 0), 1, 1e-12);
+    double idle[] = {0, 0};
+    ck_assert_double_eq_tol(evd_rl_part(7, idle, 2), 1, 1e-12);
+    ck_assert_double_eq_tol(evd_rl_part(0, idle, 2), 1, 1e-12);
+    /* Nothing waiting beside one that has: the part of a process at the floor, 0.1 / 1.1. */
+    ck_assert_double_eq_tol(evd_rl_part(0, one, 1), 0.1 / 1.1, 1e-12);
+
+    /* The part scales the pace: half of 6,000 a minute is 48.5 calls a second at 97 %. */
+    struct evd_rl rl;
+    evd_rl_init(&rl, 6000, 0, 100000, 1, 0);
+    evd_rl_set_part(&rl, 0, 0.5);
+    int64_t now = 0;
+    int sent = 0;
+    while (now < 10000) {
+        int64_t w = evd_rl_acquire(&rl, now, 0);
+        if (w == 0) {
+            sent++;
+            evd_rl_done(&rl, now, 200, 0, -1, NULL);
+        } else {
+            now += w;
+        }
+    }
+    ck_assert_msg(sent >= 485 && sent <= 487, "sent %d", sent);
+    /* A part out of range is clamped: never 0 (nothing would go), never above 1. */
+    evd_rl_set_part(&rl, now, 0);
+    ck_assert_double_eq_tol(rl.part, 0.01, 1e-12);
+    evd_rl_set_part(&rl, now, 3);
+    ck_assert_double_eq_tol(rl.part, 1, 1e-12);
+    evd_rl_set_part(&rl, now, NAN);
+    ck_assert_double_eq_tol(rl.part, 0.01, 1e-12);
+}
+END_TEST
+
+
 START_TEST(holds_are_jittered)
 {
     int64_t lo = INT64_MAX, hi = 0;
@@ -262,7 +315,13 @@ static int accepted_in_window(const struct sim *s, int64_t now)
     return n;
 }
 
-static void simulate(int nproc, int runs, int max_inflight, bool coarse_retry, struct sim *s)
+/* How the processes of a simulation split their limit: each alone (AIMD only), or by
+ * agreement, each reporting what it asks every EXCHANGE_MS (the keeper's period), at
+ * staggered moments, and setting its part from the others' last reports. */
+#define EXCHANGE_MS 250
+
+static void simulate_split(int nproc, int runs, const double *portion, int max_inflight,
+                           bool coarse_retry, bool agreed, struct sim *s)
 {
     memset(s, 0, sizeof(*s));
     struct evd_rl rl[4];
@@ -273,12 +332,28 @@ static void simulate(int nproc, int runs, int max_inflight, bool coarse_retry, s
         double remaining;
         int64_t reset; /* until the oldest request of the window leaves it */
     } flight[4096];
-    int nflight = 0, left[4], done = 0;
+    int nflight = 0, left[4], done = 0, given = 0;
+    double reported[4] = {0};
+    uint64_t calls_reported[4] = {0};
     for (int p = 0; p < nproc; p++) {
         evd_rl_init(&rl[p], 0, 0, max_inflight, 100 + (uint64_t)p, 0);
-        left[p] = runs / nproc;
+        left[p] = p == nproc - 1 ? runs - given : (int)(runs * portion[p]);
+        given += left[p];
     }
     for (int64_t now = 0; done < runs && now < 600000; now++) {
+        /* reports (as evd_hx_limiter_demands counts: waiting, and sent since the last) */
+        for (int p = 0; agreed && p < nproc; p++) {
+            if ((now + p * EXCHANGE_MS / nproc) % EXCHANGE_MS != 0)
+                continue;
+            reported[p] = left[p] + (double)(rl[p].calls - calls_reported[p]);
+            calls_reported[p] = rl[p].calls;
+            double others[4];
+            int k = 0;
+            for (int q = 0; q < nproc; q++)
+                if (q != p)
+                    others[k++] = reported[q];
+            evd_rl_set_part(&rl[p], now, evd_rl_part(reported[p], others, (size_t)k));
+        }
         /* answers */
         for (int i = 0; i < nflight;) {
             if (flight[i].ends > now) {
@@ -321,6 +396,12 @@ static void simulate(int nproc, int runs, int max_inflight, bool coarse_retry, s
         s->makespan = now;
     }
     ck_assert_int_eq(done, runs);
+}
+
+static void simulate(int nproc, int runs, int max_inflight, bool coarse_retry, struct sim *s)
+{
+    const double even[] = {0.5, 0.5};
+    simulate_split(nproc, runs, even, max_inflight, coarse_retry, false, s);
 }
 
 static void report(const char *what, const struct sim *s)
@@ -369,6 +450,39 @@ START_TEST(two_processes_share_the_limit)
 }
 END_TEST
 
+/*
+ * Two processes that split the limit by agreement (harness/ratelimit.h, evd_rl_part): the
+ * parts add up to the limit, so they draw no more 429s than one process does (those of
+ * the start, before the limit is known), and a process with more to send gets more of the
+ * limit, so that both finish together, however unevenly the runs were split. Without the
+ * agreement, the process with more runs finishes alone at its cut share.
+ */
+START_TEST(two_processes_split_the_limit_by_agreement)
+{
+    static struct sim s;
+    double ideal = 2048.0 / LIMIT * 1000.0;
+    const double portions[][2] = {{0.5, 0.5}, {0.7, 0.3}, {0.9, 0.1}};
+    for (size_t i = 0; i < sizeof(portions) / sizeof(portions[0]); i++) {
+        char what[80];
+        simulate_split(2, 2048, portions[i], 1024, false, true, &s);
+        snprintf(what, sizeof(what), "2 processes by agreement, %.0f/%.0f",
+                 100 * portions[i][0], 100 * portions[i][1]);
+        report(what, &s);
+        ck_assert_msg(s.throttled <= s.calls / 50, "%d of %d calls answered 429", s.throttled,
+                      s.calls);
+        ck_assert_msg(s.makespan <= 1.1 * ideal + LATENCY_MS, "makespan %lld ms",
+                      (long long)s.makespan);
+        double agreed = (double)s.makespan;
+        simulate_split(2, 2048, portions[i], 1024, false, false, &s);
+        snprintf(what, sizeof(what), "2 processes alone, %.0f/%.0f", 100 * portions[i][0],
+                 100 * portions[i][1]);
+        report(what, &s);
+        ck_assert_msg(agreed <= (double)s.makespan, "agreed %.0f ms, alone %lld ms", agreed,
+                      (long long)s.makespan);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ratelimit");
@@ -382,8 +496,10 @@ int main(void)
     tcase_add_test(tc, with_no_limit_known_a_429_cuts_the_window_to_what_was_in_flight);
     tcase_add_test(tc, with_a_limit_known_a_429_cuts_the_share_and_successes_give_it_back);
     tcase_add_test(tc, holds_are_jittered);
+    tcase_add_test(tc, a_shared_limit_is_split_by_what_waits);
     tcase_add_test(tc, one_process_reaches_the_limit_with_few_429s);
     tcase_add_test(tc, two_processes_share_the_limit);
+    tcase_add_test(tc, two_processes_split_the_limit_by_agreement);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
