@@ -142,20 +142,24 @@ static void created(void *arg, enum evd_code rc, int enqueued, const struct evd_
 
 /* Creates the evaluation of a normalized, checked request through the starter (its batch
  * claims the first runs for idle workers; engine/starter.c), which answers `done`. Holds
- * no connection. Returns EVD_OK when the start is on its way (done will be called), else
- * the error, and done is not called. */
+ * no connection. Steals `normalized`: the starter's thread owns it from here (view, which
+ * points into it, is not used after), so that no json_t is seen by two threads. Returns
+ * EVD_OK when the start is on its way (done will be called), else the error, and done is
+ * not called. */
 static enum evd_code create(struct evd_engine *e, json_t *normalized,
                             const struct evd_request_view *view, uint32_t concurrency,
                             const char *source_id, evd_eval_started_fn done, void *arg,
                             struct evd_err *err)
 {
     struct start_call *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    evd_new_id("eval_", s->id, sizeof(s->id));
-    json_t *runs = evd_plan_build(s->id, view->runs, view->order);
+    json_t *runs = NULL;
+    if (s != NULL) {
+        evd_new_id("eval_", s->id, sizeof(s->id));
+        runs = evd_plan_build(s->id, view->runs, view->order);
+    }
     if (runs == NULL) {
         free(s);
+        json_decref(normalized);
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     }
     snprintf(s->source_id, sizeof(s->source_id), "%s", source_id ? source_id : "");
@@ -163,7 +167,6 @@ static enum evd_code create(struct evd_engine *e, json_t *normalized,
     s->arg = arg;
     const struct evd_store_new_eval item = {s->id, normalized, (int)concurrency, runs, source_id};
     evd_engine_create_later(e, &item, created, s);
-    json_decref(runs);
     return EVD_OK;
 }
 
@@ -190,7 +193,7 @@ static void start_waited(void *arg, enum evd_code rc, json_t *response, const st
     pthread_mutex_unlock(&w->mu);
 }
 
-/* create(), waiting for the answer. */
+/* create(), waiting for the answer; steals `normalized` as create() does. */
 static enum evd_code create_wait(struct evd_engine *e, json_t *normalized,
                                  const struct evd_request_view *view, uint32_t concurrency,
                                  const char *source_id, json_t **response, struct evd_err *err)
@@ -245,7 +248,6 @@ enum evd_code evd_eval_start(struct evd_engine *e, json_t *request, json_t **res
     enum evd_code rc = check_start(e, request, &normalized, &view, &concurrency, err);
     if (rc == EVD_OK)
         rc = create_wait(e, normalized, &view, concurrency, NULL, response, err);
-    json_decref(normalized);
     return rc;
 }
 
@@ -258,7 +260,6 @@ enum evd_code evd_eval_start_async(struct evd_engine *e, json_t *request, evd_ev
     enum evd_code rc = check_start(e, request, &normalized, &view, &concurrency, err);
     if (rc == EVD_OK)
         rc = create(e, normalized, &view, concurrency, NULL, done, arg, err);
-    json_decref(normalized);
     return rc;
 }
 
@@ -294,7 +295,8 @@ enum evd_code evd_eval_rerun(struct evd_engine *e, json_t *request, json_t **res
     }
     if (rc == EVD_OK)
         rc = create_wait(e, req, &view, (uint32_t)src.concurrency, id, response, err);
-    json_decref(req);
+    else
+        json_decref(req);
     evd_store_eval_clear(&src);
     return rc;
 }

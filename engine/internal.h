@@ -229,10 +229,12 @@ void *evd_engine_starter_main(void *arg);
  * rc is not EVD_OK (borrowed for the call). */
 typedef void (*evd_engine_created_fn)(void *arg, enum evd_code rc, int enqueued,
                                       const struct evd_err *err);
-/* Creates an evaluation (item's parts are borrowed; the starter keeps references)
- * through the starter, which writes it in a batch and calls done(arg, ...) once, from its
- * thread, when the batch is committed (or on the caller's thread, on a pool connection,
- * when the engine has no threads); the starter wakes workers for the jobs nobody claimed. */
+/* Creates an evaluation through the starter, which writes it in a batch and calls
+ * done(arg, ...) once, from its thread, when the batch is committed (or on the caller's
+ * thread, on a pool connection, when the engine has no threads); the starter wakes
+ * workers for the jobs nobody claimed. Steals item->request and item->runs (the caller
+ * must not touch them again: a json_t is never seen by two threads); the strings are
+ * copied. */
 void evd_engine_create_later(struct evd_engine *e, const struct evd_store_new_eval *item,
                              evd_engine_created_fn done, void *arg);
 /* A worker's last act: waits for its write, then lets the writer stop when all are done. */

@@ -153,13 +153,15 @@ void evd_engine_create_later(struct evd_engine *e, const struct evd_store_new_ev
     if (p == NULL) {
         struct evd_err err = {0};
         evd_err_set(&err, EVD_ENOMEM, "out of memory");
+        json_decref((json_t *)item->request);
+        json_decref((json_t *)item->runs);
         done(arg, EVD_ENOMEM, 0, &err);
         return;
     }
     snprintf(p->id, sizeof(p->id), "%s", item->id);
     snprintf(p->source_id, sizeof(p->source_id), "%s", item->source_id ? item->source_id : "");
-    p->request = json_incref((json_t *)item->request);
-    p->runs = json_incref((json_t *)item->runs);
+    p->request = (json_t *)item->request; /* stolen */
+    p->runs = (json_t *)item->runs;
     p->concurrency = item->concurrency;
     p->done = done;
     p->arg = arg;
