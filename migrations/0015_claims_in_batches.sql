@@ -155,29 +155,13 @@ RETURNS TABLE (o_index integer, o_result integer, o_job_left bigint, o_outcome t
                o_job_id bigint, o_kind text, o_evaluation_id text, o_run_position integer,
                o_job_attempts integer, o_ref text, o_attempt integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-    f record;
 BEGIN
-    FOR f IN SELECT * FROM evald_finish_runs(p_runs, p_now, p_owner) LOOP
-        o_index := f.o_index;
-        o_result := f.o_result;
-        o_job_left := f.o_job_left;
-        RETURN NEXT;
-    END LOOP;
-    o_index := NULL;
-    o_result := NULL;
-    o_job_left := NULL;
-    FOR f IN SELECT * FROM evald_claim_many(p_owner, p_lease_ms, p_now, p_max_attempts,
-                                            p_claims) LOOP
-        o_outcome := f.o_outcome;
-        o_job_id := f.o_job_id;
-        o_kind := f.o_kind;
-        o_evaluation_id := f.o_evaluation_id;
-        o_run_position := f.o_run_position;
-        o_job_attempts := f.o_job_attempts;
-        o_ref := f.o_ref;
-        o_attempt := f.o_attempt;
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY SELECT f.o_index, f.o_result, f.o_job_left, NULL::text, NULL::bigint,
+                        NULL::text, NULL::text, NULL::integer, NULL::integer, NULL::text,
+                        NULL::integer
+                 FROM evald_finish_runs(p_runs, p_now, p_owner) f;
+    RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::bigint, c.*
+                 FROM evald_claim_many(p_owner, p_lease_ms, p_now, p_max_attempts,
+                                       p_claims) c;
 END
 $$;

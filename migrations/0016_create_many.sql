@@ -25,19 +25,8 @@ BEGIN
                                  coalesce(r.v->>'source', ''), r.v->'runs', p_now, p_owner);
         RETURN NEXT;
     END LOOP;
-    o_index := NULL;
-    o_result := NULL;
-    FOR r IN SELECT * FROM evald_claim_many(p_owner, p_lease_ms, p_now, p_max_attempts,
-                                            p_claims) LOOP
-        o_outcome := r.o_outcome;
-        o_job_id := r.o_job_id;
-        o_kind := r.o_kind;
-        o_evaluation_id := r.o_evaluation_id;
-        o_run_position := r.o_run_position;
-        o_job_attempts := r.o_job_attempts;
-        o_ref := r.o_ref;
-        o_attempt := r.o_attempt;
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY SELECT NULL::integer, NULL::integer, c.*
+                 FROM evald_claim_many(p_owner, p_lease_ms, p_now, p_max_attempts,
+                                       p_claims) c;
 END
 $$;

@@ -26,6 +26,26 @@ static char *dump_or_null(const json_t *v)
     return evd_json_compact(v, NULL);
 }
 
+/* Appends o (stolen; NULL when it could not be made) to the array *a of a batch's
+ * parameter; without memory the array is dropped (*a NULL), and so is what comes after. */
+static void append(json_t **a, json_t *o)
+{
+    if (*a != NULL && (o == NULL || json_array_append_new(*a, o) != 0)) {
+        json_decref(*a);
+        *a = NULL;
+    } else if (*a == NULL) {
+        json_decref(o);
+    }
+}
+
+/* The text of a batch's array parameter (malloc'd; NULL without memory); drops it. */
+static char *array_text(json_t *a)
+{
+    char *text = a != NULL ? dump_or_null(a) : NULL;
+    json_decref(a);
+    return text;
+}
+
 /* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
  * o_run_position, o_job_attempts, o_ref, o_attempt: evald_claim_next's, migrations/0015)
  * of row `row`. */
@@ -116,16 +136,11 @@ enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval 
     json_t *array = json_array();
     for (size_t i = 0; array != NULL && i < n; i++) {
         const struct evd_store_new_eval *it = &items[i];
-        json_t *o = json_pack("{s:s, s:O, s:i, s:s, s:O}", "id", it->id, "request", it->request,
-                              "concurrency", it->concurrency, "source",
-                              it->source_id ? it->source_id : "", "runs", it->runs);
-        if (o == NULL || json_array_append_new(array, o) != 0) {
-            json_decref(array);
-            array = NULL;
-        }
+        append(&array, json_pack("{s:s, s:O, s:i, s:s, s:O}", "id", it->id, "request",
+                                 it->request, "concurrency", it->concurrency, "source",
+                                 it->source_id ? it->source_id : "", "runs", it->runs));
     }
-    char *text = array != NULL ? dump_or_null(array) : NULL;
-    json_decref(array);
+    char *text = array_text(array);
     if (text == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     char now_s[32], want[16], lease[32], max[16];
@@ -613,20 +628,14 @@ enum evd_code evd_store_evals_finish(PGconn *c, const struct evd_store_final *it
             json_object_set_new(payload, "eligible", json_boolean(f->eligible_event));
         char event_id[48];
         evd_new_id("evt_", event_id, sizeof(event_id));
-        json_t *o = payload == NULL ? NULL
-                                    : json_pack("{s:s, s:s, s:O, s:o, s:s, s:o}", "id", f->id,
-                                                "status", f->status, "report", f->report,
-                                                "eligible",
-                                                f->eligible < 0 ? json_null()
-                                                                : json_boolean(f->eligible),
-                                                "event_id", event_id, "payload", payload);
-        if (o == NULL || json_array_append_new(array, o) != 0) {
-            json_decref(array);
-            array = NULL;
-        }
+        append(&array, payload == NULL
+                           ? NULL
+                           : json_pack("{s:s, s:s, s:O, s:o, s:s, s:o}", "id", f->id, "status",
+                                       f->status, "report", f->report, "eligible",
+                                       f->eligible < 0 ? json_null() : json_boolean(f->eligible),
+                                       "event_id", event_id, "payload", payload));
     }
-    char *text = array != NULL ? dump_or_null(array) : NULL;
-    json_decref(array);
+    char *text = array_text(array);
     if (text == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     char ts[32];

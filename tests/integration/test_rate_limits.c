@@ -54,6 +54,16 @@ static const char REQUEST[] =
     "\"eval::assert::normalized_text\",\"arguments\":{\"expected\":\"OK\"}},\"runs\":2,"
     "\"limits\":{\"execution\":{\"invocation_timeout_seconds\":1}}}";
 
+/* REQUEST with the stub's limits learnt from its headers: provider "openai" (the built-in
+ * one, pointed at the stub) instead of "limited", whose limits are configured. */
+static void openai_request(char out[sizeof(REQUEST) + 16])
+{
+    snprintf(out, sizeof(REQUEST) + 16, "%s", REQUEST);
+    char *at = strstr(out, "\"provider\":\"limited\"");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "\"provider\":\"openai\" ", 20); /* same length as the limited one */
+}
+
 /* The value of the series `name{labels}` in a Prometheus text, or -1. */
 static double metric(const char *text, const char *series)
 {
@@ -361,10 +371,7 @@ START_TEST(a_provider_rate_limit_fails_no_run)
     enum { EVALS = 6 };
     char ids[EVALS][64];
     char request[sizeof(REQUEST) + 16];
-    snprintf(request, sizeof(request), "%s", REQUEST);
-    char *at = strstr(request, "\"provider\":\"limited\"");
-    ck_assert_ptr_nonnull(at);
-    memcpy(at, "\"provider\":\"openai\" ", 20); /* same length as the limited one */
+    openai_request(request);
     int64_t t0 = evd_mono_ms();
     for (int i = 0; i < EVALS; i++) {
         long status = 0;
@@ -464,10 +471,7 @@ START_TEST(two_processes_split_a_limit_by_agreement)
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(evd_t_evald_start(&p[i], db_url, env), 0);
     char request[sizeof(REQUEST) + 16];
-    snprintf(request, sizeof(request), "%s", REQUEST);
-    char *at = strstr(request, "\"provider\":\"limited\"");
-    ck_assert_ptr_nonnull(at);
-    memcpy(at, "\"provider\":\"openai\" ", 20);
+    openai_request(request);
     enum { EVALS = 20 }; /* 80 calls: 4 s at the limit */
     char ids[EVALS][64];
     int64_t t0 = evd_mono_ms();

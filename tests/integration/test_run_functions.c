@@ -69,11 +69,9 @@ static long long q_int(const char *fmt, ...)
     return n;
 }
 
-/* An evaluation of `pairs` pairs (control first in each) with `concurrency`, through
- * the store (evald_create); its id is "eval_<tag>". */
-static void create_eval(const char *tag, int pairs, int concurrency, char id[64])
+/* The planned runs of an evaluation of `pairs` pairs, as evd_store_eval_insert takes them. */
+static json_t *plan_of(const char *id, int pairs)
 {
-    snprintf(id, 64, "eval_%s", tag);
     json_t *runs = json_array();
     for (int p = 0; p < pairs; p++)
         for (int k = 0; k < 2; k++) {
@@ -86,6 +84,15 @@ static void create_eval(const char *tag, int pairs, int concurrency, char id[64]
                                 k == 0 ? "control" : "treatment", "iteration", p + 1,
                                 "pair_position", k + 1, "session_id", session));
         }
+    return runs;
+}
+
+/* An evaluation of `pairs` pairs (control first in each) with `concurrency`, through
+ * the store (evald_create); its id is "eval_<tag>". */
+static void create_eval(const char *tag, int pairs, int concurrency, char id[64])
+{
+    snprintf(id, 64, "eval_%s", tag);
+    json_t *runs = plan_of(id, pairs);
     json_t *request = json_pack("{s:s}", "dimension", "prompt");
     struct evd_err err = {0};
     ck_assert_msg(evd_store_eval_insert(c, id, request, concurrency, runs, NULL, 1000, NULL, NULL, &err) ==
@@ -449,24 +456,6 @@ START_TEST(batch_that_fails_claims_nothing)
                      1);
 }
 END_TEST
-
-/* The planned runs of an evaluation of `pairs` pairs, as evd_store_eval_insert takes them. */
-static json_t *plan_of(const char *id, int pairs)
-{
-    json_t *runs = json_array();
-    for (int p = 0; p < pairs; p++)
-        for (int k = 0; k < 2; k++) {
-            char run_id[32], session[96];
-            snprintf(run_id, sizeof(run_id), "%s-%d", k == 0 ? "control" : "treatment", p + 1);
-            snprintf(session, sizeof(session), "%s_%c_%d", id, k == 0 ? 'c' : 't', p + 1);
-            json_array_append_new(
-                runs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:s}", "execution_position",
-                                2 * p + k + 1, "run_id", run_id, "role",
-                                k == 0 ? "control" : "treatment", "iteration", p + 1,
-                                "pair_position", k + 1, "session_id", session));
-        }
-    return runs;
-}
 
 START_TEST(batch_of_starts_claims_for_idle_workers)
 {

@@ -120,6 +120,22 @@ static void launch(struct start *s, const char *base, const char *prompt)
     ck_assert_int_eq(pthread_create(&s->thread, NULL, post_start, s), 0);
 }
 
+/* Two starts that hold both starter threads (their batches' transactions sleep), then,
+ * once they do, n more into starts[], whose prompts are `word` and their index, but for
+ * start `refused` (-1: none), whose prompt starts with "refuse". */
+static void launch_behind_holds(const char *base, struct start holds[2], struct start *starts,
+                                int n, const char *word, int refused)
+{
+    launch(&holds[0], base, "hold 1");
+    launch(&holds[1], base, "hold 2");
+    usleep(300 * 1000);
+    for (int i = 0; i < n; i++) {
+        char prompt[32];
+        snprintf(prompt, sizeof(prompt), "%s %d", i == refused ? "refuse" : word, i);
+        launch(&starts[i], base, prompt);
+    }
+}
+
 static long long q_int(const char *sql)
 {
     char *v = evd_t_sql(db_url, sql);
@@ -137,14 +153,7 @@ START_TEST(starts_share_batches_that_claim_their_first_runs)
     install_triggers(1.5);
     /* Both starter threads held by a batch each, the other starts queue behind them. */
     static struct start holds[2], starts[N];
-    launch(&holds[0], p.base, "hold 1");
-    launch(&holds[1], p.base, "hold 2");
-    usleep(300 * 1000);
-    for (int i = 0; i < N; i++) {
-        char prompt[32];
-        snprintf(prompt, sizeof(prompt), "hold %d", i + 3);
-        launch(&starts[i], p.base, prompt);
-    }
+    launch_behind_holds(p.base, holds, starts, N, "hold", -1);
     /* Meanwhile the two HTTP threads answer other requests at once: the starts wait for
      * their batch (every one of which is held) without holding them. */
     usleep(300 * 1000);
@@ -187,14 +196,8 @@ START_TEST(a_refused_start_fails_alone)
     start_evald(&p);
     install_triggers(1.0);
     static struct start holds[2], starts[N];
-    launch(&holds[0], p.base, "hold 1");
-    launch(&holds[1], p.base, "hold 2");
-    usleep(300 * 1000);
-    for (int i = 0; i < N; i++) {
-        char prompt[32];
-        snprintf(prompt, sizeof(prompt), i == N / 2 ? "refuse %d" : "start %d", i);
-        launch(&starts[i], p.base, prompt);
-    }
+    /* One of them refused: its batch fails, and it alone when the batch is taken again. */
+    launch_behind_holds(p.base, holds, starts, N, "start", N / 2);
     for (int i = 0; i < 2; i++)
         pthread_join(holds[i].thread, NULL);
     for (int i = 0; i < N; i++) {

@@ -112,22 +112,30 @@ START_TEST(anthropic_headers_are_learned)
 }
 END_TEST
 
+/* Calls that end at once, as fast as the limiter lets them go, for `ms` virtual
+ * milliseconds from `*now` (which moves on): how many went. */
+static int paced_calls(struct evd_rl *rl, int64_t *now, int64_t ms)
+{
+    int sent = 0;
+    for (int64_t end = *now + ms; *now < end;) {
+        int64_t w = evd_rl_acquire(rl, *now, 0);
+        if (w == 0) {
+            sent++;
+            evd_rl_done(rl, *now, 200, 0, -1, NULL);
+        } else {
+            *now += w;
+        }
+    }
+    return sent;
+}
+
 START_TEST(buckets_pace_at_the_configured_rate)
 {
     struct evd_rl rl;
     evd_rl_init(&rl, 6000, 0, 100000, 1, 0);
     /* Calls that end at once, for 10 virtual seconds: one second of burst, then 100/s. */
     int64_t now = 0;
-    int sent = 0;
-    while (now < 10000) {
-        int64_t w = evd_rl_acquire(&rl, now, 0);
-        if (w == 0) {
-            sent++;
-            evd_rl_done(&rl, now, 200, 0, -1, NULL);
-        } else {
-            now += w;
-        }
-    }
+    int sent = paced_calls(&rl, &now, 10000);
     /* Evenly spaced at 97 % of 100/s: 970 in 10 s, plus the one the bucket starts with. */
     ck_assert_msg(sent >= 970 && sent <= 972, "sent %d", sent);
 
@@ -247,16 +255,7 @@ START_TEST(a_shared_limit_is_split_by_what_waits)
     evd_rl_init(&rl, 6000, 0, 100000, 1, 0);
     evd_rl_set_part(&rl, 0, 0.5);
     int64_t now = 0;
-    int sent = 0;
-    while (now < 10000) {
-        int64_t w = evd_rl_acquire(&rl, now, 0);
-        if (w == 0) {
-            sent++;
-            evd_rl_done(&rl, now, 200, 0, -1, NULL);
-        } else {
-            now += w;
-        }
-    }
+    int sent = paced_calls(&rl, &now, 10000);
     ck_assert_msg(sent >= 485 && sent <= 487, "sent %d", sent);
     /* A part out of range is clamped: never 0 (nothing would go), never above 1. */
     evd_rl_set_part(&rl, now, 0);
