@@ -288,6 +288,7 @@ static void sse_emit(struct evd_sse *base)
             base->done = true;
         } else {
             evd_buf_printf(&base->pending, ": database unavailable, retrying\n\n");
+            base->retry = true;
         }
         return;
     }

@@ -279,6 +279,7 @@ static void emit_progress(struct evd_sse *base)
             base->done = true;
         } else {
             evd_buf_printf(&base->pending, ": could not read the experiment, retrying\n\n");
+            base->retry = true;
         }
         return;
     }

@@ -182,6 +182,7 @@ static void emit_session(struct evd_sse *base)
             base->done = true;
         } else {
             evd_buf_printf(&base->pending, ": could not read the session, retrying\n\n");
+            base->retry = true;
         }
         return;
     }
@@ -206,6 +207,7 @@ static void emit_comparison(struct evd_sse *base)
             base->done = true;
         } else {
             evd_buf_printf(&base->pending, ": could not read the sessions, retrying\n\n");
+            base->retry = true;
         }
         return;
     }

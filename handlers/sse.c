@@ -50,6 +50,13 @@ static enum step next_step(struct evd_sse *s)
     int w = evd_engine_wait(s->engine, s->sub, 0);
     if (w > 0)
         s->changed = true;
+    if (s->retry) {
+        /* The last emit could not read the state: read it again soon, as after a change
+         * that settles for EVD_SSE_RETRY_MS. */
+        s->retry = false;
+        s->changed = true;
+        s->settle_at = now + EVD_SSE_RETRY_MS;
+    }
     if (w < 0 || h->stop) {
         st = STEP_END;
     } else if (s->changed && s->settle_at == 0 && s->settle != NULL) {

@@ -25,6 +25,8 @@
 #include "handlers/api.h"
 
 #define EVD_SSE_KEEPALIVE_MS 15000
+/* A stream whose state could not be read reads it again after this long. */
+#define EVD_SSE_RETRY_MS 1000
 
 struct evd_sse_hub;
 
@@ -35,6 +37,10 @@ struct evd_sse {
     struct evd_buf pending;       /* queued bytes not read yet */
     size_t off;
     bool started, done;
+    /* Set by emit when it could not read the state (the database is away, the pool busy):
+     * the stream reads it again after EVD_SSE_RETRY_MS, without waiting for another
+     * change, which may never come (the last change of an evaluation or experiment). */
+    bool retry;
     /* Queues the events of the current state (started is false the first time); sets
      * done to end the stream after them. Runs on a server thread: may read the database,
      * must not wait for changes. */

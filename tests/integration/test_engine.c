@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -703,6 +704,78 @@ START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
 END_TEST
 
 /*
+ * A stream whose read of the state fails reads it again a second later, instead of
+ * waiting for another change: the evaluation's last change, whose read found the
+ * handlers' one pool connection held (by a request that waits for a lock) for the 5 s a
+ * read waits, still reaches the stream, which ends with the terminal status.
+ */
+START_TEST(a_stream_reads_again_after_a_failed_read)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
+                                              "\"RETRY\"},\"latency_ms\":1500,\"reply\":{"
+                                              "\"text\":\"OK\"}}],\"default\":{\"reply\":"
+                                              "{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_DB_POOL_SIZE=1", NULL);
+    char *body = small_request("RETRY", 1, 1);
+    char *id = start_eval(p.base, body);
+    free(body);
+    struct stream_arg st = {.rc = -1}, ds = {.rc = -1};
+    snprintf(st.url, sizeof(st.url), "%s/v1/evaluations/%s/events", p.base, id);
+    snprintf(ds.url, sizeof(ds.url), "%s/v1/datasets", p.base);
+    pthread_t ts, td;
+    pthread_create(&ts, NULL, read_stream, &st);
+    usleep(300 * 1000);
+    /* The listing of datasets waits for a lock the test holds, on the pool's connection. */
+    PGconn *lock = PQconnectdb(db_url);
+    ck_assert_int_eq(PQstatus(lock), CONNECTION_OK);
+    PGresult *lr = PQexec(lock, "BEGIN; LOCK TABLE datasets IN ACCESS EXCLUSIVE MODE");
+    ck_assert_msg(PQresultStatus(lr) == PGRES_COMMAND_OK, "%s", PQerrorMessage(lock));
+    PQclear(lr);
+    pthread_create(&td, NULL, read_stream, &ds); /* a GET, read to its end */
+    /* The evaluation ends meanwhile (its two calls take 3 s). The stream's read of the
+     * first run's end waits 5 s for the pool and fails; the read of the changes that came
+     * meanwhile, the evaluation's last, fails 5 s later, and no change comes after it. */
+    char q[200];
+    snprintf(q, sizeof(q), "SELECT status FROM evaluations WHERE id = '%s'", id);
+    char *status = NULL;
+    for (int64_t t0 = evd_mono_ms(); evd_mono_ms() - t0 < 20000; usleep(100 * 1000)) {
+        free(status);
+        status = evd_t_sql(db_url, q);
+        if (status != NULL && strcmp(status, "completed") == 0)
+            break;
+    }
+    ck_assert_str_eq(status, "completed");
+    free(status);
+    usleep(11000 * 1000);
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    pthread_join(td, NULL);
+    ck_assert_int_eq(ds.resp.status, 200);
+    ck_assert_msg(ds.resp.elapsed_ms > 13000, "the listing took %ld ms", ds.resp.elapsed_ms);
+    evd_t_resp_free(&ds.resp);
+    /* Read again within a second or so: the stream ends with the terminal status. */
+    int64_t t1 = evd_mono_ms();
+    pthread_join(ts, NULL);
+    ck_assert_msg(evd_mono_ms() - t1 < 5000, "the stream ended %lld ms after the pool was free",
+                  (long long)(evd_mono_ms() - t1));
+    ck_assert_int_eq(st.rc, 0);
+    ck_assert_msg(strstr(st.resp.body, ": database unavailable, retrying") != NULL, "%s",
+                  st.resp.body);
+    const char *last = NULL;
+    for (const char *x = strstr(st.resp.body, "event: status"); x;
+         x = strstr(x + 1, "event: status"))
+        last = x;
+    ck_assert_msg(last != NULL && strstr(last, "\"status\":\"completed\"") != NULL, "%s",
+                  st.resp.body);
+    evd_t_resp_free(&st.resp);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+/*
  * A burst of evaluations finishing together is finalized in batches, by the finalizer and
  * its helper, and an evaluation whose finalization fails holds back no other.
  *
@@ -839,6 +912,7 @@ int main(void)
     tcase_add_test(tc, graceful_stop_hands_runs_back);
     tcase_add_test(tc, sigterm_ends_open_streams_and_exits_cleanly);
     tcase_add_test(tc, a_burst_of_finishes_is_finalized_in_batches);
+    tcase_add_test(tc, a_stream_reads_again_after_a_failed_read);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
