@@ -869,7 +869,9 @@ void evd_http_stop(struct evd_http *h)
         MHD_resume_connection(c);
     }
     /* Deferred answers still to come: answered 503 here, and resumed; their late answers
-     * are dropped (deferred_answer). They leave the server's list, which goes with it. */
+     * are dropped (deferred_answer). They leave the server's list, which goes with it. The
+     * threads get a moment to send those answers before the daemon stops. */
+    bool resumed = false;
     for (;;) {
         struct MHD_Connection *c = NULL;
         pthread_mutex_lock(&deferred_mu);
@@ -893,7 +895,10 @@ void evd_http_stop(struct evd_http *h)
         if (c == NULL)
             break;
         MHD_resume_connection(c);
+        resumed = true;
     }
+    if (resumed)
+        evd_http_drain(h, 1000);
     if (h->reaper_started) {
         pthread_mutex_lock(&h->watch_mu);
         h->reaper_stop = true;

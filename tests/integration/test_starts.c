@@ -255,7 +255,10 @@ START_TEST(a_start_outliving_the_server_is_answered_503)
     usleep(500 * 1000);
     ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
     pthread_join(s.thread, NULL);
-    ck_assert_int_eq(s.status, 503);
+    /* 503, or, when the daemon closed the connection before its thread sent that (the
+     * server gives it a second), no answer: never a 202 for a start the client cannot be
+     * sure of. */
+    ck_assert_msg(s.status == 503 || s.status == 0, "the start answered %ld", s.status);
     ck_assert_int_eq(evd_t_wait(&p, 30000), 0);
     /* Written after all (a 503 at a stop does not say it was not), and its first run
      * pending again, free for the next process. */
