@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "engine/engine.h"
 
 struct evd_sse_hub {
@@ -79,6 +80,56 @@ static enum step next_step(struct evd_sse *s)
     return st;
 }
 
+/* FNV-1a of the queued bytes from `from` on. */
+static uint64_t digest(const struct evd_buf *b, size_t from)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = from; i < b->len; i++)
+        h = (h ^ (unsigned char)b->data[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Where the last queued event begins (0 when none does). */
+static size_t last_event(const struct evd_buf *b)
+{
+    for (size_t i = b->len; i-- > 0;)
+        if ((i == 0 || b->data[i - 1] == '\n') && b->len - i >= 7 &&
+            memcmp(b->data + i, "event: ", 7) == 0)
+            return i;
+    return 0;
+}
+
+/* An emit; remembers its last event (every emit ends with the whole state: the status or
+ * progress event, or the session), which is all an emit queues when nothing changed. */
+static void emit(struct evd_sse *s)
+{
+    s->emit(s);
+    if (!s->retry)
+        s->last_emitted = digest(&s->pending, last_event(&s->pending));
+}
+
+/*
+ * At a keep-alive: the state read again, sent only when it is more than the last event
+ * sent (an emit that finds nothing new queues just that), which means a change came
+ * without its notification (or just before it); else a keep-alive comment. Changes are
+ * announced by NOTIFY, which PostgreSQL does not keep for a listener that is
+ * reconnecting: without this a stream could wait for ever for the last change of an
+ * evaluation or experiment that had already happened.
+ */
+static void emit_again(struct evd_sse *s)
+{
+    s->emit(s);
+    if (s->retry)
+        return; /* its comment is the keep-alive; the read is tried again soon */
+    if (digest(&s->pending, 0) == s->last_emitted && !s->done) {
+        s->pending.len = 0;
+        evd_buf_printf(&s->pending, ": keep-alive\n\n");
+        return;
+    }
+    s->last_emitted = digest(&s->pending, last_event(&s->pending));
+    evd_log(EVD_LOG_INFO, "an event stream found a change no notification announced", NULL);
+}
+
 static ssize_t sse_read(void *cls, char *buf, size_t max)
 {
     struct evd_sse *s = cls;
@@ -88,7 +139,7 @@ static ssize_t sse_read(void *cls, char *buf, size_t max)
         if (s->done)
             return EVD_STREAM_END;
         if (!s->started) {
-            s->emit(s);
+            emit(s);
             s->started = true;
             continue;
         }
@@ -98,10 +149,10 @@ static ssize_t sse_read(void *cls, char *buf, size_t max)
         case STEP_PAUSE:
             return EVD_STREAM_PAUSE;
         case STEP_KEEPALIVE:
-            evd_buf_printf(&s->pending, ": keep-alive\n\n");
+            emit_again(s);
             break;
         case STEP_EMIT:
-            s->emit(s);
+            emit(s);
             break;
         case STEP_SETTLE: {
             int d = s->settle(s);

@@ -24,6 +24,9 @@
 #include "common/util.h"
 #include "handlers/api.h"
 
+/* A stream silent this long gets a keep-alive, and reads its state again: a change whose
+ * notification was lost (LISTEN does not queue notifications for a connection that is
+ * reconnecting) reaches it then. */
 #define EVD_SSE_KEEPALIVE_MS 15000
 /* A stream whose state could not be read reads it again after this long. */
 #define EVD_SSE_RETRY_MS 1000
@@ -41,6 +44,9 @@ struct evd_sse {
      * the stream reads it again after EVD_SSE_RETRY_MS, without waiting for another
      * change, which may never come (the last change of an evaluation or experiment). */
     bool retry;
+    /* A digest of the last event the last emit queued: a keep-alive reads the state again
+     * and sends it only when it is more than that (see sse.c). */
+    uint64_t last_emitted;
     /* Queues the events of the current state (started is false the first time); sets
      * done to end the stream after them. Runs on a server thread: may read the database,
      * must not wait for changes. */

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
+#include <curl/curl.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
@@ -703,29 +704,58 @@ START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
 }
 END_TEST
 
-/*
- * A stream whose read of the state fails reads it again a second later, instead of
- * waiting for another change: the evaluation's last change, whose read found the
- * handlers' one pool connection held (by a request that waits for a lock) for the 5 s a
- * read waits, still reaches the stream, which ends with the terminal status.
- */
-START_TEST(a_stream_reads_again_after_a_failed_read)
+/* A stream read as it arrives: whether any of it came in a window the test opens. */
+struct live_stream {
+    char url[512];
+    pthread_mutex_t mu;
+    struct evd_buf body;
+    bool window_open, got_in_window;
+    CURLcode rc;
+};
+
+static size_t live_write(char *data, size_t size, size_t n, void *arg)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
-                                              "\"RETRY\"},\"latency_ms\":1500,\"reply\":{"
-                                              "\"text\":\"OK\"}}],\"default\":{\"reply\":"
-                                              "{\"text\":\"OK\"}}}"),
-                     200);
+    struct live_stream *l = arg;
+    pthread_mutex_lock(&l->mu);
+    evd_buf_append(&l->body, data, size * n);
+    l->got_in_window = l->got_in_window || l->window_open;
+    pthread_mutex_unlock(&l->mu);
+    return size * n;
+}
+
+static void *read_live(void *arg)
+{
+    struct live_stream *l = arg;
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, l->url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, live_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, l);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+    l->rc = curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+/*
+ * One try of a_stream_reads_again_after_a_failed_read; false when it proved nothing: the
+ * stream and the request that holds the pool were served by the same HTTP thread (one of
+ * EVALD_HTTP_THREADS, as the connections are accepted), so the stream could not read at
+ * all while that request waited, and nothing of it arrived meanwhile.
+ */
+static bool stream_retry_try(void)
+{
     struct evd_t_proc p;
     start_evald(&p, "EVALD_DB_POOL_SIZE=1", NULL);
     char *body = small_request("RETRY", 1, 1);
     char *id = start_eval(p.base, body);
     free(body);
-    struct stream_arg st = {.rc = -1}, ds = {.rc = -1};
+    struct live_stream st = {.rc = CURLE_OK};
+    pthread_mutex_init(&st.mu, NULL);
+    struct stream_arg ds = {.rc = -1};
     snprintf(st.url, sizeof(st.url), "%s/v1/evaluations/%s/events", p.base, id);
     snprintf(ds.url, sizeof(ds.url), "%s/v1/datasets", p.base);
     pthread_t ts, td;
-    pthread_create(&ts, NULL, read_stream, &st);
+    pthread_create(&ts, NULL, read_live, &st);
     usleep(300 * 1000);
     /* The listing of datasets waits for a lock the test holds, on the pool's connection. */
     PGconn *lock = PQconnectdb(db_url);
@@ -748,7 +778,14 @@ START_TEST(a_stream_reads_again_after_a_failed_read)
     }
     ck_assert_str_eq(status, "completed");
     free(status);
+    pthread_mutex_lock(&st.mu);
+    st.window_open = true;
+    pthread_mutex_unlock(&st.mu);
     usleep(11000 * 1000);
+    pthread_mutex_lock(&st.mu);
+    st.window_open = false;
+    bool shared_thread = !st.got_in_window;
+    pthread_mutex_unlock(&st.mu);
     PQclear(PQexec(lock, "COMMIT"));
     PQfinish(lock);
     pthread_join(td, NULL);
@@ -758,20 +795,113 @@ START_TEST(a_stream_reads_again_after_a_failed_read)
     /* Read again within a second or so: the stream ends with the terminal status. */
     int64_t t1 = evd_mono_ms();
     pthread_join(ts, NULL);
-    ck_assert_msg(evd_mono_ms() - t1 < 5000, "the stream ended %lld ms after the pool was free",
-                  (long long)(evd_mono_ms() - t1));
+    evd_buf_append(&st.body, "", 1);
+    if (!shared_thread) {
+        ck_assert_msg(evd_mono_ms() - t1 < 5000,
+                      "the stream ended %lld ms after the pool was free",
+                      (long long)(evd_mono_ms() - t1));
+        ck_assert_int_eq(st.rc, CURLE_OK);
+        ck_assert_msg(strstr(st.body.data, ": database unavailable, retrying") != NULL, "%s",
+                      st.body.data);
+        const char *last = NULL;
+        for (const char *x = strstr(st.body.data, "event: status"); x;
+             x = strstr(x + 1, "event: status"))
+            last = x;
+        ck_assert_msg(last != NULL && strstr(last, "\"status\":\"completed\"") != NULL, "%s",
+                      st.body.data);
+    }
+    evd_buf_free(&st.body);
+    pthread_mutex_destroy(&st.mu);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    return !shared_thread;
+}
+
+/*
+ * A stream whose read of the state fails reads it again a second later, instead of
+ * waiting for another change: the evaluation's last change, whose read found the
+ * handlers' one pool connection held (by a request that waits for a lock) for the 5 s a
+ * read waits, still reaches the stream, which ends with the terminal status.
+ */
+START_TEST(a_stream_reads_again_after_a_failed_read)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
+                                              "\"RETRY\"},\"latency_ms\":1500,\"reply\":{"
+                                              "\"text\":\"OK\"}}],\"default\":{\"reply\":"
+                                              "{\"text\":\"OK\"}}}"),
+                     200);
+    /* With 8 HTTP threads, three tries that all prove nothing come once in 512 runs. */
+    int tries = 0;
+    while (!stream_retry_try()) {
+        fprintf(stderr, "a_stream_reads_again_after_a_failed_read: the stream shared the "
+                        "blocked request's HTTP thread; trying again\n");
+        ck_assert_msg(++tries < 3, "three tries in a row shared the HTTP thread");
+    }
+}
+END_TEST
+
+/* Whether the child's log has `text`. */
+static bool log_has(const struct evd_t_proc *p, const char *text)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (f == NULL)
+        return false;
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
+/*
+ * A change that comes without its notification (as when the keeper's LISTEN connection
+ * was reconnecting) still reaches an open stream: its keep-alive reads the state again.
+ * The test ends the evaluation behind evald's back, with an UPDATE and no NOTIFY.
+ */
+START_TEST(a_change_without_its_notification_reaches_a_stream_at_its_keepalive)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
+                                              "\"LOST\"},\"latency_ms\":40000,\"reply\":{"
+                                              "\"text\":\"late\"}}]}"),
+                     200);
+    struct evd_t_proc p;
+    start_evald(&p, NULL, NULL);
+    char *body = small_request("LOST", 1, 1);
+    char *id = start_eval(p.base, body);
+    free(body);
+    wait_active(p.base, id);
+    struct stream_arg st = {.rc = -1};
+    snprintf(st.url, sizeof(st.url), "%s/v1/evaluations/%s/events", p.base, id);
+    pthread_t t;
+    pthread_create(&t, NULL, read_stream, &st);
+    usleep(500 * 1000);
+    char q[300];
+    snprintf(q, sizeof(q),
+             "UPDATE evaluations SET status = 'cancelled', updated_at = updated_at + 1"
+             " WHERE id = '%s' RETURNING status",
+             id);
+    char *status = evd_t_sql(db_url, q);
+    ck_assert_str_eq(status, "cancelled");
+    free(status);
+    int64_t t0 = evd_mono_ms();
+    pthread_join(t, NULL);
+    int64_t took = evd_mono_ms() - t0;
+    /* At the keep-alive, 15 s after the stream's last event; the call ends at 40 s. */
+    ck_assert_msg(took > 10000 && took < 25000, "the stream ended after %lld ms",
+                  (long long)took);
     ck_assert_int_eq(st.rc, 0);
-    ck_assert_msg(strstr(st.resp.body, ": database unavailable, retrying") != NULL, "%s",
-                  st.resp.body);
     const char *last = NULL;
     for (const char *x = strstr(st.resp.body, "event: status"); x;
          x = strstr(x + 1, "event: status"))
         last = x;
-    ck_assert_msg(last != NULL && strstr(last, "\"status\":\"completed\"") != NULL, "%s",
+    ck_assert_msg(last != NULL && strstr(last, "\"status\":\"cancelled\"") != NULL, "%s",
                   st.resp.body);
+    ck_assert_msg(strstr(st.resp.body, ": keep-alive") == NULL, "%s", st.resp.body);
     evd_t_resp_free(&st.resp);
-    free(id);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+    ck_assert(log_has(&p, "an event stream found a change no notification announced"));
+    free(id);
 }
 END_TEST
 
@@ -913,6 +1043,7 @@ int main(void)
     tcase_add_test(tc, sigterm_ends_open_streams_and_exits_cleanly);
     tcase_add_test(tc, a_burst_of_finishes_is_finalized_in_batches);
     tcase_add_test(tc, a_stream_reads_again_after_a_failed_read);
+    tcase_add_test(tc, a_change_without_its_notification_reaches_a_stream_at_its_keepalive);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
