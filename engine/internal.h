@@ -1,7 +1,7 @@
 /*
- * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, requests_mu,
- * finals_mu, starts_mu and work_mu are leaf locks, never held across a query, a provider
- * call or each other.
+ * Engine internals shared by its files. Lock order: inflight_mu, hub_mu, finals_mu,
+ * starts_mu and work_mu are leaf locks, never held across a query, a provider call or each
+ * other.
  */
 #ifndef EVD_ENGINE_INTERNAL_H
 #define EVD_ENGINE_INTERNAL_H
@@ -32,8 +32,6 @@
 /* Starter threads (engine/starter.c): two, so that a burst of starts keeps both cores
  * busy; each writes its batches on a connection it borrows from the handlers' pool. */
 #define EVD_STARTERS 2
-/* Evaluations whose request a process keeps (least recently used goes first). */
-#define EVD_REQUEST_CACHE 64
 
 enum inflight_reason {
     REASON_NONE = 0,
@@ -112,15 +110,6 @@ struct evd_engine {
     pthread_cond_t finals_help_cv; /* under finals_mu; broadcast at the stop */
     bool finals_help;              /* under finals_mu: the finalizer asked for help */
     pthread_t finalizer_helper;
-
-    pthread_mutex_t requests_mu; /* leaf lock */
-    struct cached_request {
-        char id[64];
-        char *text;   /* the stored request's JSON text (requests never change) */
-        bool rescore; /* its runs score stored outputs again (engine/rescore.c) */
-        uint64_t used;
-    } requests[EVD_REQUEST_CACHE];
-    uint64_t requests_tick;
 
     pthread_mutex_t work_mu; /* leaf lock */
     pthread_cond_t work_cv;  /* idle workers wait here for announced jobs */

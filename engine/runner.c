@@ -132,47 +132,20 @@ static void on_progress(void *ctx, json_t *metrics)
 }
 
 /*
- * The stored request of an evaluation, decoded (new reference). Requests never change, so
- * each process keeps the text of the last EVD_REQUEST_CACHE it ran (a run of a known
- * evaluation reads nothing), and decodes a private copy for every run.
+ * The stored request of a claimed run's evaluation, decoded (new reference): the claim
+ * brought its text (migrations/0019), so a run reads nothing to start, and each run
+ * decodes a private copy.
  */
-static json_t *request_of(struct evd_engine *e, PGconn *c, const char *id, bool *rescore,
-                          struct evd_err *err)
+static json_t *request_of(const struct evd_store_job *job, struct evd_err *err)
 {
-    json_t *request = NULL;
     json_error_t jerr;
-    pthread_mutex_lock(&e->requests_mu);
-    for (size_t i = 0; i < EVD_REQUEST_CACHE; i++) {
-        struct cached_request *q = &e->requests[i];
-        if (q->text != NULL && strcmp(q->id, id) == 0) {
-            q->used = ++e->requests_tick;
-            request = json_loads(q->text, 0, &jerr);
-            *rescore = q->rescore;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&e->requests_mu);
-    if (request != NULL)
-        return request;
-    char *text = NULL;
-    if (evd_store_eval_request_text(c, id, &text, rescore, err) != EVD_OK)
-        return NULL;
-    if ((request = json_loads(text, 0, &jerr)) == NULL) {
-        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
-        free(text);
-        return NULL;
-    }
-    pthread_mutex_lock(&e->requests_mu);
-    struct cached_request *oldest = &e->requests[0];
-    for (size_t i = 1; i < EVD_REQUEST_CACHE; i++)
-        if (e->requests[i].used < oldest->used)
-            oldest = &e->requests[i];
-    free(oldest->text);
-    snprintf(oldest->id, sizeof(oldest->id), "%s", id);
-    oldest->text = text;
-    oldest->rescore = *rescore;
-    oldest->used = ++e->requests_tick;
-    pthread_mutex_unlock(&e->requests_mu);
+    json_t *request = NULL;
+    if (job->request == NULL)
+        evd_err_set(err, EVD_EINTERNAL, "the claim of a run of %s brought no request",
+                    job->evaluation_id);
+    else if ((request = json_loads(job->request, 0, &jerr)) == NULL)
+        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded",
+                    job->evaluation_id);
     return request;
 }
 
@@ -201,9 +174,8 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
     snprintf(ev.id, sizeof(ev.id), "%s", job->evaluation_id);
-    PGconn *c = evd_wconn_get(w, &err);
-    if (c == NULL ||
-        (ev.request = request_of(e, c, job->evaluation_id, &ev.rescore, &err)) == NULL) {
+    ev.rescore = job->rescore;
+    if ((ev.request = request_of(job, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
         hand_back(e, w, job, attempt);

@@ -155,6 +155,10 @@ void evd_engine_hand_ready(struct evd_engine *e, int reserved, const struct evd_
     pthread_mutex_unlock(&e->work_mu);
     if (handed < n)
         evd_log(EVD_LOG_ERROR, "no room for a claimed job; its lease runs out", NULL);
+    for (size_t i = handed; i < n; i++) {
+        struct evd_store_job left = jobs[i].job; /* the ring did not take it: ours to free */
+        evd_store_job_clear(&left);
+    }
 }
 
 /* Announces `n` new jobs to the idle workers (called by the keeper). */
@@ -221,7 +225,7 @@ static void *worker_main(void *arg)
         evd_engine_wait_written(e, &h);
         enum evd_handover_next next = h.next; /* the writer is done with h */
         h.next = EVD_NEXT_UNKNOWN;
-        struct evd_store_job job;
+        struct evd_store_job job = {.request = NULL};
         enum evd_claim_outcome outcome = EVD_CLAIM_NONE;
         int attempt = 0;
         enum evd_code rc = EVD_OK;
@@ -283,9 +287,11 @@ static void *worker_main(void *arg)
             else
                 evd_log(EVD_LOG_WARN, "job of an unknown kind left to its lease", "kind",
                         job.kind, NULL);
+            evd_store_job_clear(&job);
             evd_wconn_put(&w);
             continue;
         }
+        evd_store_job_clear(&job);
         evd_wconn_put(&w);
         if (rc == EVD_OK && outcome == EVD_CLAIM_OBSOLETE)
             continue;
@@ -478,7 +484,6 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->finals_help_cv, NULL);
     evd_queue_init_shared(&e->writes, &e->writes_mu, &e->writes_cv);
     evd_queue_init_shared(&e->finals, &e->finals_mu, &e->finals_cv);
-    pthread_mutex_init(&e->requests_mu, NULL);
     pthread_mutex_init(&e->work_mu, NULL);
     pthread_cond_init(&e->work_cv, NULL);
     pthread_mutex_init(&e->starts_mu, NULL);
@@ -584,6 +589,7 @@ static void hand_back_ready(struct evd_engine *e)
             evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out",
                     "evaluation_id", cl.job.evaluation_id, NULL);
         evd_db_release(e->wdb, c);
+        evd_store_job_clear(&cl.job);
     }
 }
 
@@ -621,8 +627,6 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_cond_destroy(&e->hub_cv);
     pthread_mutex_destroy(&e->work_mu);
     pthread_cond_destroy(&e->work_cv);
-    for (size_t i = 0; i < EVD_REQUEST_CACHE; i++)
-        free(e->requests[i].text);
     /* Finalizations queued after the finalizer left are the sweeper's. */
     evd_queue_destroy(&e->finals, free);
     evd_queue_destroy(&e->writes, evd_engine_pending_write_free);
@@ -632,7 +636,6 @@ void evd_engine_stop(struct evd_engine *e)
     pthread_mutex_destroy(&e->writes_mu);
     pthread_cond_destroy(&e->writes_cv);
     pthread_cond_destroy(&e->written_cv);
-    pthread_mutex_destroy(&e->requests_mu);
     evd_queue_destroy(&e->starts, NULL); /* empty: every start was answered */
     pthread_mutex_destroy(&e->starts_mu);
     pthread_cond_destroy(&e->starts_cv);

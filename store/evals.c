@@ -46,9 +46,17 @@ static char *array_text(json_t *a)
     return text;
 }
 
+void evd_store_job_clear(struct evd_store_job *job)
+{
+    if (job == NULL)
+        return;
+    free(job->request);
+    job->request = NULL;
+}
+
 /* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
- * o_run_position, o_job_attempts, o_ref, o_attempt: evald_claim_next's, migrations/0015)
- * of row `row`. */
+ * o_run_position, o_job_attempts, o_ref, o_attempt, o_request, o_rescore:
+ * evald_claim_next's, migrations/0019) of row `row`; out->request is malloc'd. */
 static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_job *out,
                                enum evd_claim_outcome *outcome, int *attempt,
                                struct evd_err *err)
@@ -58,6 +66,7 @@ static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_j
         enum evd_claim_outcome outcome;
     } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
                     {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
+    out->request = NULL;
     const char *name = PQgetvalue(r, row, col);
     size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
     while (k < n && strcmp(name, outcomes[k].name) != 0)
@@ -75,6 +84,10 @@ static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_j
         out->attempts = (int)evd_db_col_i64(r, row, col + 5);
         snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, row, col + 6));
         *attempt = (int)evd_db_col_i64(r, row, col + 7);
+        if (!PQgetisnull(r, row, col + 8) &&
+            (out->request = strdup(PQgetvalue(r, row, col + 8))) == NULL)
+            return evd_err_set(err, EVD_ENOMEM, "out of memory");
+        out->rescore = strcmp(PQgetvalue(r, row, col + 9), "t") == 0;
     }
     return EVD_OK;
 }
@@ -114,6 +127,8 @@ static void batch_rows(PGresult *r, int claim_col, size_t n, int *results, int64
                 cl->outcome != EVD_CLAIM_NONE && cl->outcome != EVD_CLAIM_OBSOLETE) {
                 cl->job.claimed_mono = sent;
                 claims->got++;
+            } else {
+                evd_store_job_clear(&cl->job);
             }
             continue;
         }
@@ -446,47 +461,18 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
 {
     *result = EVD_RUN_NOT_WRITTEN;
     *job_left = 0;
-    char pos[16], att[16], ts[32], now_s[32];
+    char *record = evd_store_finish_record(id, position, attempt, run, transcript);
+    if (record == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    char now_s[32];
     I64(now_s, now);
-    I64(pos, position);
-    I64(att, attempt);
-    I64(ts, json_integer_value(json_object_get(run, "completed_at")));
-    json_t *passed = json_object_get(run, "passed");
-    char *output = dump_or_null(json_object_get(run, "output"));
-    char *evaluation = dump_or_null(json_object_get(run, "evaluation"));
-    char *benchmark = dump_or_null(json_object_get(run, "benchmark"));
-    char *metrics = dump_or_null(json_object_get(run, "metrics"));
-    char *failures = dump_or_null(json_object_get(run, "failures"));
-    char *trans = dump_or_null(transcript);
-    const char *turn = json_string_value(json_object_get(run, "turn_id"));
-    char started[32];
-    I64(started, json_integer_value(json_object_get(run, "started_at")));
-    const char *p[] = {id,
-                       pos,
-                       att,
-                       json_string_value(json_object_get(run, "status")),
-                       json_is_boolean(passed) ? (json_is_true(passed) ? "true" : "false") : NULL,
-                       output,
-                       evaluation,
-                       benchmark,
-                       metrics,
-                       failures ? failures : "[]",
-                       trans,
-                       ts,
-                       turn,
-                       started,
-                       now_s};
+    const char *p[] = {record, now_s};
+    /* A batch of one: the writer's statement (migrations/0019). */
     PGresult *r = evd_db_query(c,
-                               "SELECT * FROM evald_finish_run($1, $2::int, $3::int, $4, $5::boolean,"
-                               " $6::jsonb, $7::jsonb, $8::jsonb, $9::jsonb, $10::jsonb,"
-                               " $11::jsonb, $12::bigint, $13, $14::bigint, $15::bigint)",
-                               15, p, err);
-    free(output);
-    free(evaluation);
-    free(benchmark);
-    free(metrics);
-    free(failures);
-    free(trans);
+                               "SELECT o_result, o_job_left FROM"
+                               " evald_finish_runs(jsonb_build_array($1::jsonb), $2::bigint)",
+                               2, p, err);
+    free(record);
     if (r == NULL)
         return evd_db_code(err);
     if (PQntuples(r) == 1 && PQnfields(r) == 2) {
@@ -739,6 +725,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
 {
     *outcome = EVD_CLAIM_NONE;
     *attempt = 0;
+    out->request = NULL;
     char lease[32], ts[32], max[16];
     I64(lease, lease_ms);
     I64(ts, now);
@@ -749,36 +736,13 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         evd_db_query(c, "SELECT * FROM evald_claim($1, $2::bigint, $3::bigint, $4::int)", 4, p, err);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) != 1 || PQnfields(r) != 9) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 11) {
         PQclear(r);
         return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
     }
     enum evd_code rc = claim_row(r, 0, 0, out, outcome, attempt, err);
     if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE)
-        out->more = strcmp(PQgetvalue(r, 0, 8), "t") == 0;
-    PQclear(r);
-    return rc;
-}
-
-enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
-                                          bool *rescore, struct evd_err *err)
-{
-    *text = NULL;
-    *rescore = false;
-    const char *p[] = {id};
-    PGresult *r = evd_db_query(c,
-                               "SELECT request, derivation IS NOT DISTINCT FROM 'rescore'"
-                               " FROM evaluations WHERE id = $1",
-                               1, p, err);
-    if (r == NULL)
-        return evd_db_code(err);
-    enum evd_code rc = EVD_OK;
-    if (PQntuples(r) == 0)
-        rc = evd_err_set(err, EVD_ENOTFOUND, "evaluation not found: %s", id);
-    else if ((*text = strdup(PQgetvalue(r, 0, 0))) == NULL)
-        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
-    else
-        *rescore = PQgetvalue(r, 0, 1)[0] == 't';
+        out->more = strcmp(PQgetvalue(r, 0, 10), "t") == 0;
     PQclear(r);
     return rc;
 }

@@ -100,7 +100,8 @@ enum evd_code evd_store_run_start(PGconn *c, const char *id, int position, int a
  * NULL) only if the run is still running with `attempt`; when it does, also deletes the
  * run's job, advances the evaluation's step and run counters, sets updated_at = now,
  * notifies EVD_CHANNEL_EVENTS and schedules the runs that may start now (see
- * evd_store_schedule), all in one statement (migrations/0006). Locks the
+ * evd_store_schedule), all in one statement (evald_finish_runs, migrations/0019: the
+ * writer's, for a batch of one). Locks the
  * evaluation's row. *result: EVD_RUN_NOT_WRITTEN, EVD_RUN_ALL_TERMINAL (written, and no
  * run is open: the evaluation is ready to be finalized) or the number of jobs enqueued.
  * *job_left: the run's job when its row was locked by someone else for the moment and
@@ -227,7 +228,14 @@ struct evd_store_job {
     int64_t claimed_mono; /* evd_mono_ms() when the claim was sent: the lease runs from
                              no earlier than this */
     bool more;            /* another job was due beside this one (migrations/0014) */
+    /* A claimed run's evaluation: its stored request as JSON text (malloc'd, the job's:
+     * evd_store_job_clear frees it; NULL for other kinds) and whether it is a re-score
+     * (migrations/0019). */
+    char *request;
+    bool rescore;
 };
+/* Frees what a job owns (its request); NULL-safe, and safe twice. */
+void evd_store_job_clear(struct evd_store_job *job);
 /* What evd_store_job_claim_start did (migrations/0006, 0009 and 0014: evald_claim). */
 enum evd_claim_outcome {
     EVD_CLAIM_NONE,     /* no job is due */
@@ -270,10 +278,6 @@ struct evd_store_claims {
     struct evd_store_claimed *out;
     size_t got;
 };
-/* The stored (normalized) request of an evaluation as JSON text (malloc'd), and whether
- * it is a re-score (evaluations.derivation). */
-enum evd_code evd_store_eval_request_text(PGconn *c, const char *id, char **text,
-                                          bool *rescore, struct evd_err *err);
 enum evd_code evd_store_job_delete(PGconn *c, int64_t job_id, struct evd_err *err);
 /* Deletes every job of an evaluation. */
 enum evd_code evd_store_jobs_delete_eval(PGconn *c, const char *id, struct evd_err *err);

@@ -82,6 +82,7 @@ static enum evd_claim_outcome claim(PGconn *c, struct evd_store_job *job, int *a
     ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 2000, 8, job, &outcome,
                                             attempt, &err) == EVD_OK,
                   "%s", err.msg);
+    evd_store_job_clear(job);
     return outcome;
 }
 

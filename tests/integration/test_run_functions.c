@@ -123,6 +123,12 @@ static enum evd_claim_outcome claim(struct evd_store_job *job, int *attempt)
     ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 2000, 3, job, &outcome,
                                             attempt, &err) == EVD_OK,
                   "%s", err.msg);
+    /* A claimed run brings its evaluation's request (create_eval's). */
+    if (outcome == EVD_CLAIM_RUN)
+        ck_assert_msg(job->request != NULL && strstr(job->request, "\"dimension\"") != NULL &&
+                          !job->rescore,
+                      "%s", job->request ? job->request : "no request");
+    evd_store_job_clear(job);
     return outcome;
 }
 
@@ -347,6 +353,80 @@ START_TEST(batch_finishes_several_runs_in_one_statement)
 END_TEST
 
 /* The record of a finished run of evaluation `id` (passed), as the writer sends it. */
+static char *passed_record(const char *id, int position, int attempt);
+
+START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
+{
+    char id[64], pair[64];
+    create_eval("once", 2, 2, id); /* runs 1 and 3 start together, 2 and 4 after them */
+    create_eval("pair", 1, 1, pair);
+    struct evd_store_job j1, j3, p1, j2, j4;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&j1, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&j3, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&p1, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(j3.run_position, 3);
+    ck_assert_str_eq(p1.evaluation_id, pair);
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = %lld FOR UPDATE",
+             (long long)j3.id);
+    other_sql("BEGIN");
+    other_sql(sql); /* run 3's job is held: it stays behind */
+
+    char *r3 = passed_record(id, 3, 1), *r1 = passed_record(id, 1, 1);
+    char *q1 = passed_record(pair, 1, 1);
+    char array[8192];
+    snprintf(array, sizeof(array), "[%s,%s,%s]", r3, q1, r1);
+    free(r3);
+    free(r1);
+    free(q1);
+    int results[3];
+    int64_t left[3];
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 3, results, left,
+                                              NULL, &err) == EVD_OK,
+                  "%s", err.msg);
+    other_sql("COMMIT");
+    /* The evaluation is scheduled once, after both of its runs, and answered by its last
+     * element: runs 2 and 4 enqueued. */
+    ck_assert_int_eq(results[0], 0);
+    ck_assert_int_eq(results[2], 2);
+    ck_assert_int_eq(results[1], 1);
+    ck_assert_int_eq(left[0], j3.id);
+    ck_assert_int_eq(left[1] + left[2], 0);
+    char positions[32];
+    job_positions(id, positions, sizeof(positions));
+    ck_assert_str_eq(positions, "2,3,4");
+    ck_assert_int_eq(q_int("SELECT step * 1000 + terminal_runs * 100 + passed_runs * 10 +"
+                           " failed_runs FROM evaluations WHERE id = '%s'",
+                           id),
+                     2220);
+
+    /* Its last two runs in one batch: the last element asks for finalization. */
+    ck_assert_int_eq(claim(&j2, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(claim(&j4, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(j2.run_position + j4.run_position, 6);
+    char *r4 = passed_record(id, 4, 1), *r2 = passed_record(id, 2, 1);
+    snprintf(array, sizeof(array), "[%s,%s]", r4, r2);
+    free(r4);
+    free(r2);
+    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
+                                              NULL, &err) == EVD_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(results[0], 0);
+    ck_assert_int_eq(results[1], EVD_RUN_ALL_TERMINAL);
+    ck_assert_int_eq(q_int("SELECT step * 1000 + terminal_runs * 100 + passed_runs * 10 +"
+                           " failed_runs FROM evaluations WHERE id = '%s'",
+                           id),
+                     4440);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM runs WHERE evaluation_id = '%s' AND"
+                           " status = 'completed' AND passed AND output = '\"OK\"'",
+                           id),
+                     4);
+}
+END_TEST
+
+/* The record of a finished run of evaluation `id` (passed), as the writer sends it. */
 static char *passed_record(const char *id, int position, int attempt)
 {
     json_t *run = json_pack("{s:s, s:b, s:s, s:[], s:I, s:I}", "status", "completed", "passed",
@@ -405,6 +485,9 @@ START_TEST(batch_claims_for_its_workers_after_its_writes)
         ck_assert_int_eq(claimed[i].attempt, 1);
         ck_assert_int_eq(claimed[i].job.attempts, 1);
         ck_assert_int_gt(claimed[i].job.claimed_mono, 0);
+        ck_assert_ptr_nonnull(claimed[i].job.request);
+        ck_assert_ptr_nonnull(strstr(claimed[i].job.request, "\"dimension\""));
+        evd_store_job_clear(&claimed[i].job);
         ck_assert_int_eq(q_int("SELECT count(*) FROM runs r JOIN jobs j ON j.evaluation_id ="
                                " r.evaluation_id AND j.run_position = r.position WHERE"
                                " r.evaluation_id = '%s' AND r.position = %d AND r.status ="
@@ -418,6 +501,61 @@ START_TEST(batch_claims_for_its_workers_after_its_writes)
                      1);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s'", gone), 0);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner IS NULL"), 0);
+}
+END_TEST
+
+START_TEST(batch_claims_around_what_others_hold)
+{
+    char a[64], b[64], held[64];
+    create_eval("around_a", 1, 1, a);
+    create_eval("around_b", 1, 1, b);
+    create_eval("around_held", 1, 1, held);
+    char sql[256];
+    other_sql("BEGIN");
+    /* B's run is held (a cancel or a timeout): its job is claimed, not started. The other
+     * job is held by a claimer: passed over. */
+    snprintf(sql, sizeof(sql),
+             "SELECT 1 FROM runs WHERE evaluation_id = '%s' AND position = 1 FOR UPDATE", b);
+    other_sql(sql);
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE evaluation_id = '%s' FOR UPDATE",
+             held);
+    other_sql(sql);
+    int results[1];
+    int64_t left[1];
+    struct evd_store_claimed claimed[3];
+    struct evd_store_claims claims = {.n = 3, .lease_ms = 30000, .max_attempts = 3,
+                                      .out = claimed};
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_runs_finish_batch(c, "[]", 3000, "test-owner", 0, results, left,
+                                              &claims, &err) == EVD_OK,
+                  "%s", err.msg);
+    other_sql("COMMIT");
+    ck_assert_uint_eq(claims.got, 2);
+    ck_assert_int_eq(claimed[0].outcome, EVD_CLAIM_RUN);
+    ck_assert_str_eq(claimed[0].job.evaluation_id, a);
+    ck_assert_int_eq(claimed[0].attempt, 1);
+    ck_assert_ptr_nonnull(claimed[0].job.request);
+    ck_assert_int_eq(claimed[1].outcome, EVD_CLAIM_CLAIMED);
+    ck_assert_str_eq(claimed[1].job.evaluation_id, b);
+    ck_assert_int_eq(claimed[1].attempt, 0);
+    ck_assert_ptr_null(claimed[1].job.request);
+    ck_assert_int_eq(claimed[1].job.attempts, 1);
+    for (int i = 0; i < 2; i++)
+        evd_store_job_clear(&claimed[i].job);
+    ck_assert_int_eq(q_int("SELECT (status = 'running')::int * 10 + (SELECT attempt FROM runs"
+                           " WHERE evaluation_id = '%s' AND position = 1) FROM evaluations"
+                           " WHERE id = '%s'",
+                           a, a),
+                     11);
+    ck_assert_int_eq(q_int("SELECT (status = 'queued')::int * 10 + (SELECT attempt FROM runs"
+                           " WHERE evaluation_id = '%s' AND position = 1) FROM evaluations"
+                           " WHERE id = '%s'",
+                           b, b),
+                     10);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s' AND"
+                           " lease_owner IS NULL",
+                           held),
+                     1);
 }
 END_TEST
 
@@ -488,6 +626,8 @@ START_TEST(batch_of_starts_claims_for_idle_workers)
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(claimed[i].outcome, EVD_CLAIM_RUN);
         ck_assert_int_eq(claimed[i].attempt, 1);
+        ck_assert_ptr_nonnull(claimed[i].job.request);
+        evd_store_job_clear(&claimed[i].job);
     }
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner = 'test-owner'"), 2);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE lease_owner IS NULL"), 2);
@@ -651,7 +791,9 @@ int main(void)
     tcase_add_test(tc, claim_waits_for_no_lock);
     tcase_add_test(tc, finish_leaves_a_locked_job_behind);
     tcase_add_test(tc, batch_finishes_several_runs_in_one_statement);
+    tcase_add_test(tc, batch_schedules_an_evaluation_once_after_its_runs);
     tcase_add_test(tc, batch_claims_for_its_workers_after_its_writes);
+    tcase_add_test(tc, batch_claims_around_what_others_hold);
     tcase_add_test(tc, batch_that_fails_claims_nothing);
     tcase_add_test(tc, batch_of_starts_claims_for_idle_workers);
     tcase_add_test(tc, finalizer_batch_reads_and_writes_as_one_by_one);
