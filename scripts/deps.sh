@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git curl jq ca-certificates
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
-  libpcre2-dev libunistring-dev libcsv-dev libyaml-dev check libsubunit-dev
+  libpcre2-dev libunistring-dev libcsv-dev libyaml-dev libjemalloc-dev check libsubunit-dev
   postgresql
   clang ninja-build
 )

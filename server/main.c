@@ -33,6 +33,17 @@
 
 /* Provider settings come from the environment, except the base URLs and the two
  * files, which a flag may also set (flags win). */
+#ifdef EVALD_JEMALLOC
+/*
+ * jemalloc's settings (CMakeLists.txt), read when it starts; MALLOC_CONF overrides them.
+ * Two arenas and small thread caches (objects up to 1 KiB), and freed pages returned
+ * after a second: on the burst of bench/limits.py (1,024 threads in flight) jemalloc's
+ * defaults took evald's peak RSS from 115 to 266 MiB, these to 211-215 MiB, with the
+ * same makespan (docs/engine.md, "Allocator").
+ */
+const char *malloc_conf = "narenas:2,tcache_max:1024,dirty_decay_ms:1000,muzzy_decay_ms:0";
+#endif
+
 static const char *provider_env(void *ctx, const char *name)
 {
     const struct evd_config *cfg = ctx;
@@ -151,7 +162,7 @@ int main(int argc, char **argv)
     }
 
     /* Library initialisation, before any thread exists. */
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(EVALD_JEMALLOC)
     /* glibc gives up to 8 malloc arenas per core, and a thread's arena keeps the pages of
      * what it freed at its top (malloc_trim does not return those of a thread's arena):
      * every worker that once built a report kept megabytes. With two arenas, and large

@@ -30,6 +30,7 @@ const RUNTIME_LIBS = {
   'libunistring-dev': 'libunistring2',
   'libcsv-dev': 'libcsv3',
   'libyaml-dev': 'libyaml-0-2',
+  'libjemalloc-dev': 'libjemalloc2',
 };
 
 // ---------------------------------------------------------------------- Dockerfile parser
