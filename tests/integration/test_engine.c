@@ -458,6 +458,17 @@ START_TEST(cancel_delete_and_rerun)
 }
 END_TEST
 
+/* Whether the last `status` event of a stream's text has "status":"<want>". */
+static bool last_status_is(const char *body, const char *want)
+{
+    const char *last = NULL;
+    for (const char *s = strstr(body, "event: status"); s; s = strstr(s + 1, "event: status"))
+        last = s;
+    char field[64];
+    snprintf(field, sizeof(field), "\"status\":\"%s\"", want);
+    return last != NULL && strstr(last, field) != NULL;
+}
+
 START_TEST(server_sent_events_follow_progress)
 {
     struct evd_t_proc p;
@@ -470,11 +481,7 @@ START_TEST(server_sent_events_follow_progress)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.content_type, "text/event-stream");
     /* The stream ends by itself with the terminal status. */
-    const char *last = NULL;
-    for (const char *s = strstr(r.body, "event: status"); s; s = strstr(s + 1, "event: status"))
-        last = s;
-    ck_assert_ptr_nonnull(last);
-    ck_assert(strstr(last, "\"status\":\"completed\"") != NULL);
+    ck_assert_msg(last_status_is(r.body, "completed"), "%s", r.body);
     ck_assert(strstr(r.body, "event: run") != NULL);
     evd_t_resp_free(&r);
     snprintf(url, sizeof(url), "%s/v1/evaluations/eval_nope/events", p.base);
@@ -803,12 +810,7 @@ static bool stream_retry_try(void)
         ck_assert_int_eq(st.rc, CURLE_OK);
         ck_assert_msg(strstr(st.body.data, ": database unavailable, retrying") != NULL, "%s",
                       st.body.data);
-        const char *last = NULL;
-        for (const char *x = strstr(st.body.data, "event: status"); x;
-             x = strstr(x + 1, "event: status"))
-            last = x;
-        ck_assert_msg(last != NULL && strstr(last, "\"status\":\"completed\"") != NULL, "%s",
-                      st.body.data);
+        ck_assert_msg(last_status_is(st.body.data, "completed"), "%s", st.body.data);
     }
     evd_buf_free(&st.body);
     pthread_mutex_destroy(&st.mu);
@@ -891,12 +893,7 @@ START_TEST(a_change_without_its_notification_reaches_a_stream_at_its_keepalive)
     ck_assert_msg(took > 10000 && took < 25000, "the stream ended after %lld ms",
                   (long long)took);
     ck_assert_int_eq(st.rc, 0);
-    const char *last = NULL;
-    for (const char *x = strstr(st.resp.body, "event: status"); x;
-         x = strstr(x + 1, "event: status"))
-        last = x;
-    ck_assert_msg(last != NULL && strstr(last, "\"status\":\"cancelled\"") != NULL, "%s",
-                  st.resp.body);
+    ck_assert_msg(last_status_is(st.resp.body, "cancelled"), "%s", st.resp.body);
     ck_assert_msg(strstr(st.resp.body, ": keep-alive") == NULL, "%s", st.resp.body);
     evd_t_resp_free(&st.resp);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
