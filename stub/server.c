@@ -1064,7 +1064,10 @@ static int bind_listen(const char *listen_addr, char *address, size_t addrsz, st
             continue;
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+        /* A provider takes a thousand connections at once (a burst of calls, each on a
+         * connection of its own): with a backlog of 128 the kernel dropped some of them,
+         * and each came back a second later, when the client sent its SYN again. */
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
             evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s: %s", listen_addr,
                         strerror(errno));
             close(fd);
