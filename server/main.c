@@ -36,12 +36,15 @@
 #ifdef EVALD_JEMALLOC
 /*
  * jemalloc's settings (CMakeLists.txt), read when it starts; MALLOC_CONF overrides them.
- * Two arenas and small thread caches (objects up to 1 KiB), and freed pages returned
- * after a second: on the burst of bench/limits.py (1,024 threads in flight) jemalloc's
- * defaults took evald's peak RSS from 115 to 266 MiB, these to 211-215 MiB, with the
- * same makespan (docs/engine.md, "Allocator").
+ * Two arenas; small thread caches (objects up to 256 bytes, at most 8 of a size, one of
+ * each larger size); freed pages returned after a second. A thread's cache is what costs
+ * memory with a thousand threads: with jemalloc's defaults the burst of bench/limits.py
+ * (1,024 calls in flight) peaked at 266 MiB and bench/inflight.py (2,400) at 484, with
+ * these at 112-119 and 258 (glibc's malloc: 113-117 and 269), at the same speed
+ * (docs/engine.md, "Allocator").
  */
-const char *malloc_conf = "narenas:2,tcache_max:1024,dirty_decay_ms:1000,muzzy_decay_ms:0";
+const char *malloc_conf = "narenas:2,tcache_max:256,tcache_nslots_small_max:8,"
+                          "tcache_nslots_large:1,dirty_decay_ms:1000,muzzy_decay_ms:0";
 #endif
 
 static const char *provider_env(void *ctx, const char *name)
