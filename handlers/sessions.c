@@ -252,6 +252,7 @@ void evd_h_session_events(struct evd_req *req, struct evd_resp *resp)
     s->base.engine = req->ctx->engine;
     s->base.hub = req->ctx->sse;
     s->base.emit = emit_session;
+    s->base.timed = true; /* live metrics */
     snprintf(s->id, sizeof(s->id), "%s", id);
     /* Subscribe before the first read so that no change slips between them. */
     s->base.sub = evd_engine_subscribe(s->base.engine, s->id);
@@ -282,6 +283,7 @@ void evd_h_sessions_compare_events(struct evd_req *req, struct evd_resp *resp)
     s->base.hub = req->ctx->sse;
     s->base.emit = emit_comparison;
     s->base.settle = settle_comparison;
+    s->base.timed = true; /* a running turn's elapsed time */
     watch = evd_sessions_watch_ids(s->base.engine, s->request, &err);
     if (watch != NULL) {
         const char *ids[EVD_SUB_IDS_MAX];

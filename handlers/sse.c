@@ -127,7 +127,9 @@ static void emit_again(struct evd_sse *s)
         return;
     }
     s->last_emitted = digest(&s->pending, last_event(&s->pending));
-    evd_log(EVD_LOG_INFO, "an event stream found a change no notification announced", NULL);
+    if (!s->timed)
+        evd_log(EVD_LOG_INFO, "an event stream found a change no notification announced",
+                NULL);
 }
 
 static ssize_t sse_read(void *cls, char *buf, size_t max)

@@ -47,6 +47,10 @@ struct evd_sse {
     /* A digest of the last event the last emit queued: a keep-alive reads the state again
      * and sends it only when it is more than that (see sse.c). */
     uint64_t last_emitted;
+    /* The state moves without announcing it (a running turn's elapsed time and progress):
+     * a keep-alive's read differs while anything runs, and is sent as a refresh, not
+     * logged as a missed change. */
+    bool timed;
     /* Queues the events of the current state (started is false the first time); sets
      * done to end the stream after them. Runs on a server thread: may read the database,
      * must not wait for changes. */
