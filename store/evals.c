@@ -737,8 +737,10 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
     if (r == NULL)
         return evd_db_code(err);
     if (PQntuples(r) != 1 || PQnfields(r) != 11) {
+        evd_err_set(err, EVD_EDB, "evald_claim answered %d rows of %d columns, not 1 of 11",
+                    PQntuples(r), PQnfields(r));
         PQclear(r);
-        return evd_err_set(err, EVD_EDB, "evald_claim answered %d rows", PQntuples(r));
+        return EVD_EDB;
     }
     enum evd_code rc = claim_row(r, 0, 0, out, outcome, attempt, err);
     if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE)
