@@ -31,8 +31,6 @@
 #include "store/db.h"
 #include "webhooks/webhooks.h"
 
-/* Provider settings come from the environment, except the base URLs and the two
- * files, which a flag may also set (flags win). */
 #ifdef EVALD_JEMALLOC
 /*
  * jemalloc's settings (CMakeLists.txt), read when it starts; MALLOC_CONF overrides them.
@@ -47,6 +45,8 @@ const char *malloc_conf = "narenas:2,tcache_max:256,tcache_nslots_small_max:8,"
                           "tcache_nslots_large:1,dirty_decay_ms:1000,muzzy_decay_ms:0";
 #endif
 
+/* Provider settings come from the environment, except the base URLs and the two
+ * files, which a flag may also set (flags win). */
 static const char *provider_env(void *ctx, const char *name)
 {
     const struct evd_config *cfg = ctx;
