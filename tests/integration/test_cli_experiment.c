@@ -172,11 +172,14 @@ static bool collect(struct child *c, struct ran *r, const char *until)
             kill(c->pid, SIGKILL);
             waitpid(c->pid, NULL, 0);
             evd_t_dump_log(&evald);
+            static char rows[1024];
             char *db = evd_t_sql(db_url, "SELECT string_agg(id || ' ' || status, ', ') || '; jobs "
                                          "' || (SELECT count(*) FROM jobs) FROM experiments");
+            snprintf(rows, sizeof(rows), "%s", db != NULL ? db : "(unread)");
+            free(db);
             ck_abort_msg("no end after %d s (or no output in 60 s):\nstdout: %s\nstderr: %s\n"
                          "experiments: %s",
-                         CHILD_LIMIT_S, r->out, r->err, db);
+                         CHILD_LIMIT_S, r->out, r->err, rows);
         }
         for (int i = 0; i < 2; i++) {
             if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))

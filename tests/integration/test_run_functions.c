@@ -353,7 +353,23 @@ START_TEST(batch_finishes_several_runs_in_one_statement)
 END_TEST
 
 /* The record of a finished run of evaluation `id` (passed), as the writer sends it. */
-static char *passed_record(const char *id, int position, int attempt);
+static char *passed_record(const char *id, int position, int attempt)
+{
+    json_t *run = json_pack("{s:s, s:b, s:s, s:[], s:I, s:I}", "status", "completed", "passed",
+                            1, "output", "OK", "failures", "started_at", (json_int_t)2000,
+                            "completed_at", (json_int_t)3000);
+    char *r = evd_store_finish_record(id, position, attempt, run, NULL);
+    json_decref(run);
+    return r;
+}
+
+/* An evaluation's step and run counters as one number: step, terminal, passed, failed. */
+static long long counters(const char *id)
+{
+    return q_int("SELECT step * 1000 + terminal_runs * 100 + passed_runs * 10 + failed_runs"
+                 " FROM evaluations WHERE id = '%s'",
+                 id);
+}
 
 START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
 {
@@ -397,10 +413,7 @@ START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
     char positions[32];
     job_positions(id, positions, sizeof(positions));
     ck_assert_str_eq(positions, "2,3,4");
-    ck_assert_int_eq(q_int("SELECT step * 1000 + terminal_runs * 100 + passed_runs * 10 +"
-                           " failed_runs FROM evaluations WHERE id = '%s'",
-                           id),
-                     2220);
+    ck_assert_int_eq(counters(id), 2220);
 
     /* Its last two runs in one batch: the last element asks for finalization. */
     ck_assert_int_eq(claim(&j2, &attempt), EVD_CLAIM_RUN);
@@ -415,27 +428,13 @@ START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
                   "%s", err.msg);
     ck_assert_int_eq(results[0], 0);
     ck_assert_int_eq(results[1], EVD_RUN_ALL_TERMINAL);
-    ck_assert_int_eq(q_int("SELECT step * 1000 + terminal_runs * 100 + passed_runs * 10 +"
-                           " failed_runs FROM evaluations WHERE id = '%s'",
-                           id),
-                     4440);
+    ck_assert_int_eq(counters(id), 4440);
     ck_assert_int_eq(q_int("SELECT count(*) FROM runs WHERE evaluation_id = '%s' AND"
                            " status = 'completed' AND passed AND output = '\"OK\"'",
                            id),
                      4);
 }
 END_TEST
-
-/* The record of a finished run of evaluation `id` (passed), as the writer sends it. */
-static char *passed_record(const char *id, int position, int attempt)
-{
-    json_t *run = json_pack("{s:s, s:b, s:s, s:[], s:I, s:I}", "status", "completed", "passed",
-                            1, "output", "OK", "failures", "started_at", (json_int_t)2000,
-                            "completed_at", (json_int_t)3000);
-    char *r = evd_store_finish_record(id, position, attempt, run, NULL);
-    json_decref(run);
-    return r;
-}
 
 START_TEST(batch_claims_for_its_workers_after_its_writes)
 {

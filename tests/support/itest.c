@@ -339,6 +339,19 @@ void evd_t_dump_log(const struct evd_t_proc *p)
     fclose(f);
 }
 
+int evd_t_log_count(const struct evd_t_proc *p, const char *text)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (f == NULL)
+        return 0;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, text) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* Response bodies and header blocks are bounded like every buffer that grows from input. */
 #define RESP_LIMIT (64u * 1024u * 1024u)
 

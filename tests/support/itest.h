@@ -51,6 +51,8 @@ int evd_t_stop(struct evd_t_proc *p, int sig, int timeout_ms);
 int evd_t_wait(struct evd_t_proc *p, int timeout_ms);
 /* Prints the child's stderr log (for failing tests). */
 void evd_t_dump_log(const struct evd_t_proc *p);
+/* How many lines of the child's stderr log hold `text` (0 when there is no log). */
+int evd_t_log_count(const struct evd_t_proc *p, const char *text);
 
 struct evd_t_resp {
     int curl_code; /* CURLcode: 0, or e.g. 28 (timeout), 18 (partial body), 7 (refused) */
