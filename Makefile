@@ -8,7 +8,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test test-asan test-tsan bench-smoke build-matrix container-test chaos chaos-smoke fuzz fuzz-smoke fuzz-build format clean
+.PHONY: all deps build run stop test test-asan test-tsan bench-smoke build-matrix container-test chaos chaos-smoke fuzz fuzz-smoke fuzz-build format clean
 
 all: build
 
@@ -19,10 +19,20 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Builds only what it serves (evald, evald-stub) and evald-cli; make test builds the rest.
+run: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target evald evald-stub evald-cli
 	@scripts/run.sh $(BUILD)
 
+# Stops the private PostgreSQL of make run, should a killed run have left it running.
+stop:
+	@scripts/pg.sh stop $${EVALD_PG_DIR:-var/pg}
+
+# Installs what every suite needs (Node, Chromium, SciPy, wrk, ...: scripts/deps.sh), so
+# that a newcomer's run checks what CI checks; the run ends by naming each skipped check.
 test: build
+	@EVALD_DEPS_TEST_EXTRAS=1 scripts/deps.sh
 	@scripts/test.sh $(BUILD)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -1,8 +1,9 @@
 #!/bin/sh
-# CTest entry (tests/cmake/bench.cmake): every workload of bench/bench.py at a tiny size,
-# evald only (no promptfoo), on the test PostgreSQL server, so the scripts cannot rot. Fails
-# when a run fails its checks (every run completed and passed) or the table is incomplete;
-# skips (77) without python3 or a test database. Without wrk the API workload is left out.
+# CTest entry (tests/cmake/bench.cmake): every workload of bench/bench.py, and bench/otel.py,
+# at a tiny size, evald only (no promptfoo), on the test PostgreSQL server, so the scripts
+# cannot rot. Fails when a run fails its checks (every run completed and passed, every span
+# received) or the table is incomplete; skips (77) without python3 or a test database.
+# Without wrk the API workload is left out.
 dir=$(cd "$(dirname "$0")" && pwd)
 command -v python3 >/dev/null 2>&1 || { echo "SKIPPED: python3 is not installed"; exit 77; }
 [ -n "${EVALD_TEST_DATABASE_URL:-}" ] || { echo "SKIPPED: EVALD_TEST_DATABASE_URL is not set (make test sets it)"; exit 77; }
@@ -27,4 +28,11 @@ done
 if [ "$workloads" = w1,w2,w3,w4 ]; then
   grep -q "W4 POST /v1/functions/eval::status" "$out" || { echo "bench smoke: W4 rows missing"; exit 1; }
 fi
+# The trace export benchmark (bench/otel.py) at a tiny size: one round off and on, every
+# span received. It exits non-zero when a run fails or a span is lost, not on the ratio.
+python3 "$dir/otel.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --rounds 1 --n 40 --c 2 --schedule-delay 200 >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/otel.py failed"; exit 1; }
+cat "$out"
+grep -q "summary over 1 valid rounds of 1" "$out" || { echo "bench smoke: otel.py's summary is missing"; exit 1; }
 echo "bench smoke: passed"

@@ -137,4 +137,25 @@ enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
 /* XML text escaping of s onto out. */
 void cli_xml_text(FILE *out, const char *s);
 
+/* ---- small helpers of the commands (util.c) ---- */
+
+/* The whole file (NUL-terminated, *len its length; malloc'd), or NULL. */
+char *cli_read_file(const char *path, size_t *len);
+/* Whether s ends with suffix, ignoring case. */
+bool cli_ends_with(const char *s, const char *suffix);
+/* Opens PATH for writing ("-" is stdout); NULL with a message. */
+FILE *cli_open_out(const char *path);
+/* Closes (stdout: flushes) what cli_open_out opened; false with a message. */
+bool cli_close_out(FILE *f, const char *path);
+/* v as indented JSON on stdout. */
+void cli_print_json(const json_t *v);
+/* Monotonic seconds. */
+double cli_now_s(void);
+/* A JSON number as short text, "n/a" otherwise. */
+const char *cli_num_text(char *buf, size_t n, const json_t *v);
+/* The first max characters of s (UTF-8; NULL: "") into buf, never cut inside one. */
+void cli_utf8_cut(char *buf, size_t n, size_t max, const char *s);
+/* s escaped for a URL's query into buf. */
+const char *cli_url_escape(const char *s, char *buf, size_t n);
+
 #endif

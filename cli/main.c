@@ -27,6 +27,13 @@ struct opts {
     bool json, detach, fail_on_inconclusive, help;
 };
 
+/*
+ * Where the text meant for a person goes: progress, the verdict table and GitHub
+ * annotations. stdout, unless stdout carries a document (`--json`, or `-` as the path of
+ * --json, --junit or --markdown): then stderr, so that stdout holds that document alone.
+ */
+static FILE *human;
+
 static const char USAGE[] =
     "usage: evald-cli [--url URL] [--token TOKEN] [--timeout SECONDS] COMMAND [ARGS] [OPTIONS]\n"
     "\n"
@@ -35,7 +42,9 @@ static const char USAGE[] =
     "                          the verdicts; exit 1 when a treatment is worse\n"
     "      --junit PATH        JUnit XML: one testsuite per treatment, one testcase per case\n"
     "      --markdown PATH     a summary table (for $GITHUB_STEP_SUMMARY)\n"
-    "      --json PATH         the whole experiment document ('-' for stdout)\n"
+    "      --json PATH         the whole experiment document ('-' for stdout: progress,\n"
+    "                          the table and annotations then go to stderr; so for\n"
+    "                          --junit - and --markdown -)\n"
     "      --format github     also print GitHub workflow annotations\n"
     "      --require better    exit 1 unless every treatment is better\n"
     "      --fail-on-inconclusive  exit 3 when a treatment is inconclusive\n"
@@ -80,8 +89,8 @@ static bool github(const struct opts *o)
 
 /*
  * A mistake in a file: "evald-cli: FILE:LINE: message" on stderr (no line when 0) and, with
- * --format github, an ::error annotation of that line on stdout, so that a pull request
- * shows it on the file.
+ * --format github, an ::error annotation of that line on `human` (stdout, or stderr when
+ * stdout carries a document), so that a pull request shows it on the file.
  */
 static void file_error(const struct opts *o, const char *file, int line, int col, const char *fmt,
                        ...) __attribute__((format(printf, 5, 6)));
@@ -101,8 +110,8 @@ static void file_error(const struct opts *o, const char *file, int line, int col
     else
         fprintf(stderr, "evald-cli: %s: %s\n", file, msg);
     if (github(o)) {
-        cli_github_file_error(stdout, file, line, col, msg);
-        fflush(stdout);
+        cli_github_file_error(human, file, line, col, msg);
+        fflush(human);
     }
 }
 
@@ -219,122 +228,6 @@ static enum cli_exit parse(int argc, char **argv, struct opts *o)
     return CLI_OK;
 }
 
-/* ---- small helpers --------------------------------------------------------------------- */
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    char *data = NULL;
-    size_t cap = 0;
-    *len = 0;
-    for (;;) {
-        if (*len + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 131072;
-            char *d = realloc(data, cap);
-            if (d == NULL) {
-                free(data);
-                fclose(f);
-                return NULL;
-            }
-            data = d;
-        }
-        size_t n = fread(data + *len, 1, cap - *len - 1, f);
-        *len += n;
-        if (n == 0)
-            break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(data);
-        return NULL;
-    }
-    data[*len] = '\0';
-    return data;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcasecmp(s + n - m, suffix) == 0;
-}
-
-/* Opens PATH for writing ("-" is stdout); NULL with a message. */
-static FILE *open_out(const char *path)
-{
-    if (strcmp(path, "-") == 0)
-        return stdout;
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        fprintf(stderr, "evald-cli: cannot write %s: %s\n", path, strerror(errno));
-    return f;
-}
-
-static bool close_out(FILE *f, const char *path)
-{
-    if (f == stdout)
-        return fflush(f) == 0;
-    if (fclose(f) != 0) {
-        fprintf(stderr, "evald-cli: cannot write %s: %s\n", path, strerror(errno));
-        return false;
-    }
-    return true;
-}
-
-static void print_json(const json_t *v)
-{
-    char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text != NULL)
-        puts(text);
-    free(text);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A JSON number as short text, "n/a" otherwise. */
-static const char *num_text(char *buf, size_t n, const json_t *v)
-{
-    if (json_is_integer(v))
-        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_number(v))
-        snprintf(buf, n, "%.4g", json_number_value(v));
-    else
-        snprintf(buf, n, "n/a");
-    return buf;
-}
-
-/* The first max characters of s (UTF-8; NULL: "") into buf, never cut inside one. */
-static void utf8_cut(char *buf, size_t n, size_t max, const char *s)
-{
-    size_t len = 0, chars = 0;
-    for (; s != NULL && s[len] != '\0'; len++) {
-        bool starts = ((unsigned char)s[len] & 0xC0) != 0x80;
-        if (starts && chars++ == max)
-            break;
-    }
-    if (len >= n) { /* the buffer is short: cut before the character that does not fit */
-        len = n - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
-            len--;
-    }
-    snprintf(buf, n, "%.*s", (int)len, s != NULL ? s : "");
-}
-
-static const char *url_escape(const char *s, char *buf, size_t n)
-{
-    char *e = curl_easy_escape(NULL, s, 0);
-    snprintf(buf, n, "%s", e != NULL ? e : "");
-    curl_free(e);
-    return buf;
-}
-
 /*
  * A start that was not accepted: a 4xx is the file's fault, printed with the line of the
  * file it is about (CLI_USAGE); anything else names the call and what came back.
@@ -376,10 +269,10 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
         line = 0;
         where[0] = '\0';
     }
-    const char *ct = ends_with(path, ".csv") ? "text/csv"
-                     : ends_with(path, ".jsonl") || ends_with(path, ".ndjson")
+    const char *ct = cli_ends_with(path, ".csv") ? "text/csv"
+                     : cli_ends_with(path, ".jsonl") || cli_ends_with(path, ".ndjson")
                          ? "application/x-ndjson"
-                     : ends_with(path, ".json") ? "application/json"
+                     : cli_ends_with(path, ".json") ? "application/json"
                                                 : NULL;
     if (ct == NULL) {
         file_error(o, from, line, 0, "%sa dataset file ends in .csv, .jsonl, .ndjson or .json",
@@ -387,7 +280,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
         return CLI_USAGE;
     }
     size_t len = 0;
-    char *body = read_file(path, &len);
+    char *body = cli_read_file(path, &len);
     if (body == NULL) {
         file_error(o, from, line, 0, "%s%s", where, strerror(errno));
         return CLI_USAGE;
@@ -400,7 +293,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
         *dot = '\0';
     char q[600], esc[512];
     snprintf(q, sizeof(q), "/v1/datasets?name=%s",
-             url_escape(name != NULL ? name : base, esc, sizeof(esc)));
+             cli_url_escape(name != NULL ? name : base, esc, sizeof(esc)));
     struct cli_answer a;
     enum cli_exit rc = cli_call(&o->conn, "POST", q, ct, body, len, &a);
     free(body);
@@ -435,7 +328,7 @@ static enum cli_exit cmd_dataset_import(const struct opts *o)
     enum cli_exit rc = upload_dataset(o, o->args[2], o->name, NULL, 0, &id, &row);
     if (rc == CLI_OK) {
         if (o->json)
-            print_json(row);
+            cli_print_json(row);
         else
             printf("%s %lld cases sha256 %s\n", id,
                    (long long)json_integer_value(json_object_get(row, "case_count")),
@@ -461,7 +354,7 @@ static void draw(struct follow *f, bool final)
 {
     if (!f->have)
         return;
-    double el = now_s() - f->started;
+    double el = cli_now_s() - f->started;
     double rate = el > 0 ? (double)f->terminal / el : 0;
     char eta[32] = "?";
     if (f->terminal >= f->total)
@@ -470,16 +363,16 @@ static void draw(struct follow *f, bool final)
         snprintf(eta, sizeof(eta), "%.0f s", (double)(f->total - f->terminal) / rate);
     double pct = f->terminal > 0 ? 100.0 * (double)f->passed / (double)f->terminal : 0;
     if (f->tty) {
-        fprintf(stdout,
+        fprintf(human,
                 "\r\033[K\033[1mruns %lld/%lld\033[0m  passed %lld (%.1f%%)  %.1f runs/s  ETA %s",
                 (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
         if (final)
-            fputc('\n', stdout);
+            fputc('\n', human);
     } else {
-        fprintf(stdout, "runs %lld/%lld, passed %lld (%.1f%%), %.1f runs/s, ETA %s\n",
+        fprintf(human, "runs %lld/%lld, passed %lld (%.1f%%), %.1f runs/s, ETA %s\n",
                 (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
     }
-    fflush(stdout);
+    fflush(human);
 }
 
 static void take_progress(struct follow *f, const json_t *data)
@@ -507,7 +400,7 @@ static int on_event(void *ctx, const char *name, const json_t *data)
     const char *status = json_string_value(json_object_get(data, "status"));
     if (strcmp(name, "status") == 0 && status != NULL)
         snprintf(f->status, sizeof(f->status), "%s", status);
-    double t = now_s();
+    double t = cli_now_s();
     if (f->tty && t - f->last_draw >= 0.1) {
         draw(f, false);
         f->last_draw = t;
@@ -518,7 +411,7 @@ static int on_event(void *ctx, const char *name, const json_t *data)
 static int on_tick(void *ctx)
 {
     struct follow *f = ctx;
-    double t = now_s();
+    double t = cli_now_s();
     if (!f->tty && t - f->last_plain >= 5.0) {
         draw(f, false);
         f->last_plain = t;
@@ -530,8 +423,8 @@ static int on_tick(void *ctx)
 static enum cli_exit follow(const struct opts *o, const char *kind, const char *id, char *status,
                             size_t n)
 {
-    struct follow f = {.tty = isatty(STDOUT_FILENO) == 1, .kind = kind};
-    f.started = f.last_plain = now_s();
+    struct follow f = {.tty = isatty(fileno(human)) == 1, .kind = kind};
+    f.started = f.last_plain = cli_now_s();
     char path[256];
     snprintf(path, sizeof(path), "/v1/%ss/%s/events", kind, id);
     enum cli_exit rc = CLI_OK;
@@ -545,7 +438,7 @@ static enum cli_exit follow(const struct opts *o, const char *kind, const char *
     if (rc == CLI_OK && !cli_interrupted)
         draw(&f, true);
     else if (f.tty && f.have)
-        fputc('\n', stdout);
+        fputc('\n', human);
     snprintf(status, n, "%s", f.status);
     return rc;
 }
@@ -586,7 +479,7 @@ static enum cli_exit all_cases(const struct opts *o, const char *id, json_t **ca
         const char *next = json_string_value(json_object_get(page, "next_cursor"));
         char esc[300];
         if (next != NULL)
-            url_escape(next, esc, sizeof(esc));
+            cli_url_escape(next, esc, sizeof(esc));
         snprintf(cursor, sizeof(cursor), "%s", next != NULL ? esc : "");
         json_decref(page);
         if (cursor[0] == '\0')
@@ -607,9 +500,10 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
     if (o->junit != NULL || gh)
         rc = all_cases(o, id, &cases);
     if (rc == CLI_OK) {
-        cli_report_table(stdout, exp);
+        cli_report_table(human, exp);
         if (gh)
-            cli_report_github(stdout, exp, cases);
+            cli_report_github(human, exp, cases);
+        fflush(human);
         const struct {
             const char *path;
             int kind;
@@ -617,7 +511,7 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
         for (size_t i = 0; i < 3 && rc == CLI_OK; i++) {
             if (outs[i].path == NULL)
                 continue;
-            FILE *f = open_out(outs[i].path);
+            FILE *f = cli_open_out(outs[i].path);
             if (f == NULL) {
                 rc = CLI_USAGE;
                 break;
@@ -628,7 +522,7 @@ static enum cli_exit finish_experiment(const struct opts *o, const char *id)
                 cli_report_markdown(f, exp);
             else
                 json_dumpf(exp, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER), fputc('\n', f);
-            if (!close_out(f, outs[i].path))
+            if (!cli_close_out(f, outs[i].path))
                 rc = CLI_USAGE;
         }
     }
@@ -784,7 +678,7 @@ static enum cli_exit cmd_experiment(const struct opts *o)
         enum cli_exit rc = cancel(o, id, &answer);
         const char *status = json_string_value(json_object_get(answer, "status"));
         if (rc == CLI_OK && o->json)
-            print_json(answer);
+            cli_print_json(answer);
         else if (rc == CLI_OK) /* "cancelled", or the status it had ended with */
             printf("%s %s\n", id, status != NULL ? status : "cancelled");
         json_decref(answer);
@@ -796,7 +690,7 @@ static enum cli_exit cmd_experiment(const struct opts *o)
         enum cli_exit rc = get_json(o, "read the experiment", path, &exp);
         if (rc == CLI_OK) {
             if (o->json)
-                print_json(exp);
+                cli_print_json(exp);
             else
                 cli_report_table(stdout, exp);
         }
@@ -812,12 +706,12 @@ static enum cli_exit cmd_experiment(const struct opts *o)
         enum cli_exit rc =
             cli_expect(&o->conn, "export the experiment", "GET", path, NULL, NULL, 0, &a);
         if (rc == CLI_OK) {
-            FILE *f = open_out(o->output != NULL ? o->output : "-");
+            FILE *f = cli_open_out(o->output != NULL ? o->output : "-");
             if (f == NULL) {
                 rc = CLI_USAGE;
             } else {
                 fwrite(a.body, 1, a.len, f);
-                if (!close_out(f, o->output != NULL ? o->output : "-"))
+                if (!cli_close_out(f, o->output != NULL ? o->output : "-"))
                     rc = CLI_USAGE;
             }
         }
@@ -840,17 +734,17 @@ static enum cli_exit eval_report(const struct opts *o, const char *id)
     const json_t *report = json_object_get(ev, "report");
     const json_t *delta = json_object_get(json_object_get(report, "delta"), "pass_rate");
     if (o->json) {
-        print_json(ev);
+        cli_print_json(ev);
     } else {
         char c[32], t[32], d[32];
         printf(
             "%s %s: pass rate %s -> %s (delta %s), eligible %s\n", id,
             json_string_value(json_object_get(ev, "status")),
-            num_text(c, sizeof(c),
+            cli_num_text(c, sizeof(c),
                      json_object_get(json_object_get(report, "control_aggregate"), "pass_rate")),
-            num_text(t, sizeof(t),
+            cli_num_text(t, sizeof(t),
                      json_object_get(json_object_get(report, "treatment_aggregate"), "pass_rate")),
-            num_text(d, sizeof(d), delta),
+            cli_num_text(d, sizeof(d), delta),
             json_is_true(json_object_get(report, "eligible")) ? "yes" : "no");
     }
     /* The treatment passed fewer runs than the control: worse. */
@@ -918,16 +812,16 @@ static enum cli_exit cmd_compare(const struct opts *o)
     int n = snprintf(path, sizeof(path), "/v1/sessions/compare?ids=");
     for (size_t i = 1; i < o->nargs; i++)
         n += snprintf(path + n, sizeof(path) - (size_t)n, "%s%s", i > 1 ? "," : "",
-                      url_escape(o->args[i], esc, sizeof(esc)));
+                      cli_url_escape(o->args[i], esc, sizeof(esc)));
     if (o->baseline != NULL)
         snprintf(path + n, sizeof(path) - (size_t)n, "&baseline=%s",
-                 url_escape(o->baseline, esc, sizeof(esc)));
+                 cli_url_escape(o->baseline, esc, sizeof(esc)));
     json_t *cmp = NULL;
     enum cli_exit rc = get_json(o, "compare the sessions", path, &cmp);
     if (rc != CLI_OK)
         return rc;
     if (o->json) {
-        print_json(cmp);
+        cli_print_json(cmp);
     } else {
         /* SessionComparisonV1: per session its lifecycle and its summary of metrics. */
         printf("%-44s %-24s %-10s %12s %12s %10s\n", "session", "title", "status", "tokens",
@@ -940,7 +834,7 @@ static enum cli_exit cmd_compare(const struct opts *o)
             const char *status =
                 json_string_value(json_object_get(json_object_get(s, "lifecycle"), "turn_status"));
             char tk[32], wt[32], fc[32], title[128];
-            utf8_cut(title, sizeof(title), 24, json_string_value(json_object_get(s, "title")));
+            cli_utf8_cut(title, sizeof(title), 24, json_string_value(json_object_get(s, "title")));
             /* The title padded by characters, not bytes ("old · case q1"). */
             size_t chars = 0;
             for (const char *c = title; *c; c++)
@@ -948,9 +842,9 @@ static enum cli_exit cmd_compare(const struct opts *o)
             printf("%-44s %s%*s %-10s %12s %12s %10s\n",
                    json_string_value(json_object_get(s, "session_id")), title,
                    (int)(chars < 24 ? 24 - chars : 0), "", status != NULL ? status : "?",
-                   num_text(tk, sizeof(tk), json_object_get(m, "total_tokens")),
-                   num_text(wt, sizeof(wt), json_object_get(m, "wall_time_ms")),
-                   num_text(fc, sizeof(fc), json_object_get(m, "function_calls")));
+                   cli_num_text(tk, sizeof(tk), json_object_get(m, "total_tokens")),
+                   cli_num_text(wt, sizeof(wt), json_object_get(m, "wall_time_ms")),
+                   cli_num_text(fc, sizeof(fc), json_object_get(m, "function_calls")));
         }
     }
     json_decref(cmp);
@@ -963,6 +857,16 @@ int main(int argc, char **argv)
     enum cli_exit rc = parse(argc, argv, &o);
     if (rc != CLI_OK)
         return rc;
+    human = o.json ? stderr : stdout;
+    const char *paths[] = {o.json_path, o.junit, o.markdown};
+    int dashes = 0;
+    for (size_t i = 0; i < 3; i++)
+        if (paths[i] != NULL && strcmp(paths[i], "-") == 0)
+            dashes++;
+    if (dashes > 1)
+        return usage_error("only one of --json, --junit and --markdown can write to stdout ('-')");
+    if (dashes == 1)
+        human = stderr;
     if (o.help || o.nargs == 0) {
         fputs(USAGE, o.help ? stdout : stderr);
         return o.help ? CLI_OK : CLI_USAGE;

@@ -12,7 +12,10 @@
 
 #include "cli/cli.h"
 
-/* The cost metrics the table and the summary show, with their headings. */
+/*
+ * The cost metrics the table and the summary show, with their headings. A cell is the mean
+ * paired change in the heading's unit, then the relative change (cost()).
+ */
 static const struct {
     const char *name, *heading;
 } COSTS[] = {
@@ -71,15 +74,23 @@ static const char *interval(char *buf, size_t n, const json_t *pr)
     return buf;
 }
 
-/* "-12.5%" from metrics.<name>.relative, else the absolute delta, else n/a. */
+/*
+ * The change of a cost metric in its own unit, with the relative change beside it when
+ * there is one: "+2 (+16.7%)" from metrics.<name>.delta and .relative; "+16.7%" with no
+ * delta, n/a with neither.
+ */
 static const char *cost(char *buf, size_t n, const json_t *comparison, const char *name)
 {
     const json_t *m = json_object_get(json_object_get(comparison, "metrics"), name);
     const json_t *rel = json_object_get(m, "relative");
-    if (json_is_number(rel))
+    const json_t *delta = json_object_get(m, "delta");
+    if (json_is_number(delta) && json_is_number(rel))
+        snprintf(buf, n, "%+.4g (%+.1f%%)", json_number_value(delta),
+                 100.0 * json_number_value(rel));
+    else if (json_is_number(delta))
+        snprintf(buf, n, "%+.4g", json_number_value(delta));
+    else if (json_is_number(rel))
         snprintf(buf, n, "%+.1f%%", 100.0 * json_number_value(rel));
-    else if (json_is_number(json_object_get(m, "delta")))
-        snprintf(buf, n, "%+.4g", json_number_value(json_object_get(m, "delta")));
     else
         snprintf(buf, n, "n/a");
     return buf;
@@ -97,10 +108,10 @@ void cli_report_table(FILE *out, const json_t *experiment)
     const char *control = label_of(experiment, 0);
     bool partial =
         json_is_true(json_object_get(json_object_get(experiment, "analysis"), "partial"));
-    fprintf(out, "%-20s %-9s %-18s %-8s %-7s %-13s", "treatment", "Δ pass", "CI (adjusted)",
+    fprintf(out, "%-20s %-10s %-18s %-8s %-7s %-13s", "treatment", "Δ pass", "CI (adjusted)",
             "p (adj)", "MDE", "verdict");
     for (size_t k = 0; k < NCOSTS; k++)
-        fprintf(out, " %-10s", COSTS[k].heading);
+        fprintf(out, " %-19s", COSTS[k].heading); /* "Δ" is two bytes, one column */
     fputc('\n', out);
     size_t i;
     const json_t *c;
@@ -117,7 +128,7 @@ void cli_report_table(FILE *out, const json_t *experiment)
                 num(mde, sizeof(mde), json_object_get(pr, "mde"), 3, false), verdict_of(c));
         for (size_t k = 0; k < NCOSTS; k++) {
             char v[32];
-            fprintf(out, " %-10s", cost(v, sizeof(v), c, COSTS[k].name));
+            fprintf(out, " %-18s", cost(v, sizeof(v), c, COSTS[k].name));
         }
         fputc('\n', out);
         const json_t *needed = json_object_get(pr, "cases_needed");

@@ -22,6 +22,15 @@
 
 static atomic_int min_level = EVD_LOG_INFO;
 static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The run this thread works on (evd_log_set_trace): hex ids, "" when none. */
+static _Thread_local char thread_trace[33], thread_span[17];
+
+void evd_log_set_trace(const char *trace_hex, const char *span_hex)
+{
+    snprintf(thread_trace, sizeof(thread_trace), "%s",
+             trace_hex && span_hex ? trace_hex : "");
+    snprintf(thread_span, sizeof(thread_span), "%s", trace_hex && span_hex ? span_hex : "");
+}
 
 void evd_log_set_level(enum evd_log_level level)
 {
@@ -248,6 +257,10 @@ static void emit(enum evd_log_level level, const char *msg, size_t msglen, const
         if (v == NULL)
             continue;
         put_field(&l, k, v);
+    }
+    if (thread_trace[0] != '\0') {
+        put_field(&l, "trace_id", thread_trace);
+        put_field(&l, "span_id", thread_span);
     }
     l.buf[l.len++] = '}';
     l.buf[l.len++] = '\n';

@@ -35,6 +35,13 @@ int evd_log_level_parse(const char *s);
 void evd_log(enum evd_log_level level, const char *msg, ...) __attribute__((sentinel));
 
 /*
+ * Names the run the calling thread works on: every line it writes until the next call
+ * carries "trace_id" and "span_id" (the run attempt's trace and root span, lowercase hex;
+ * docs/otel.md). NULL (either) clears them.
+ */
+void evd_log_set_trace(const char *trace_hex, const char *span_hex);
+
+/*
  * A printf-style message of a library (libmicrohttpd's MHD_OPTION_EXTERNAL_LOGGER) as
  * one warn line {"msg": <text>, "source": <source>}; `source` is a const char * name.
  */

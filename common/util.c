@@ -215,3 +215,16 @@ bool evd_utf8_valid(const char *s, size_t n)
     }
     return true;
 }
+
+static void (*memory_trim)(void);
+
+void evd_memory_trim_hook(void (*trim)(void))
+{
+    memory_trim = trim;
+}
+
+void evd_memory_trim(void)
+{
+    if (memory_trim != NULL)
+        memory_trim();
+}

@@ -64,4 +64,14 @@ size_t evd_utf8_seq(const unsigned char *s, size_t n);
 /* Whether s[0..n) is well-formed UTF-8 (NUL bytes included). */
 bool evd_utf8_valid(const char *s, size_t n);
 
+/*
+ * Gives freed memory back to the system after a large passing use (a report of many runs),
+ * through the hook the process set at start, and does nothing without one. The server sets
+ * glibc's malloc_trim when it runs on glibc's malloc; with jemalloc it sets none, since
+ * jemalloc returns freed pages by itself (its decay) and malloc_trim would only walk
+ * glibc's unused arena. Set the hook before any thread starts.
+ */
+void evd_memory_trim(void);
+void evd_memory_trim_hook(void (*trim)(void));
+
 #endif

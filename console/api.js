@@ -144,10 +144,12 @@ export const api = {
         if (before) q.set('before', before);
         return request('GET', `/v1/experiments/${encodeURIComponent(id)}/runs?${q}`);
     },
-    // The next `limit` runs `reviewer` has not reviewed, most useful first (not paged).
-    reviewQueue: (id, { reviewer, limit = 100 } = {}) => {
+    // The next `limit` runs `reviewer` has not reviewed, most useful first, past the first
+    // `offset` (the runs skipped: they stay in the queue).
+    reviewQueue: (id, { reviewer, limit = 100, offset = 0 } = {}) => {
         const q = new URLSearchParams({ limit: String(limit) });
         if (reviewer) q.set('reviewer', reviewer);
+        if (offset) q.set('offset', String(offset));
         return request('GET', `/v1/experiments/${encodeURIComponent(id)}/review-queue?${q}`);
     },
     // body: {verdict: 'pass'|'fail', note?, reviewer}.

@@ -1,11 +1,11 @@
-// The evaluation detail view: header and actions, live progress from the Server-Sent Events
-// stream (no polling), the A / B / B − A table, charts, run cards in execution order with their
-// transcripts, the definition and hashes. mountDetail() owns one EventSource and one ticking
+// The evaluation detail view: header and actions, live progress from the Server-Sent Events stream
+// (no polling), the A / B / B − A table, charts, run cards in execution order with their trace ids
+// and transcripts, the definition and hashes. mountDetail() owns one EventSource and one ticking
 // timer for the elapsed time of the active run; dispose() closes both. The result object is
 // replaced on every refetch and patched in place by "run" events.
 import { api, ApiError, eventsUrl } from './api.js';
-import { h, replace } from './dom.js';
-import { DASH, fmtDate, fmtDelta, fmtInt, fmtMs, fmtScore, fmtUsd, fmtValue, isTerminal, shortId } from './format.js';
+import { copyButton, h, replace } from './dom.js';
+import { DASH, fmtDate, fmtDelta, fmtInt, fmtMs, fmtScore, fmtUsd, fmtValue, isTerminal, shortId, traceIdOf } from './format.js';
 import { executionOrder, metricRows, parseOrder, runCost, runCounts, runTokens, runVerdict, runWallTime, variantLabels } from './report.js';
 import { chartLegend, metricChart } from './charts.js';
 import { renderMarkdown } from './markdown.js';
@@ -54,9 +54,9 @@ function generationsBlock(gens) {
         h('h4', null, `Generations (${gens.length})`),
         h('ol', { class: 'gens' }, gens.map((g) => h('li', { class: 'gen', 'data-testid': 'run-generation' },
             h('p', { class: 'gen-meta' },
-                h('strong', null, `#${g.index ?? ''}`),
-                ` · ${fmtMs(g.duration_ms)} · ${fmtInt(g.input_tokens)} in / ${fmtInt(g.output_tokens)} out tokens`,
-                g.started_at ? h('span', { class: 'muted' }, ` · ${fmtDate(g.started_at)}`) : null),
+                h('strong', null, `#${g.turn ?? g.index ?? ''}`),
+                ` · ${fmtMs(g.latency_ms ?? g.duration_ms)} · ${fmtInt(g.usage?.input_tokens ?? g.input_tokens)} in / ${fmtInt(g.usage?.output_tokens ?? g.output_tokens)} out tokens`,
+                (g.started_at_ms ?? g.started_at) ? h('span', { class: 'muted' }, ` · ${fmtDate(g.started_at_ms ?? g.started_at)}`) : null),
             g.text ? markdownBlock(g.text) : null,
             (g.tool_calls || []).length ? h('ul', { class: 'tool-calls' }, g.tool_calls.map((t) => h('li', null,
                 h('code', null, t.name), ' ', jsonBlock(t.arguments ?? {})))) : null))));
@@ -65,13 +65,16 @@ function generationsBlock(gens) {
 function functionCallsBlock(calls) {
     return h('section', { class: 'transcript' },
         h('h4', null, `Function calls (${calls.length})`),
-        h('ol', { class: 'calls' }, calls.map((c) => h('li', { class: ['call', c.is_error && 'is-error'], 'data-testid': 'run-function-call' },
-            h('p', { class: 'gen-meta' }, h('code', null, c.name), ` · ${fmtMs(c.duration_ms)} · `,
-                c.is_error ? h('span', { class: 'bad' }, 'error') : h('span', { class: 'good' }, 'ok')),
+        h('ol', { class: 'calls' }, calls.map((c) => {
+            const failed = c.is_error ?? c.status === 'error';
+            return h('li', { class: ['call', failed && 'is-error'], 'data-testid': 'run-function-call' },
+            h('p', { class: 'gen-meta' }, h('code', null, c.function_id ?? c.name ?? c.tool_name), ` · ${fmtMs(c.duration_ms)} · `,
+                failed ? h('span', { class: 'bad' }, 'error') : h('span', { class: 'good' }, 'ok')),
             h('div', { class: 'call-io' },
                 h('div', null, h('span', { class: 'label' }, 'arguments'), jsonBlock(c.arguments ?? {})),
-                h('div', null, h('span', { class: 'label' }, c.is_error || c.error !== undefined ? 'error' : 'result'),
-                    jsonBlock(c.error !== undefined ? c.error : c.result ?? null)))))));
+                h('div', null, h('span', { class: 'label' }, failed || c.error !== undefined ? 'error' : 'result'),
+                    jsonBlock(c.error !== undefined ? c.error : c.result ?? null))));
+        })));
 }
 
 function benchmarkTable(b) {
@@ -88,8 +91,21 @@ function benchmarkTable(b) {
     return h('dl', { class: 'kv small' }, rows.map(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
 }
 
-// One run card. labels: variant labels; now: for the elapsed time of a running run.
-function runCard(run, labels, open) {
+// The run's trace id (its latest attempt's OpenTelemetry trace, docs/otel.md) with a copy
+// button, as a dt/dd pair; nothing when the run has none.
+function traceRow(run, toast) {
+    const traceId = traceIdOf(run);
+    if (!traceId) return null;
+    const code = h('code', { 'data-testid': 'run-trace-id' }, traceId);
+    return [h('dt', null, 'trace'), h('dd', { 'data-testid': 'run-trace', 'data-trace-id': traceId }, code, ' ',
+        copyButton(traceId, {
+            ariaLabel: 'Copy the trace id', testid: 'run-trace-copy', target: code,
+            done: (ok) => (ok ? toast('Trace id copied') : toast('Could not copy the trace id; it is selected for Ctrl+C', 'error')),
+        }))];
+}
+
+// One run card. labels: variant labels; toast: the app's toast (for the copy button).
+function runCard(run, labels, open, toast) {
     const side = ROLE_SIDE[run.role] || 'a';
     const verdict = runVerdict(run);
     const tokens = runTokens(run);
@@ -103,6 +119,7 @@ function runCard(run, labels, open) {
     const body = h('div', { class: 'run-body' },
         h('dl', { class: 'kv small' },
             h('dt', null, 'session'), h('dd', null, h('code', null, run.session_id || DASH)),
+            traceRow(run, toast),
             run.turn_id ? [h('dt', null, 'turn'), h('dd', null, h('code', null, run.turn_id))] : null,
             h('dt', null, 'started'), h('dd', null, run.started_at > 0 ? fmtDate(run.started_at) : 'not yet'),
             run.completed_at ? [h('dt', null, 'finished'), h('dd', null, fmtDate(run.completed_at))] : null,
@@ -351,7 +368,7 @@ export function mountDetail(root, ctx, id) {
     function renderRuns() {
         const L = labels();
         const ordered = executionOrder(runs());
-        const list = h('ol', { class: 'runs', 'data-testid': 'runs' }, ordered.map((r) => runCard(r, L, st.openRuns.has(r.run_id))));
+        const list = h('ol', { class: 'runs', 'data-testid': 'runs' }, ordered.map((r) => runCard(r, L, st.openRuns.has(r.run_id), ctx.toast)));
         list.addEventListener('runtoggle', (e) => {
             const d = e.target;
             if (d.open) st.openRuns.add(d.dataset.runId);
@@ -367,7 +384,7 @@ export function mountDetail(root, ctx, id) {
     function replaceRunCard(run) {
         const old = els.runs.querySelector(`details[data-run-id="${CSS.escape(run.run_id)}"]`);
         if (!old) return renderRuns();
-        old.parentElement.replaceWith(runCard(run, labels(), st.openRuns.has(run.run_id)));
+        old.parentElement.replaceWith(runCard(run, labels(), st.openRuns.has(run.run_id), ctx.toast));
     }
 
     function renderDefinition() {
@@ -544,8 +561,14 @@ export function mountDetail(root, ctx, id) {
         const list = st.result.progress && st.result.progress.runs;
         if (!list) return;
         const i = list.findIndex((x) => x.run_id === run.run_id);
-        if (i >= 0) list[i] = { ...list[i], ...run };
-        else list.push(run);
+        if (i >= 0) {
+            // Events carry no trace id: the one last read stays, unless the run started again
+            // (another attempt, another trace); then none shows until the next read.
+            const restarted = run.started_at !== undefined && run.started_at !== list[i].started_at && !('trace_id' in run);
+            list[i] = { ...list[i], ...run, ...(restarted ? { trace_id: null } : null) };
+        } else {
+            list.push(run);
+        }
         replaceRunCard(i >= 0 ? list[i] : run);
         renderProgress();
         renderCharts();

@@ -1,23 +1,23 @@
 // The Experiments view: the list (#/experiments, newest first, paged), the create form
 // (#/experiments/new: arms, evaluator, repeats, analysis, and the data from a dataset or an
-// uploaded CSV/JSONL file) and the detail (#/experiments/<id>: live progress, a verdict
-// banner per treatment, the forest plot of the pass-rate deltas, arms and metric tables, the
-// per-case matrix with its flaky/disagree filters and paging, a case's runs side by side with
-// a word diff against the control, export, cancel and delete, the source of the verdicts the
+// uploaded CSV/JSONL file) and the detail (#/experiments/<id>: live progress, a verdict banner per
+// treatment, the forest plot of the pass-rate deltas, arms and metric tables, the per-case matrix
+// with its flaky/disagree filters and paging, a case's runs side by side with a word diff against
+// the control and their trace ids, export, cancel and delete, the source of the verdicts the
 // analysis is read from, and the way to the review screen, review.js). The detail follows the
-// experiment's event stream while it runs; progress events update the bar at once and, at
-// most every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first
-// page is re-read at most every 4 s (not once later pages are loaded), so a 10,000-case
-// experiment is never reloaded whole per event. mountExperiments() returns {dispose}, which
-// closes the stream and stops the timers. All text is inserted as text nodes.
+// experiment's event stream while it runs; progress events update the bar at once and, at most
+// every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first page is
+// re-read at most every 4 s (not once later pages are loaded), so a 10,000-case experiment is never
+// reloaded whole per event. mountExperiments() returns {dispose}, which closes the stream and stops
+// the timers. All text is inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
     MAX_TREATMENTS, armList, ciLevel, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm,
     fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, uploadType, verdictBanner, wordDiff,
 } from './analysis.js';
-import { h, replace, svg } from './dom.js';
+import { copyButton, h, replace, svg } from './dom.js';
 import { SOURCES, isSource } from './reviewing.js';
-import { DASH, fmtAgo, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal } from './format.js';
+import { DASH, fmtAgo, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal, traceIdOf } from './format.js';
 
 // root: <main>; ctx: app context; r: {page: 'list'|'new'|'detail', id}. Returns {dispose}.
 export function mountExperiments(root, ctx, r) {
@@ -791,7 +791,21 @@ function mountDetail(root, ctx, id, source) {
                     const lead = p.text.startsWith(' ') ? ' ' : '';
                     return [lead, h(p.op === 'add' ? 'ins' : 'del', null, p.text.slice(lead.length))];
                 })) : null,
-            run.session_id ? h('p', { class: 'small muted' }, 'session ', h('code', null, run.session_id)) : null);
+            run.session_id ? h('p', { class: 'small muted' }, 'session ', h('code', null, run.session_id)) : null,
+            traceLine(run));
+    }
+
+    // The run's trace id (its latest attempt's OpenTelemetry trace, docs/otel.md) with a copy
+    // button; nothing when the run has none.
+    function traceLine(run) {
+        const traceId = traceIdOf(run);
+        if (!traceId) return null;
+        const code = h('code', { 'data-testid': 'exp-run-trace-id' }, traceId);
+        return h('p', { class: 'small muted trace', 'data-testid': 'exp-run-trace', 'data-trace-id': traceId }, 'trace ', code, ' ',
+            copyButton(traceId, {
+                ariaLabel: 'Copy the trace id', testid: 'exp-run-trace-copy', target: code,
+                done: (ok) => (ok ? ctx.toast('Trace id copied') : ctx.toast('Could not copy the trace id; it is selected for Ctrl+C', 'error')),
+            }));
     }
 
     function renderCase() {

@@ -109,6 +109,13 @@ export function shortId(id) {
     return id.startsWith('eval_') ? id.slice(5, 13) : id.slice(0, 8);
 }
 
+// A run's OpenTelemetry trace id (32 lowercase hex digits, `trace_id` of its run document),
+// or null when it has none (not started yet) or the value is not one.
+export function traceIdOf(run) {
+    const v = run && run.trace_id;
+    return typeof v === 'string' && /^[0-9a-f]{32}$/.test(v) ? v : null;
+}
+
 export const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export function isTerminal(status) {

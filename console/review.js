@@ -143,13 +143,21 @@ export function mountReview(root, ctx, id) {
                     h('tr', null, h('th', { scope: 'row' }, 'evaluator fail'), cell('evaluator_fail_human_pass'), cell('evaluator_fail_human_fail')))));
     }
 
+    // Nothing is said of the queue before a reviewer is named and the queue was read.
+    function progressText(p) {
+        if (!st.reviewer || st.askReviewer) return 'Say who is reviewing to read the queue.';
+        if (st.queueError && !p.loaded) return 'The queue could not be read.';
+        if (!p.loaded || (st.loadingQueue && !p.total)) return 'Loading the queue…';
+        return p.text;
+    }
+
     function renderProgress() {
         const p = st.walk.progress();
         const pct = p.total ? Math.round(((p.done ? p.total : p.position - 1) / p.total) * 100) : 0;
         replace(els.progress,
             h('p', {
                 class: 'review-progress', 'data-testid': 'review-progress', 'data-position': p.position, 'data-total': p.total, 'data-done': String(p.done),
-            }, st.loadingQueue && !p.total ? 'Loading the queue…' : p.text),
+            }, progressText(p)),
             h('div', { class: 'progressbar', role: 'progressbar', 'aria-label': 'Progress through the queue', 'aria-valuemin': 0, 'aria-valuemax': p.total, 'aria-valuenow': p.done ? p.total : Math.max(0, p.position - 1) },
                 h('span', { style: `width:${pct}%` })),
             h('p', { class: 'muted small', 'data-testid': 'review-counts' }, `${fmtInt(st.walk.counts.reviewed)} reviewed · ${fmtInt(st.walk.counts.skipped)} skipped in this visit`));
@@ -184,7 +192,7 @@ export function mountReview(root, ctx, id) {
         }
         if (!run) {
             const p = st.walk.progress();
-            if (st.loadingQueue) {
+            if (st.loadingQueue || !p.loaded) {
                 replace(els.run, h('p', { class: 'muted' }, 'Loading the queue…'));
                 return;
             }
@@ -327,7 +335,7 @@ export function mountReview(root, ctx, id) {
         st.loadingQueue = true;
         renderProgress();
         try {
-            const res = await api.reviewQueue(id, { reviewer: st.reviewer, limit: QUEUE_LIMIT });
+            const res = await api.reviewQueue(id, { reviewer: st.reviewer, limit: QUEUE_LIMIT, offset: st.walk.offset() });
             if (st.disposed) return;
             st.walk.add(res.runs || [], QUEUE_LIMIT);
             st.queueError = null;

@@ -63,19 +63,23 @@ export function queueReasons(run) {
 
 // A walk through the review queue. The server answers the next runs a reviewer has not
 // reviewed, at most `limit` at a time; a skipped run stays in the server's queue, so the walk
-// remembers every run it has shown and appends only new ones when it asks again.
-// Returns {add(runs, limit), current(), next(outcome), progress(), wantsMore(), counts}.
+// asks past the runs it skipped (offset()), remembers every run it has shown and appends
+// only new ones when it asks again (a run that finished meanwhile can move one back in).
+// Returns {add(runs, limit), current(), next(outcome), offset(), progress(), wantsMore(),
+// counts}.
 export function createWalk() {
     const items = [];
     const seen = new Set();
     let index = 0;
     let more = false;
+    let loaded = false;
     const counts = { reviewed: 0, skipped: 0 };
     return {
         counts,
         // runs: one answer of the queue; limit: the limit it was asked with. Returns how many
         // runs were new.
         add(runs, limit) {
+            loaded = true;
             let added = 0;
             for (const r of Array.isArray(runs) ? runs : []) {
                 if (!r || !r.run_id || seen.has(r.run_id)) continue;
@@ -101,14 +105,21 @@ export function createWalk() {
         wantsMore() {
             return index >= items.length && more;
         },
-        // {position (1-based, of the current run; total when done), total, more, done, text}.
+        // The `offset` of the next read: the runs this walk skipped are still at the head of
+        // the server's queue (the reviewed ones left it), so the next runs are behind them.
+        offset() {
+            return counts.skipped;
+        },
+        // {position (1-based, of the current run; total when done), total, more, done, loaded,
+        // text}. Before the first answer (loaded false) nothing is known of the queue.
         progress() {
             const total = items.length;
-            const done = index >= total;
-            const position = done ? total : index + 1;
-            const text = total === 0 ? 'nothing to review'
-                : `${position} of ${total}${more ? '+' : ''}${done ? ' · done' : ''}`;
-            return { position, total, more, done, text };
+            const done = loaded && index >= total;
+            const position = index >= total ? total : index + 1;
+            let text = `${position} of ${total}${more ? '+' : ''}${done ? ' · done' : ''}`;
+            if (!loaded) text = 'the queue is not read yet';
+            else if (total === 0) text = 'nothing to review';
+            return { position, total, more, done, loaded, text };
         },
     };
 }

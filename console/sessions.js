@@ -68,7 +68,7 @@ export function mountSessions(root, ctx, params) {
     api.models().then((res) => {
         const first = (res.models || []).find((m) => m.available);
         if (first && !inputs.model.value) {
-            inputs.model.value = first.model;
+            inputs.model.value = first.id; // ModelV1 names a model by `id`
             inputs.provider.value = first.provider;
         }
     }).catch(() => {});

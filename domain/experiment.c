@@ -413,3 +413,10 @@ char *evd_experiment_cluster_key(const json_t *normalized, const json_t *c, stru
         evd_err_set(err, EVD_ENOMEM, "out of memory");
     return key;
 }
+
+const char *evd_experiment_arm_label(const json_t *request, unsigned arm)
+{
+    const json_t *v = arm == 0 ? json_object_get(request, "control")
+                               : json_array_get(json_object_get(request, "treatments"), arm - 1);
+    return json_string_value(json_object_get(v, "label"));
+}

@@ -85,4 +85,7 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
  */
 char *evd_experiment_cluster_key(const json_t *normalized, const json_t *c, struct evd_err *err);
 
+/* The label of arm `arm` (0: the control) of a normalized request, or NULL. */
+const char *evd_experiment_arm_label(const json_t *request, unsigned arm);
+
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/analysis.h"
@@ -263,6 +264,21 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     struct cell_progress pctx = {w, x, position, attempt};
     const json_t *sp = json_object_get(variant, "system_prompt");
     const json_t *ev = evaluator;
+    const char *run_id = json_string_value(json_object_get(run, "run_id"));
+    struct evd_scenario_trace trace = {
+        .owner_key = "evald.experiment_id",
+        .owner_id = x->experiment_id,
+        .run_id = run_id,
+        .label = json_string_value(json_object_get(variant, "label")),
+        .role = arm == 0 ? "control" : "treatment",
+        .repeat = (int)repeat,
+        .attempt = attempt,
+        .case_id = json_string_value(json_object_get(x->body, "id")),
+    };
+    evd_trace_for_run(x->experiment_id, run_id, attempt, &trace.ctx);
+    char trace_hex[33], span_hex[17];
+    evd_trace_hex(&trace.ctx, trace_hex, span_hex);
+    evd_log_set_trace(trace_hex, span_hex);
     const struct evd_scenario scenario = {
         .subject_id = x->experiment_id,
         .session_id = json_string_value(json_object_get(run, "session_id")),
@@ -279,6 +295,7 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .progress = on_progress,
         .progress_ctx = &pctx,
         .judge_metrics = true,
+        .trace = &trace,
     };
     if (x->rescore)
         evd_engine_rescore_cell(e, w, &scenario, x->case_index, position, run, cancel, &out);
@@ -321,6 +338,7 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
                                                                                 : CELL_STOP;
     run = NULL; /* finish_cell's */
 out:
+    evd_log_set_trace(NULL, NULL);
     if (slot >= 0)
         evd_engine_inflight_remove(e, slot);
     evd_scenario_outcome_clear(&out);

@@ -398,8 +398,9 @@ enum evd_code evd_eval_result(struct evd_engine *e, json_t *request, bool extras
             json_t *pruns = json_object_get(json_object_get(out, "progress"), "runs");
             for (size_t i = 0; i < json_array_size(pruns); i++) {
                 json_t *src = json_array_get(runs, i), *dst = json_array_get(pruns, i);
-                static const char *keys[] = {"attempt", "generations", "function_calls"};
-                for (size_t k = 0; k < 3; k++)
+                static const char *keys[] = {"attempt", "trace_id", "generations",
+                                             "function_calls"};
+                for (size_t k = 0; k < 4; k++)
                     if (json_object_get(src, keys[k]))
                         json_object_set(dst, keys[k], json_object_get(src, keys[k]));
             }

@@ -77,8 +77,8 @@ static json_t *request_of(PGconn *c, const char *id, struct evd_store_experiment
 }
 
 enum evd_code evd_experiment_review_queue(struct evd_engine *e, const char *id,
-                                          const char *reviewer, unsigned limit, json_t **response,
-                                          struct evd_err *err)
+                                          const char *reviewer, unsigned limit, unsigned offset,
+                                          json_t **response, struct evd_err *err)
 {
     PGconn *c = evd_db_acquire(e->opts.db, err);
     if (c == NULL)
@@ -93,7 +93,7 @@ enum evd_code evd_experiment_review_queue(struct evd_engine *e, const char *id,
     }
     double threshold = evd_human_review_threshold(json_object_get(request, "evaluator"));
     if ((items = evd_store_review_queue(c, id, reviewer, threshold, EVD_HUMAN_REVIEW_NEAR, limit,
-                                        err)) == NULL) {
+                                        offset, err)) == NULL) {
         rc = evd_db_code(err);
         goto out;
     }

@@ -32,10 +32,11 @@ enum evd_code evd_experiment_reviews(struct evd_engine *e, const char *id, const
                                      struct evd_err *err);
 
 /* GET /v1/experiments/{id}/review-queue: {runs: [...], threshold, near}: the next `limit`
- * runs `reviewer` (NULL: anyone) has not reviewed, most useful first. */
+ * runs `reviewer` (NULL: anyone) has not reviewed, most useful first, past the first
+ * `offset` of them (the runs a reviewer skipped). */
 enum evd_code evd_experiment_review_queue(struct evd_engine *e, const char *id,
-                                          const char *reviewer, unsigned limit, json_t **response,
-                                          struct evd_err *err);
+                                          const char *reviewer, unsigned limit, unsigned offset,
+                                          json_t **response, struct evd_err *err);
 
 /* GET /v1/experiments/{id}/agreement: {reviewed_runs, reviews, agreement, kappa,
  * kappa_ci_low, kappa_ci_high, table, source_agreement (re-scores only)}. */

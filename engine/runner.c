@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "domain/plan.h"
 #include "domain/request.h"
@@ -216,6 +217,20 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
 
     struct run_progress pctx = {w, ev.id, job->run_position, attempt};
+    const char *run_id = json_string_value(json_object_get(run, "run_id"));
+    struct evd_scenario_trace trace = {
+        .owner_key = "evald.evaluation_id",
+        .owner_id = ev.id,
+        .run_id = run_id,
+        .label = json_string_value(json_object_get(variant, "label")),
+        .role = entry.role == EVD_ROLE_CONTROL ? "control" : "treatment",
+        .repeat = (int)entry.iteration,
+        .attempt = attempt,
+    };
+    evd_trace_for_run(ev.id, run_id, attempt, &trace.ctx);
+    char trace_hex[33], span_hex[17];
+    evd_trace_hex(&trace.ctx, trace_hex, span_hex);
+    evd_log_set_trace(trace_hex, span_hex);
     const struct evd_scenario scenario = {
         .subject_id = ev.id,
         .session_id = json_string_value(json_object_get(run, "session_id")),
@@ -231,6 +246,7 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
         .evaluator_arguments = view.evaluator_arguments,
         .progress = on_progress,
         .progress_ctx = &pctx,
+        .trace = &trace,
     };
     char att[16];
     snprintf(att, sizeof(att), "%d", attempt);
@@ -283,6 +299,7 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",
                 "out of memory", NULL);
 out:
+    evd_log_set_trace(NULL, NULL);
     if (slot >= 0)
         evd_engine_inflight_remove(e, slot);
     evd_scenario_outcome_clear(&out);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "domain/evaluators.h"
 #include "domain/metrics.h"
@@ -23,7 +24,8 @@
  */
 static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *view,
                               const json_t *run, json_t *tools, struct evd_cancel *cancel,
-                              json_t **evaluation, json_t **review, struct evd_err *err)
+                              const char *traceparent, json_t **evaluation, json_t **review,
+                              struct evd_err *err)
 {
     enum evd_code rc = EVD_OK;
     json_t *input = evd_run_evaluator_input(view->subject_id, run, view->evaluator_arguments);
@@ -58,7 +60,7 @@ static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const s
             long timeout = tool.timeout_ms;
             long cap = (long)view->limits->invocation_timeout_seconds * 1000;
             answer = evd_harness_post_json(tool.url, input, timeout < cap ? timeout : cap,
-                                           view->session_id, cancel, err);
+                                           view->session_id, traceparent, cancel, err);
             rc = answer ? EVD_OK : (err ? err->code : EVD_EUPSTREAM);
             evd_store_tool_clear(&tool);
         }
@@ -139,6 +141,113 @@ static void limiter_metrics(json_t *run, int64_t waited_ms)
                             json_integer(waited_ms > 0 ? (json_int_t)waited_ms : 0));
 }
 
+/* ---- the run's trace (docs/otel.md) -------------------------------------------------- */
+
+/* The root span `invoke_agent <label>` of the run attempt, or NULL (no trace, nothing
+ * exported, or no memory). Also names the run in this thread's log lines. */
+static struct evd_span *root_open(const struct evd_scenario *s)
+{
+    const struct evd_scenario_trace *t = s->trace;
+    if (t == NULL)
+        return NULL;
+    char th[33], sh[17];
+    evd_trace_hex(&t->ctx, th, sh);
+    evd_log_set_trace(th, sh);
+    if (!evd_trace_enabled())
+        return NULL;
+    const char *agent = t->label ? t->label : t->role;
+    char name[192];
+    snprintf(name, sizeof(name), "invoke_agent %s", agent ? agent : "agent");
+    struct evd_span *root = evd_span_new(&t->ctx, false, name, EVD_SPAN_INTERNAL, evd_now_ns());
+    if (root == NULL)
+        return NULL;
+    evd_span_set_str(root, "gen_ai.operation.name", "invoke_agent");
+    evd_span_set_str(root, "gen_ai.agent.name", agent);
+    evd_span_set_str(root, "gen_ai.conversation.id", s->session_id);
+    evd_span_set_str(root, t->owner_key, t->owner_id);
+    evd_span_set_str(root, "evald.run_id", t->run_id);
+    evd_span_set_str(root, "evald.role", t->role);
+    evd_span_set_int(root, "evald.repeat", t->repeat);
+    evd_span_set_int(root, "evald.attempt", t->attempt);
+    evd_span_set_str(root, "evald.case_id", t->case_id);
+    if (json_is_object(s->model))
+        evd_span_set_str(root, "gen_ai.request.model",
+                         json_string_value(json_object_get(s->model, "model")));
+    return root;
+}
+
+/* The evaluator's verdict as the event gen_ai.evaluation.result on the root span. */
+static void root_evaluation(struct evd_span *root, const char *function_id,
+                            const json_t *evaluation)
+{
+    if (root == NULL || function_id == NULL || !json_is_object(evaluation))
+        return;
+    bool passed = json_is_true(json_object_get(evaluation, "passed"));
+    const json_t *score = json_object_get(evaluation, "score");
+    json_t *a = json_pack("{s:s,s:f,s:s}", "gen_ai.evaluation.name", function_id,
+                          "gen_ai.evaluation.score.value",
+                          json_is_number(score) ? json_number_value(score) : (passed ? 1.0 : 0.0),
+                          "gen_ai.evaluation.score.label", passed ? "pass" : "fail");
+    const char *reason = json_string_value(json_object_get(evaluation, "reason"));
+    if (a != NULL && reason != NULL && evd_trace_capture_content())
+        json_object_set_new(a, "gen_ai.evaluation.explanation", json_string(reason));
+    evd_span_event(root, "gen_ai.evaluation.result", evd_now_ns(), a);
+}
+
+/* Ends the root span with the run's outcome and submits it. The log lines of the thread
+ * go on naming the run until the caller, which opened the run, clears them. */
+static void root_close(struct evd_span *root, const json_t *run)
+{
+    if (root == NULL)
+        return;
+    root->end_ns = evd_now_ns();
+    const char *status = json_string_value(json_object_get(run, "status"));
+    if (status != NULL && strcmp(status, "completed") != 0) {
+        const json_t *failures = json_object_get(run, "failures");
+        const json_t *last = json_array_get(failures, json_array_size(failures) - 1);
+        const char *phase = json_string_value(json_object_get(last, "phase"));
+        evd_span_fail(root, phase ? phase : status,
+                      json_string_value(json_object_get(last, "message")));
+    }
+    evd_span_submit(root);
+}
+
+/* A child span for the evaluator call (CLIENT when it goes over HTTP), and the traceparent
+ * the evaluator gets; NULL span when none is exported. */
+static struct evd_span *evaluator_open(const struct evd_scenario *s, char tp[56])
+{
+    tp[0] = '\0';
+    if (s->trace == NULL)
+        return NULL;
+    char name[192];
+    snprintf(name, sizeof(name), "evaluate %s", s->evaluator_function_id);
+    bool builtin = evd_evaluator_is_builtin(s->evaluator_function_id);
+    struct evd_span *sp =
+        evd_trace_enabled()
+            ? evd_span_new(&s->trace->ctx, true, name,
+                           builtin ? EVD_SPAN_INTERNAL : EVD_SPAN_CLIENT, evd_now_ns())
+            : NULL;
+    struct evd_trace_ctx ctx = s->trace->ctx;
+    if (sp != NULL)
+        evd_span_ctx(sp, &ctx);
+    else
+        evd_trace_random_span_id(ctx.span_id);
+    evd_traceparent(&ctx, tp);
+    evd_span_set_str(sp, "gen_ai.operation.name", "evaluate");
+    evd_span_set_str(sp, "gen_ai.evaluation.name", s->evaluator_function_id);
+    return sp;
+}
+
+static void evaluator_close(struct evd_span *sp, const char *error)
+{
+    if (sp == NULL)
+        return;
+    sp->end_ns = evd_now_ns();
+    if (error != NULL)
+        evd_span_fail(sp, "evaluator_error", error);
+    evd_span_submit(sp);
+}
+
 void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s, json_t *run,
                       struct evd_cancel *cancel, int64_t started_at,
                       struct evd_scenario_outcome *res)
@@ -149,6 +258,7 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
     struct remote_source source = {e->opts.remote, cancel};
     struct evd_harness_dispatch dispatch = {0};
     memset(res, 0, sizeof(*res));
+    struct evd_span *root = root_open(s);
 
     /* Registered HTTP tools matter only to a policy that may allow one, and to the agent
      * review (whose reviewer has a policy of its own). */
@@ -179,6 +289,7 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         .tools = tools,
         .progress = s->progress,
         .progress_ctx = s->progress_ctx,
+        .trace = s->trace ? &s->trace->ctx : NULL,
     };
     if (e->opts.remote != NULL && policy_may_allow(s->functions)) {
         struct evd_err lerr = {0};
@@ -218,7 +329,13 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         }
         int64_t t0 = evd_now_ms();
         struct evd_err everr = {0};
-        if (evaluate(e, w, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+        char tp[56];
+        struct evd_span *esp = evaluator_open(s, tp);
+        enum evd_code erc = evaluate(e, w, s, run, tools, cancel, tp[0] ? tp : NULL, &evaluation,
+                                     &review, &everr);
+        evaluator_close(esp, erc != EVD_OK ? everr.msg : NULL);
+        root_evaluation(root, s->evaluator_function_id, evaluation);
+        if (erc != EVD_OK) {
             res->interrupted = evd_cancel_is_set(cancel); /* a failure the token may cause */
             evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
                          evd_now_ms());
@@ -259,6 +376,7 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
     res->transcript = transcript_of(&out, review);
     res->metrics = out.metrics ? json_incref(out.metrics) : NULL;
 out:
+    root_close(root, run);
     evd_wconn_put(w);
     evd_harness_outcome_clear(&out);
     json_decref(tools);
@@ -274,6 +392,9 @@ void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struc
     struct evd_err err = {0};
     json_t *tools = NULL, *evaluation = NULL, *review = NULL;
     memset(res, 0, sizeof(*res));
+    /* A re-score is an attempt of its run too: its trace holds the root span and the new
+     * evaluator's verdict (no generation: the model is not called). */
+    struct evd_span *root = root_open(s);
     bool review_eval = s->evaluator_function_id != NULL &&
                        evd_evaluator_is_agent_review(s->evaluator_function_id);
     if (review_eval) {
@@ -288,6 +409,7 @@ void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struc
         evd_log(EVD_LOG_WARN, "could not prepare run", "subject_id", s->subject_id, "error",
                 err.msg, NULL);
         res->not_started = true;
+        evd_span_free(root);
         return;
     }
     /* The agent turn as it was: its output, metrics and benchmark (wall time included). */
@@ -303,12 +425,17 @@ void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struc
         rc |= json_object_set_new(run, "benchmark", bench);
     }
     struct evd_err everr = {0};
+    enum evd_code erc = EVD_OK;
+    if (rc == 0 && s->evaluator_function_id != NULL) {
+        erc = evaluate(e, w, s, run, tools, cancel, NULL, &evaluation, &review, &everr);
+        root_evaluation(root, s->evaluator_function_id, evaluation);
+    }
     if (rc != 0) {
         evd_run_fail(run, EVD_PHASE_SETUP, NULL, "out of memory", evd_now_ms());
     } else if (s->evaluator_function_id == NULL) {
         json_object_set_new(run, "completed_at", json_integer(evd_now_ms()));
         evd_run_complete(run, s->limits, NULL);
-    } else if (evaluate(e, w, s, run, tools, cancel, &evaluation, &review, &everr) != EVD_OK) {
+    } else if (erc != EVD_OK) {
         res->interrupted = evd_cancel_is_set(cancel);
         evd_run_fail(run, EVD_PHASE_EVALUATE, s->evaluator_function_id, everr.msg,
                      evd_now_ms());
@@ -327,6 +454,7 @@ void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struc
             json_object_set(res->transcript, "evaluator", review);
     }
     res->metrics = stored->metrics ? json_incref((json_t *)stored->metrics) : NULL;
+    root_close(root, run);
     json_decref(tools);
     json_decref(evaluation);
     json_decref(review);

@@ -15,8 +15,25 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "common/trace.h"
 #include "domain/limits.h"
 #include "engine/internal.h"
+
+/*
+ * The trace of one run attempt (docs/otel.md): the root span `invoke_agent <label>` and its
+ * attributes. ctx is evd_trace_for_run(owner_id, run_id, attempt).
+ */
+struct evd_scenario_trace {
+    struct evd_trace_ctx ctx;
+    const char *owner_key; /* "evald.evaluation_id" or "evald.experiment_id" */
+    const char *owner_id;
+    const char *run_id;
+    const char *label;   /* the arm's label; NULL: the role */
+    const char *role;    /* "control" or "treatment" */
+    int repeat;          /* the evaluation run's iteration, the experiment run's repeat */
+    int attempt;         /* 1-based */
+    const char *case_id; /* experiment runs; NULL otherwise */
+};
 
 struct evd_scenario {
     const char *subject_id;            /* evaluation or experiment id: logs, evaluator input */
@@ -37,6 +54,7 @@ struct evd_scenario {
                            the time the calls waited for the rate limiter as
                            limiter_wait_ms */
     void *progress_ctx;
+    const struct evd_scenario_trace *trace; /* the run's trace, or NULL */
 };
 
 struct evd_scenario_outcome {
@@ -48,6 +66,10 @@ struct evd_scenario_outcome {
 };
 
 /*
+ * With s->trace, both calls below open the run attempt's root span and name the run in the
+ * calling thread's log lines (evd_log_set_trace), which the caller clears when it is done
+ * with the run.
+ *
  * Runs scenario `s` for `run` (a running run object, updated in place to its terminal
  * status, unless the token stops it) under `cancel`. `started_at` is the run's start
  * (evd_now_ms). Fills *out; the caller clears it with evd_scenario_outcome_clear.

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/prometheus.h"
 #include "common/util.h"
 #include "domain/session.h"
@@ -227,9 +228,37 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
         .progress = on_progress,
         .progress_ctx = &pctx,
     };
+    /* The turn's trace (docs/otel.md): a root span like a run's, keyed by session and turn. */
+    char turn_id[24], th[33], sh[17];
+    snprintf(turn_id, sizeof(turn_id), "turn-%d", seq);
+    struct evd_trace_ctx trace;
+    evd_trace_for_run(s.id, turn_id, attempt, &trace);
+    evd_trace_hex(&trace, th, sh);
+    evd_log_set_trace(th, sh);
+    in.trace = &trace;
+    const char *title = s.title;
+    char root_name[sizeof("invoke_agent ") + 4 * EVD_SESSION_TITLE_MAX];
+    snprintf(root_name, sizeof(root_name), "invoke_agent %s", title ? title : "session");
+    struct evd_span *root = evd_trace_enabled()
+                                ? evd_span_new(&trace, false, root_name, EVD_SPAN_INTERNAL,
+                                               evd_now_ns())
+                                : NULL;
+    evd_span_set_str(root, "gen_ai.operation.name", "invoke_agent");
+    evd_span_set_str(root, "gen_ai.agent.name", title ? title : "session");
+    evd_span_set_str(root, "gen_ai.conversation.id", s.id);
+    evd_span_set_str(root, "evald.session_id", s.id);
+    evd_span_set_int(root, "evald.turn", seq);
+    evd_span_set_int(root, "evald.attempt", attempt);
     int64_t started = evd_now_ms();
     evd_wconn_put(w); /* none held while the provider works */
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
+    if (root != NULL) {
+        root->end_ns = evd_now_ns();
+        if (out.status != EVD_HARNESS_COMPLETED)
+            evd_span_fail(root, out.phase ? out.phase : evd_harness_status_name(out.status),
+                          out.result_error);
+        evd_span_submit(root);
+    }
     enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
     slot = -1;
     if (reason == REASON_LEASE && out.status != EVD_HARNESS_CANCELLED)
@@ -267,6 +296,7 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
     }
     write_outcome(c, s.id, seq, attempt, status, &out, failures, transcript, wall, job->id);
 out:
+    evd_log_set_trace(NULL, NULL);
     if (slot >= 0)
         evd_engine_inflight_remove(e, slot);
     evd_harness_outcome_clear(&out);

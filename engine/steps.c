@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "common/log.h"
 #include "common/prometheus.h"
@@ -106,14 +103,12 @@ static enum evd_code complete(PGconn *c, const char *evaluation_id, int64_t now,
     size_t n_runs = runs ? json_array_size(runs) : 0;
     json_decref(runs);
     evd_store_eval_clear(&ev);
-#ifdef __GLIBC__
     /* A report holds every run several times over while it is built (decoded rows, their
      * projection, its text): a large one's freed pages go back rather than stay in the
-     * arena. Not a small one's: trimming walks every arena of the process, and costs more
-     * than a two-run evaluation's whole report. */
+     * arena. Not a small one's: glibc's trim walks every arena of the process, and costs
+     * more than a two-run evaluation's whole report. */
     if (n_runs >= TRIM_AFTER_RUNS)
-        malloc_trim(0);
-#endif
+        evd_memory_trim();
     return rc;
 }
 
@@ -234,10 +229,8 @@ static bool finalize_chunk(PGconn *c, struct evd_store_eval *evs, size_t n, int6
         json_decref(reports[i]);
         json_decref(runs[i]);
     }
-#ifdef __GLIBC__
     if (largest >= TRIM_AFTER_RUNS) /* as after a large report one by one (complete) */
-        malloc_trim(0);
-#endif
+        evd_memory_trim();
     return ok;
 }
 

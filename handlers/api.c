@@ -189,15 +189,61 @@ void evd_resp_problem(struct evd_resp *resp, enum evd_code code, const char *det
     size_t len = 0;
     char *text = p ? evd_json_dump(p, &len) : NULL;
     json_decref(p);
-    if (text == NULL) {
-        static const char fallback[] = "{\"type\":\"about:blank\",\"title\":\"Internal Server "
-                                       "Error\",\"status\":500,\"code\":\"internal\"}";
-        text = strdup(fallback);
+    bool fallback = text == NULL;
+    if (fallback) {
+        static const char doc[] = "{\"type\":\"about:blank\",\"title\":\"Internal Server "
+                                  "Error\",\"status\":500,\"detail\":\"\",\"code\":\"internal\"}";
+        text = strdup(doc);
         len = text ? strlen(text) : 0;
         status = 500;
+        pcode = "internal";
     }
     set_body(resp, status, "application/problem+json", text, len);
     resp->code = pcode;
+    resp->error = fallback ? EVD_ENOMEM : code;
+}
+
+/* The detail a client gets of a server-side failure, or NULL to keep the handler's. */
+static const char *public_detail(enum evd_code code)
+{
+    switch (code) {
+    case EVD_EDB:
+        return "the database is unavailable; retry later";
+    case EVD_ENOMEM:
+    case EVD_EUPSTREAM:
+    case EVD_ETIMEOUT:
+    case EVD_ECANCELLED:
+    case EVD_EINTERNAL:
+        return "an internal error occurred; the server's log has its details under this "
+               "request_id";
+    default:
+        return NULL; /* 4xx and the 503s that say what to do (shutting down, pool busy) */
+    }
+}
+
+char *evd_resp_finish_problem(struct evd_resp *resp, const char *request_id)
+{
+    if (resp->error == EVD_OK || resp->stream != NULL || resp->body == NULL)
+        return NULL;
+    json_t *p = json_loadb(resp->body, resp->len, 0, NULL);
+    if (!json_is_object(p)) {
+        json_decref(p);
+        return NULL;
+    }
+    char *internal = NULL;
+    const char *pub = public_detail(resp->error);
+    if (pub != NULL) {
+        const char *was = json_string_value(json_object_get(p, "detail"));
+        internal = strdup(was != NULL ? was : "");
+        json_object_set_new(p, "detail", json_string(pub));
+    }
+    json_object_set_new(p, "request_id", json_string(request_id));
+    size_t len = 0;
+    char *text = evd_json_dump(p, &len);
+    json_decref(p);
+    if (text != NULL)
+        set_body(resp, resp->status, "application/problem+json", text, len);
+    return internal;
 }
 
 void evd_resp_error(struct evd_resp *resp, const struct evd_err *err)

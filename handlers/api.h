@@ -69,12 +69,15 @@ const char *evd_req_header(const struct evd_req *req, const char *name);
 /*
  * Streaming body: called from one of the server's threads (one call at a time per
  * stream) and must never block: it returns the bytes written into buf (> 0),
- * EVD_STREAM_END to end the stream, or EVD_STREAM_PAUSE when nothing is ready. After a
- * pause the server reads the stream again only once the stream calls the wake function
- * it was given by stream_attach (from any thread, any number of times, until
- * stream_free; a wake that comes before the pause is not lost).
+ * EVD_STREAM_END to end the stream, EVD_STREAM_ABORT to end it as failed (the status line
+ * is gone by then: the connection is closed without the chunked body's last chunk, so that
+ * a client sees a truncated transfer, not a short but whole body), or EVD_STREAM_PAUSE
+ * when nothing is ready. After a pause the server reads the stream again only once the
+ * stream calls the wake function it was given by stream_attach (from any thread, any
+ * number of times, until stream_free; a wake that comes before the pause is not lost).
  */
 #define EVD_STREAM_END ((ssize_t)-1)
+#define EVD_STREAM_ABORT ((ssize_t)-2)
 #define EVD_STREAM_PAUSE ((ssize_t)0)
 typedef ssize_t (*evd_stream_fn)(void *cls, char *buf, size_t max);
 typedef void (*evd_stream_wake_fn)(void *token);
@@ -105,6 +108,7 @@ struct evd_resp {
     size_t len;
     const char *content_type;
     const char *code;        /* problem code for logs, NULL on success */
+    enum evd_code error;     /* the problem's code (evd_resp_problem), EVD_OK on success */
     char header_names[EVD_RESP_MAX_HEADERS][64];
     char header_values[EVD_RESP_MAX_HEADERS][512];
     size_t nheaders;
@@ -143,6 +147,13 @@ void evd_resp_json(struct evd_resp *resp, int status, json_t *body);
 
 /* RFC 9457 problem details for `code`, with `detail` as the message. */
 void evd_resp_problem(struct evd_resp *resp, enum evd_code code, const char *detail);
+/*
+ * Called by the server on every answer before it goes out. A problem document gains
+ * `request_id`; one of a server-side failure (a database error, an internal error) says
+ * what failed in a client's terms, and the handler's detail, which may name database
+ * internals, is returned (malloc'd) for the log alone. NULL when nothing was replaced.
+ */
+char *evd_resp_finish_problem(struct evd_resp *resp, const char *request_id);
 
 /* Problem details from an error record. */
 void evd_resp_error(struct evd_resp *resp, const struct evd_err *err);

@@ -346,28 +346,31 @@ struct export
     char request_id[72];
 };
 
-/* Reads the next piece into x->piece; false at the end or after a failure (logged: the
- * status line is gone by then, so the body just ends). */
-static bool export_fill(struct export *x)
+/* Reads the next piece into x->piece: 1, 0 at the end, -1 after a failure (logged: the
+ * status line is gone by then, so the body is cut short: EVD_STREAM_ABORT). */
+static int export_fill(struct export *x)
 {
     struct evd_err err = {0};
     x->piece.len = 0;
     x->off = 0;
     int rc = evd_experiment_export_next(x->x, &x->piece, &err);
     if (rc < 0)
-        evd_log(EVD_LOG_WARN, "could not read the next records of an export", "experiment_id",
-                x->id, "req_id", x->request_id, "code", evd_code_name(err.code), "error", err.msg,
-                NULL);
-    return rc > 0;
+        evd_log(EVD_LOG_WARN, "could not read the next records of an export; its body is cut",
+                "experiment_id", x->id, "req_id", x->request_id, "code",
+                evd_code_name(err.code), "error", err.msg, NULL);
+    return rc;
 }
 
 static ssize_t export_read(void *cls, char *buf, size_t max)
 {
     struct export *x = cls;
     while (x->off >= x->piece.len) {
-        if (x->end || !export_fill(x)) {
-            x->end = true;
+        if (x->end)
             return EVD_STREAM_END;
+        int rc = export_fill(x);
+        if (rc <= 0) {
+            x->end = true;
+            return rc < 0 ? EVD_STREAM_ABORT : EVD_STREAM_END;
         }
     }
     size_t n = x->piece.len - x->off;

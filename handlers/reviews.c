@@ -6,8 +6,12 @@
 #include "handlers/reviews.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "engine/reviews.h"
+
+/* The largest `offset` of the review queue (more than an experiment's runs can be). */
+#define EVD_REVIEW_OFFSET_MAX 1000000000
 
 void evd_h_experiment_review_put(struct evd_req *req, struct evd_resp *resp)
 {
@@ -43,11 +47,27 @@ void evd_h_experiment_review_queue(struct evd_req *req, struct evd_resp *resp)
     unsigned limit;
     if (!evd_req_page_limit(req, resp, &limit))
         return;
+    /* offset: the runs of the queue to pass over, those the reviewer skipped (they stay in
+     * the queue until reviewed). */
+    unsigned offset = 0;
+    const char *s = evd_req_query(req, "offset");
+    if (s != NULL) {
+        char *end = NULL;
+        long v = strtol(s, &end, 10);
+        if (*s == '\0' || *end != '\0' || v < 0 || v > EVD_REVIEW_OFFSET_MAX) {
+            char detail[64];
+            snprintf(detail, sizeof(detail), "offset must be between 0 and %d",
+                     EVD_REVIEW_OFFSET_MAX);
+            evd_resp_problem(resp, EVD_EINVAL, detail);
+            return;
+        }
+        offset = (unsigned)v;
+    }
     struct evd_err err = {0};
     json_t *out = NULL;
     enum evd_code rc =
         evd_experiment_review_queue(req->ctx->engine, evd_req_param(req, "id"),
-                                    evd_req_query(req, "reviewer"), limit, &out, &err);
+                                    evd_req_query(req, "reviewer"), limit, offset, &out, &err);
     evd_resp_outcome(resp, 200, rc, out, &err);
 }
 

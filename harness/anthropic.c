@@ -154,6 +154,7 @@ enum evd_code evd_hx_anthropic_parse(json_t *body, struct evd_hx_reply *out, str
              json_string_value(json_object_get(body, "stop_reason")) ?: "");
     snprintf(out->model, sizeof(out->model), "%s",
              json_string_value(json_object_get(body, "model")) ?: "");
+    snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(body, "id")) ?: "");
     size_t i;
     json_t *b;
     json_array_foreach(content, i, b)

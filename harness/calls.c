@@ -79,8 +79,13 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
         payload = empty;
     if (ferr.code == EVD_OK)
         evd_hx_validate_payload(fn->id, fn->request_schema, payload, &ferr);
+    char traceparent[56];
+    struct evd_span *span = evd_hx_trace_tool_begin(r, function_id,
+                                                    ferr.code == EVD_OK && fn->url != NULL,
+                                                    traceparent);
     if (ferr.code == EVD_OK && fn->url != NULL) {
-        result = evd_hx_call_http_tool(&r->http, fn, payload, r->in->session_id, r->deadline,
+        result = evd_hx_call_http_tool(&r->http, fn, payload, r->in->session_id,
+                                       traceparent[0] ? traceparent : NULL, r->deadline,
                                        r->cancel, &ferr);
     } else if (ferr.code == EVD_OK) {
         int64_t left = r->deadline - evd_mono_ms();
@@ -91,6 +96,8 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
     }
     bool is_error = result == NULL;
     int64_t dur = evd_mono_ms() - t0;
+    evd_hx_trace_tool_end(span, function_id, name, call_id, payload, result,
+                          is_error ? ferr.msg : NULL);
     r->function_calls++;
     if (is_error)
         r->function_call_errors++;

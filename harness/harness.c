@@ -217,6 +217,7 @@ static void loop(struct evd_hx_run *r, struct verdict *v)
             }
             json_array_append_new(
                 r->spans, evd_hx_span_new("generation", "generation", w0, w1, call.error, attrs));
+            evd_hx_trace_chat(r, &q, &call, NULL, w0, w1);
             if (call.code == EVD_ECANCELLED) {
                 fail(v, EVD_HARNESS_CANCELLED, "cancel", EVD_ECANCELLED, "run was cancelled");
             } else if (call.code == EVD_ETIMEOUT && call.scenario_timeout) {
@@ -247,6 +248,7 @@ static void loop(struct evd_hx_run *r, struct verdict *v)
         }
         json_array_append_new(r->spans,
                               evd_hx_span_new("generation", "generation", w0, w1, NULL, attrs));
+        evd_hx_trace_chat(r, &q, &call, &reply, w0, w1);
         json_array_append(r->messages, reply.message);
 
         /* A snapshot of the figures so far goes out before anything that takes time (the

@@ -18,6 +18,7 @@
 
 #include "common/cancel.h" /* the token every run takes */
 #include "common/err.h"
+#include "common/trace.h"
 #include "harness/providers.h"
 #include "schema/structured.h"
 
@@ -115,6 +116,9 @@ struct evd_harness_input {
     void (*progress)(void *ctx, json_t *metrics);
     void *progress_ctx;
     const struct evd_so_contract *contract;      /* optional, borrowed */
+    /* The run's root span (common/trace.h), or NULL: generations and function calls become
+     * its child spans, and HTTP tools get a traceparent naming their call's span. */
+    const struct evd_trace_ctx *trace;
     bool has_max_tool_calls;
     int64_t max_tool_calls;
 };
@@ -207,10 +211,34 @@ enum evd_code evd_harness_system_prompt(const char *system_prompt, const char *s
  * returns its JSON answer (new reference), or NULL with *err: EVD_ECANCELLED ("evaluator
  * call cancelled"), EVD_ETIMEOUT ("evaluator exceeded its <n> ms timeout"), EVD_EUPSTREAM
  * ("could not call the evaluator: …", "evaluator returned HTTP <status>", "evaluator
- * answered invalid JSON: …"). `session_id` goes out as X-Evald-Session.
+ * answered invalid JSON: …"). `session_id` goes out as X-Evald-Session, and `traceparent`
+ * (a W3C trace-context value, or NULL) as traceparent.
  */
 json_t *evd_harness_post_json(const char *url, const json_t *body, int64_t timeout_ms,
-                              const char *session_id, struct evd_cancel *cancel,
-                              struct evd_err *err);
+                              const char *session_id, const char *traceparent,
+                              struct evd_cancel *cancel, struct evd_err *err);
+
+/*
+ * What evd_harness_post_bytes got back. status is 0 when no answer arrived (then error says
+ * why, e.g. curl's message); retry_after_ms is -1 without a usable Retry-After.
+ */
+struct evd_harness_post_result {
+    long status;
+    int64_t retry_after_ms;
+    bool timed_out;
+    char error[256];
+};
+
+/*
+ * POSTs body[0..len) to `url` with `content_type` and the extra header lines
+ * headers[0..nheaders) ("Name: value", borrowed; never logged) within timeout_ms, on the
+ * transport of the provider calls (the calling thread's kept-alive connections). The
+ * answer's body is read (bounded) and discarded. EVD_OK when an answer arrived (any status:
+ * see res->status), EVD_ETIMEOUT or EVD_EUPSTREAM when none did, EVD_ENOMEM.
+ */
+enum evd_code evd_harness_post_bytes(const char *url, const char *content_type,
+                                     const char *const *headers, size_t nheaders,
+                                     const void *body, size_t len, int64_t timeout_ms,
+                                     struct evd_harness_post_result *res);
 
 #endif

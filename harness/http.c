@@ -526,8 +526,10 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
         snprintf(call->error, sizeof(call->error), "out of memory building the %s request", name);
         goto out;
     }
-    est_tokens = (double)strlen(text) / 4.0; /* about four bytes a token */
+    double raw_tokens = (double)strlen(text) / 4.0; /* about four bytes a token */
     for (;;) {
+        /* What calls to this model used per estimated token, learnt from their usage. */
+        est_tokens = evd_hx_limiter_estimate(lim, raw_tokens);
         struct evd_hx_http_resp resp;
         /* Waiting for the limiter is not part of the invocation timeout: its deadline moves
          * on by the time waited. The scenario deadline stays where it is. */
@@ -535,6 +537,8 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
         enum evd_code wrc = evd_hx_limiter_wait(lim, est_tokens, scenario_deadline_ms, cancel,
                                                 &waited);
         call->limiter_wait_ms += waited;
+        if (call->nretries > 0 && call->retries[call->nretries - 1].wait_ms == 0)
+            call->retries[call->nretries - 1].wait_ms = waited; /* a 429's hold */
         if (deadline_ms == 0)
             deadline_ms = evd_mono_ms() + (int64_t)invocation_timeout_s * 1000;
         else
@@ -560,8 +564,16 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
         evd_rl_parse_headers(rl_lookup, &resp, evd_now_ms(), &obs);
         if (obs.retry_after_ms < 0 && resp.retry_after_ms >= 0)
             obs.retry_after_ms = resp.retry_after_ms;
-        evd_hx_limiter_done(lim, resp.curl_code == CURLE_OK ? resp.status : 0, est_tokens, -1,
-                            &obs);
+        /* A 2xx body is read here, so that the limiter learns the tokens the call used (its
+         * usage) in place of the estimate it reserved. */
+        bool answered = !resp.cancelled && !resp.timed_out && !resp.too_large &&
+                        resp.curl_code == CURLE_OK && resp.status >= 200 && resp.status < 300;
+        json_error_t je;
+        json_t *parsed = answered ? json_loadb(resp.body.data ? resp.body.data : "",
+                                               resp.body.len, 0, &je)
+                                  : NULL;
+        evd_hx_limiter_done(lim, resp.curl_code == CURLE_OK ? resp.status : 0, est_tokens,
+                            raw_tokens, evd_hx_usage_tokens(evd_provider_kind(pr), parsed), &obs);
         bool retry = false;
         int64_t wait_ms = -1;
         if (resp.cancelled) {
@@ -583,8 +595,8 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
                      resp.curl_error[0] ? resp.curl_error : curl_easy_strerror(resp.curl_code));
             retry = retryable_curl(resp.curl_code);
         } else if (resp.status >= 200 && resp.status < 300) {
-            json_error_t je;
-            call->body = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
+            call->body = parsed;
+            parsed = NULL;
             if (call->body != NULL && json_is_object(call->body)) {
                 call->code = EVD_OK;
                 call->error[0] = '\0';
@@ -606,6 +618,7 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
             if (resp.status == 429 && lim != NULL)
                 wait_ms = 0; /* the limiter holds every call to the provider (evd_rl_done) */
         }
+        json_decref(parsed); /* NULL unless a branch above did not take it */
         evd_hx_http_resp_free(&resp);
         if (!retry || call->attempts >= MAX_ATTEMPTS)
             break;
@@ -614,6 +627,12 @@ void evd_hx_provider_call(struct evd_hx_client *cl, const struct evd_provider *p
         if (evd_mono_ms() + wait_ms >= deadline_ms) {
             /* Waiting would pass the invocation timeout: report the last failure. */
             break;
+        }
+        if (call->nretries < (int)(sizeof(call->retries) / sizeof(call->retries[0]))) {
+            call->retries[call->nretries].at_ms = evd_now_ms();
+            call->retries[call->nretries].status = call->status;
+            call->retries[call->nretries].wait_ms = wait_ms;
+            call->nretries++;
         }
         char st[24], at[16], wt[24];
         snprintf(st, sizeof(st), "%ld", call->status);

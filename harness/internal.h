@@ -94,6 +94,14 @@ struct evd_hx_call {
     bool scenario_timeout;   /* an EVD_ETIMEOUT was the scenario deadline's */
     enum evd_code code; /* EVD_OK, EVD_EUPSTREAM, EVD_ETIMEOUT, EVD_ECANCELLED, … */
     char error[512];    /* names the provider and status; never a key */
+    /* Each attempt that was tried again: when it ended (wall ms), its HTTP status (0: no
+     * answer) and the wait before the next (backoff, Retry-After or the limiter's hold). */
+    struct {
+        int64_t at_ms;
+        long status;
+        int64_t wait_ms;
+    } retries[8];
+    int nretries;
 };
 
 /*
@@ -119,6 +127,9 @@ struct evd_hx_limiter;
  * providers file; NULL (no limiting) without memory or past 1024 of them. Lives as long as
  * the process. */
 struct evd_hx_limiter *evd_hx_limiter_get(const struct evd_provider *pr, const char *model);
+/* The tokens to reserve for a call whose request suggests raw_tokens (evd_rl_estimate);
+ * NULL l: raw_tokens. */
+double evd_hx_limiter_estimate(struct evd_hx_limiter *l, double raw_tokens);
 /*
  * Waits until the limiter lets a call estimated at est_tokens go, and counts it in flight:
  * EVD_OK; EVD_ETIMEOUT when deadline_ms passed first, EVD_ECANCELLED when the token was
@@ -127,9 +138,11 @@ struct evd_hx_limiter *evd_hx_limiter_get(const struct evd_provider *pr, const c
 enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
                                   int64_t deadline_ms, struct evd_cancel *cancel,
                                   int64_t *waited_ms);
-/* A call that evd_hx_limiter_wait let go ended (evd_rl_done). NULL l: nothing. */
+/* A call that evd_hx_limiter_wait let go ended (evd_rl_done), with its reservation
+ * (est_tokens), its raw estimate and its usage (evd_rl_learn). NULL l: nothing. */
 void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_tokens,
-                         double used_tokens, const struct evd_rl_observed *obs);
+                         double raw_tokens, double used_tokens,
+                         const struct evd_rl_observed *obs);
 
 /* ---- wire formats --------------------------------------------------------------------- */
 
@@ -158,6 +171,7 @@ struct evd_hx_usage {
 };
 
 struct evd_hx_reply {
+    char id[160];       /* the provider's response id, "" when it gave none */
     char *text;         /* concatenated answer text, never NULL after a successful parse */
     json_t *tool_calls; /* new reference: [{id, name, arguments?, arguments_text}] */
     json_t *message;    /* new reference: the neutral assistant message */
@@ -208,6 +222,12 @@ bool evd_hx_put_each(json_t *obj, const char *key, json_t *items, json_t *(*shap
 char *evd_hx_tool_call_args_text(json_t *call);
 /* Reads a non-negative integer field path like "a.b"; false when absent. */
 bool evd_hx_get_count(json_t *obj, const char *path, int64_t *out);
+/*
+ * The tokens a provider's 2xx body says the call used, as its rate limit counts them
+ * (prompt, cached or not, plus output), or -1 when body (borrowed, may be NULL) has no
+ * usage: the limiter then keeps the estimate it reserved.
+ */
+double evd_hx_usage_tokens(enum evd_provider_kind kind, json_t *body);
 
 /* ---- function policy and exposure ----------------------------------------------------- */
 
@@ -246,11 +266,13 @@ enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, j
 /*
  * POSTs payload (borrowed) to an HTTP tool and returns its JSON result (new reference; a
  * non-JSON body becomes a JSON string), or NULL with *err set: EVD_ETIMEOUT, EVD_ECANCELLED,
- * EVD_EUPSTREAM ("tool <id> returned 500: …").
+ * EVD_EUPSTREAM ("tool <id> returned 500: …"). `traceparent` (or NULL) goes out as the W3C
+ * header of that name.
  */
 json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_function *fn,
-                              json_t *payload, const char *session_id, int64_t deadline_ms,
-                              struct evd_cancel *cancel, struct evd_err *err);
+                              json_t *payload, const char *session_id, const char *traceparent,
+                              int64_t deadline_ms, struct evd_cancel *cancel,
+                              struct evd_err *err);
 
 /* ---- the output contract of the final answer ------------------------------------------ */
 

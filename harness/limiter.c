@@ -185,13 +185,25 @@ enum evd_code evd_hx_limiter_wait(struct evd_hx_limiter *l, double est_tokens,
     return rc;
 }
 
+double evd_hx_limiter_estimate(struct evd_hx_limiter *l, double raw_tokens)
+{
+    if (l == NULL)
+        return raw_tokens;
+    pthread_mutex_lock(&l->mu);
+    double est = evd_rl_estimate(&l->rl, raw_tokens);
+    pthread_mutex_unlock(&l->mu);
+    return est;
+}
+
 void evd_hx_limiter_done(struct evd_hx_limiter *l, long status, double est_tokens,
-                         double used_tokens, const struct evd_rl_observed *obs)
+                         double raw_tokens, double used_tokens,
+                         const struct evd_rl_observed *obs)
 {
     if (l == NULL)
         return;
     pthread_mutex_lock(&l->mu);
     evd_rl_done(&l->rl, evd_mono_ms(), status, est_tokens, used_tokens, obs);
+    evd_rl_learn(&l->rl, raw_tokens, used_tokens);
     if (l->queue != NULL)
         pthread_cond_signal(&l->queue->cv); /* a slot is free, or the limits changed */
     pthread_mutex_unlock(&l->mu);

@@ -105,6 +105,7 @@ enum evd_code evd_hx_chat_parse(json_t *body, struct evd_hx_reply *out, struct e
              json_string_value(json_object_get(choice, "finish_reason")) ?: "");
     snprintf(out->model, sizeof(out->model), "%s",
              json_string_value(json_object_get(body, "model")) ?: "");
+    snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(body, "id")) ?: "");
     const char *text = json_string_value(json_object_get(msg, "content"));
     const char *refusal = json_string_value(json_object_get(msg, "refusal"));
     if (text == NULL && refusal != NULL) {

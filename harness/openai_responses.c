@@ -175,6 +175,7 @@ enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out, str
     }
     snprintf(out->model, sizeof(out->model), "%s",
              json_string_value(json_object_get(body, "model")) ?: "");
+    snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(body, "id")) ?: "");
     size_t i;
     json_t *it;
     json_array_foreach(output, i, it)

@@ -104,6 +104,7 @@ void evd_rl_init(struct evd_rl *rl, double rpm, double tpm, int max_inflight, ui
     rl->start_bucket = STARTUP_BURST;
     rl->share = 1;
     rl->part = 1;
+    rl->token_scale = 1;
     rl->refilled_ms = now_ms;
     rl->window_max = max_inflight > 0 ? max_inflight : 1;
     rl->window = rl->window_max;
@@ -216,6 +217,27 @@ static void learn(struct evd_rl *rl, int64_t now, const struct evd_rl_observed *
         hold(rl, now, o->reset_requests_ms, RESET_JITTER);
     if (o->remaining_tokens >= 0 && o->remaining_tokens < 1 && o->reset_tokens_ms > 0)
         hold(rl, now, o->reset_tokens_ms, RESET_JITTER);
+}
+
+/* The scale's bounds: a call uses between a hundredth and a hundred times its estimate. */
+#define SCALE_MIN 0.01
+#define SCALE_MAX 100.0
+#define SCALE_WEIGHT 0.2
+
+double evd_rl_estimate(const struct evd_rl *rl, double raw_tokens)
+{
+    return raw_tokens > 0 ? raw_tokens * rl->token_scale : raw_tokens;
+}
+
+void evd_rl_learn(struct evd_rl *rl, double raw_tokens, double used_tokens)
+{
+    if (!(raw_tokens > 0) || !(used_tokens >= 0))
+        return;
+    double sample = used_tokens / raw_tokens;
+    sample = sample < SCALE_MIN ? SCALE_MIN : sample > SCALE_MAX ? SCALE_MAX : sample;
+    rl->token_scale =
+        rl->scale_learnt ? rl->token_scale + SCALE_WEIGHT * (sample - rl->token_scale) : sample;
+    rl->scale_learnt = true;
 }
 
 void evd_rl_done(struct evd_rl *rl, int64_t now, long status, double est_tokens, double used_tokens,

@@ -55,6 +55,9 @@ struct evd_rl {
     int64_t known_since_ms; /* when a limit was first learnt */
     double window, window_max;
     int inflight;
+    double token_scale;   /* tokens a call uses per token estimated from its request (1
+                             until an answer's usage says otherwise): evd_rl_estimate */
+    bool scale_learnt;
     int64_t last_cut_ms;
     uint64_t rng;
     /* counters, for /metrics and /v1/models */
@@ -87,6 +90,17 @@ int64_t evd_rl_acquire(struct evd_rl *rl, int64_t now_ms, double est_tokens);
  */
 void evd_rl_done(struct evd_rl *rl, int64_t now_ms, long status, double est_tokens,
                  double used_tokens, const struct evd_rl_observed *obs);
+
+/*
+ * The tokens to reserve for a call whose request text suggests raw_tokens: raw_tokens
+ * scaled by what calls have used per estimated token (evd_rl_learn). A request's size says
+ * little of its output or of how the provider counts, so without the scale a tokens-per-
+ * minute limit is overrun by as many times as the estimate falls short.
+ */
+double evd_rl_estimate(const struct evd_rl *rl, double raw_tokens);
+/* Learns from a call's usage (used_tokens, negative: unknown) against its raw estimate:
+ * the first answer sets the scale, later ones move it a fifth of the way (EWMA). */
+void evd_rl_learn(struct evd_rl *rl, double raw_tokens, double used_tokens);
 
 /* Calls allowed in flight now (the window, at least 1). */
 int evd_rl_window(const struct evd_rl *rl);

@@ -72,6 +72,21 @@ json_t *evd_hx_run_metrics(const struct evd_hx_run *r);
 /* Hands a snapshot of the metrics so far to the input's progress callback, if any. */
 void evd_hx_run_progress(const struct evd_hx_run *r);
 
+/* trace.c: the OpenTelemetry spans of a generation and of a function call (docs/otel.md).
+ * evd_hx_trace_chat submits the span of one generation (reply NULL when it failed);
+ * evd_hx_trace_tool_begin opens a function call's span (NULL when the run has no trace or
+ * nothing is exported) and writes the traceparent the callee gets ("" without a trace);
+ * evd_hx_trace_tool_end finishes and submits it (NULL-safe; arguments and result borrowed). */
+struct evd_span;
+void evd_hx_trace_chat(const struct evd_hx_run *r, const struct evd_hx_request *q,
+                       const struct evd_hx_call *call, const struct evd_hx_reply *reply,
+                       int64_t w0, int64_t w1);
+struct evd_span *evd_hx_trace_tool_begin(const struct evd_hx_run *r, const char *function_id,
+                                         bool http, char traceparent[56]);
+void evd_hx_trace_tool_end(struct evd_span *s, const char *function_id, const char *wire_name,
+                           const char *call_id, json_t *arguments, json_t *result,
+                           const char *error);
+
 /* calls.c: runs one function call the model asked for and appends the tool message, the
  * span and the transcript entry. EVD_ECANCELLED when the run was cancelled during it. */
 enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn);

@@ -38,8 +38,9 @@ enum evd_code evd_hx_validate_payload(const char *function_id, json_t *schema, j
 }
 
 json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_function *fn,
-                              json_t *payload, const char *session_id, int64_t deadline_ms,
-                              struct evd_cancel *cancel, struct evd_err *err)
+                              json_t *payload, const char *session_id, const char *traceparent,
+                              int64_t deadline_ms, struct evd_cancel *cancel,
+                              struct evd_err *err)
 {
     json_t *result = NULL;
     char *body = NULL;
@@ -73,6 +74,12 @@ json_t *evd_hx_call_http_tool(struct evd_hx_client *cl, const struct evd_hx_func
     if ((t = curl_slist_append(h, line)) == NULL)
         goto nomem;
     h = t;
+    if (traceparent != NULL) {
+        snprintf(line, sizeof(line), "traceparent: %.60s", traceparent);
+        if ((t = curl_slist_append(h, line)) == NULL)
+            goto nomem;
+        h = t;
+    }
 
     evd_hx_http_post(cl, fn->url, h, body, strlen(body), until, cancel, &resp);
     have_resp = true;
@@ -114,8 +121,8 @@ out:
 }
 
 json_t *evd_harness_post_json(const char *url, const json_t *body, int64_t timeout_ms,
-                              const char *session_id, struct evd_cancel *cancel,
-                              struct evd_err *err)
+                              const char *session_id, const char *traceparent,
+                              struct evd_cancel *cancel, struct evd_err *err)
 {
     struct evd_hx_client cl = {0};
     struct evd_hx_http_resp resp;
@@ -128,9 +135,11 @@ json_t *evd_harness_post_json(const char *url, const json_t *body, int64_t timeo
         goto out;
     }
     snprintf(line, sizeof(line), "X-Evald-Session: %.200s", session_id ? session_id : "");
-    const char *lines[4] = {"Content-Type: application/json", "Accept: application/json",
-                            "Expect:", line};
-    for (int i = 0; i < 4; i++) {
+    char tp[96];
+    snprintf(tp, sizeof(tp), "traceparent: %.60s", traceparent ? traceparent : "");
+    const char *lines[5] = {"Content-Type: application/json", "Accept: application/json",
+                            "Expect:", line, tp};
+    for (int i = 0; i < (traceparent ? 5 : 4); i++) {
         if ((t = curl_slist_append(h, lines[i])) == NULL) {
             evd_err_set(err, EVD_ENOMEM, "out of memory");
             goto out;
@@ -161,4 +170,48 @@ out:
     evd_hx_client_close(&cl);
     free(text);
     return answer;
+}
+
+enum evd_code evd_harness_post_bytes(const char *url, const char *content_type,
+                                     const char *const *headers, size_t nheaders,
+                                     const void *body, size_t len, int64_t timeout_ms,
+                                     struct evd_harness_post_result *res)
+{
+    struct evd_hx_client cl = {0};
+    struct evd_hx_http_resp resp;
+    struct curl_slist *h = NULL, *t;
+    char ct[160];
+    enum evd_code rc = EVD_ENOMEM;
+    memset(res, 0, sizeof(*res));
+    res->retry_after_ms = -1;
+    if (!evd_hx_client_open(&cl))
+        goto out;
+    snprintf(ct, sizeof(ct), "Content-Type: %.120s", content_type);
+    if ((t = curl_slist_append(h, ct)) == NULL)
+        goto out;
+    h = t;
+    if ((t = curl_slist_append(h, "Expect:")) == NULL)
+        goto out;
+    h = t;
+    for (size_t i = 0; i < nheaders; i++) {
+        if ((t = curl_slist_append(h, headers[i])) == NULL)
+            goto out;
+        h = t;
+    }
+    evd_hx_http_post(&cl, url, h, (const char *)body, len, evd_mono_ms() + timeout_ms, NULL, &resp);
+    res->timed_out = resp.timed_out;
+    res->retry_after_ms = resp.retry_after_ms;
+    if (resp.curl_code == CURLE_OK) {
+        res->status = resp.status;
+        rc = EVD_OK;
+    } else {
+        snprintf(res->error, sizeof(res->error), "%s",
+                 resp.curl_error[0] ? resp.curl_error : curl_easy_strerror(resp.curl_code));
+        rc = resp.timed_out ? EVD_ETIMEOUT : EVD_EUPSTREAM;
+    }
+    evd_hx_http_resp_free(&resp);
+out:
+    curl_slist_free_all(h);
+    evd_hx_client_close(&cl);
+    return rc;
 }

@@ -168,6 +168,35 @@ bool evd_hx_get_count(json_t *obj, const char *path, int64_t *out)
     return true;
 }
 
+double evd_hx_usage_tokens(enum evd_provider_kind kind, json_t *body)
+{
+    json_t *u = json_object_get(body, "usage");
+    int64_t in = 0, out = 0, cache_read = 0, cache_write = 0;
+    switch (kind) {
+    case EVD_KIND_OPENAI_RESPONSES:
+        if (!evd_hx_get_count(u, "input_tokens", &in) ||
+            !evd_hx_get_count(u, "output_tokens", &out))
+            return -1;
+        break;
+    case EVD_KIND_OPENAI_CHAT:
+        if (!evd_hx_get_count(u, "prompt_tokens", &in) ||
+            !evd_hx_get_count(u, "completion_tokens", &out))
+            return -1;
+        break;
+    case EVD_KIND_ANTHROPIC_MESSAGES:
+        /* Anthropic's input_tokens leaves out the cache's reads and writes. */
+        if (!evd_hx_get_count(u, "input_tokens", &in) ||
+            !evd_hx_get_count(u, "output_tokens", &out))
+            return -1;
+        evd_hx_get_count(u, "cache_read_input_tokens", &cache_read);
+        evd_hx_get_count(u, "cache_creation_input_tokens", &cache_write);
+        break;
+    default:
+        return -1;
+    }
+    return (double)in + (double)out + (double)cache_read + (double)cache_write;
+}
+
 bool evd_hx_put_each(json_t *obj, const char *key, json_t *items, json_t *(*shape)(json_t *item))
 {
     json_t *list = json_array();

@@ -2,7 +2,7 @@
  * JSON Schema draft-07: the compiler (API in jsonschema.h; the compiled form and its
  * DESIGN in jsonschema_node.h, the evaluator in jsonschema_eval.c).
  */
-#include "schema/jsonschema_node.h"
+#include "schema/jsonschema_compile.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -34,7 +34,7 @@ static void *arena_alloc(struct evd_jsonschema *v, size_t n)
     return p;
 }
 
-static char *arena_strdup(struct evd_jsonschema *v, const char *s)
+char *evd_jsc_strdup(struct evd_jsonschema *v, const char *s)
 {
     size_t n = strlen(s);
     char *p = arena_alloc(v, n + 1);
@@ -76,50 +76,9 @@ json_t *evd_jsonschema_draft7(void)
     return draft7_doc;
 }
 
-/* ---- compile context -------------------------------------------------------------------- */
+/* ---- compile context (jsonschema_compile.h) -------------------------------------------- */
 
-struct doc {
-    const char *uri;
-    json_t *root;
-    bool walked;
-};
-
-/* A schema resource found by indexing: a document, an "$id" or a "#name" identifier. */
-struct res {
-    char *uri;
-    json_t *schema;
-    char *base;
-};
-
-struct memo_slot {
-    const json_t *key;
-    struct node *node;
-};
-
-struct pend {
-    struct check *ck;
-    char *uri; /* absolute reference */
-};
-
-struct cctx {
-    struct evd_jsonschema *v;
-    struct evd_err *err;
-    bool failed;
-    struct doc *docs;
-    size_t ndocs;
-    struct res *res;
-    size_t nres, capres;
-    struct memo_slot *memo;
-    size_t memo_cap, memo_n;
-    struct pend *pend;
-    size_t npend, cappend;
-    char path[400];
-    size_t pathlen;
-};
-
-static void *cfail(struct cctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void *cfail(struct cctx *c, const char *fmt, ...)
+void *evd_jsc_fail(struct cctx *c, const char *fmt, ...)
 {
     if (c->failed)
         return NULL;
@@ -133,7 +92,7 @@ static void *cfail(struct cctx *c, const char *fmt, ...)
     return NULL;
 }
 
-static void *cnomem(struct cctx *c)
+void *evd_jsc_nomem(struct cctx *c)
 {
     if (!c->failed) {
         c->failed = true;
@@ -245,16 +204,16 @@ static pcre2_code *compile_regex(struct cctx *c, const char *pat, size_t len)
     bool nomem = false;
     pcre2_code *re = evd_js_regex_compile(pat, len, msg, sizeof(msg), &nomem);
     if (re == NULL && nomem)
-        return cnomem(c);
+        return evd_jsc_nomem(c);
     if (re == NULL)
-        return cfail(c, "pattern is not a valid regular expression: %s", msg);
+        return evd_jsc_fail(c, "pattern is not a valid regular expression: %s", msg);
     if (!keep_regex(c, re))
-        return cnomem(c);
+        return evd_jsc_nomem(c);
     return re;
 }
 
 /* Splits off the fragment: returns the malloc'd part before '#' (NULL on ENOMEM). */
-static char *strip_fragment(const char *uri)
+char *evd_jsc_strip_fragment(const char *uri)
 {
     const char *hash = strchr(uri, '#');
     size_t n = hash ? (size_t)(hash - uri) : strlen(uri);
@@ -264,277 +223,6 @@ static char *strip_fragment(const char *uri)
         out[n] = '\0';
     }
     return out;
-}
-
-/* ---- indexing of $id ------------------------------------------------------------------- */
-
-static bool add_res(struct cctx *c, const char *uri, json_t *schema, const char *base)
-{
-    if (c->nres == c->capres) {
-        size_t cap = c->capres ? c->capres * 2 : 16;
-        struct res *r = realloc(c->res, cap * sizeof(*r));
-        if (r == NULL)
-            return false;
-        c->res = r;
-        c->capres = cap;
-    }
-    struct res *r = &c->res[c->nres];
-    r->uri = arena_strdup(c->v, uri);
-    r->base = arena_strdup(c->v, base);
-    r->schema = schema;
-    if (r->uri == NULL || r->base == NULL)
-        return false;
-    c->nres++;
-    return true;
-}
-
-static bool is_map_keyword(const char *k)
-{
-    return strcmp(k, "properties") == 0 || strcmp(k, "patternProperties") == 0 ||
-           strcmp(k, "definitions") == 0 || strcmp(k, "dependencies") == 0;
-}
-
-static bool is_list_keyword(const char *k)
-{
-    return strcmp(k, "allOf") == 0 || strcmp(k, "anyOf") == 0 || strcmp(k, "oneOf") == 0 ||
-           strcmp(k, "items") == 0;
-}
-
-static bool is_schema_keyword(const char *k)
-{
-    static const char *const names[] = {"items",
-                                        "additionalItems",
-                                        "contains",
-                                        "additionalProperties",
-                                        "propertyNames",
-                                        "if",
-                                        "then",
-                                        "else",
-                                        "not"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(k, names[i]) == 0)
-            return true;
-    return false;
-}
-
-/*
- * Applies a schema object's "$id" to base: returns a new malloc'd base, and registers
- * the identifier. A "$id" beside "$ref" is ignored, as draft-07 ignores $ref's siblings.
- */
-static char *apply_id(struct cctx *c, json_t *s, const char *base, bool index)
-{
-    json_t *id = json_object_get(s, "$id");
-    if (!json_is_string(id) || json_object_get(s, "$ref") != NULL)
-        return strdup(base);
-    char *abs = evd_uri_resolve(base, json_string_value(id));
-    if (abs == NULL)
-        return NULL;
-    char *nbase = strip_fragment(abs);
-    if (nbase == NULL) {
-        free(abs);
-        return NULL;
-    }
-    bool ok = true;
-    if (index) {
-        const char *hash = strchr(abs, '#');
-        if (hash != NULL && hash[1] != '\0' && hash[1] != '/')
-            ok = add_res(c, abs, s, nbase);
-        if (ok && json_string_value(id)[0] != '#')
-            ok = add_res(c, nbase, s, nbase);
-    }
-    free(abs);
-    if (!ok) {
-        free(nbase);
-        return NULL;
-    }
-    if (json_string_value(id)[0] == '#') {
-        free(nbase);
-        return strdup(base);
-    }
-    return nbase;
-}
-
-static bool walk_schema(struct cctx *c, json_t *s, const char *base, unsigned depth)
-{
-    if (!json_is_object(s) || depth > EVD_JSONSCHEMA_MAX_SCHEMA_DEPTH)
-        return true;
-    if (json_object_get(s, "$ref") != NULL)
-        return true;
-    char *nbase = apply_id(c, s, base, true);
-    if (nbase == NULL)
-        return false;
-    bool ok = true;
-    const char *k;
-    json_t *val;
-    json_object_foreach(s, k, val)
-    {
-        if (!ok)
-            break;
-        if (is_map_keyword(k) && json_is_object(val)) {
-            const char *k2;
-            json_t *sub;
-            json_object_foreach(val, k2, sub)
-            {
-                if (!walk_schema(c, sub, nbase, depth + 1)) {
-                    ok = false;
-                    break;
-                }
-            }
-        } else if (is_list_keyword(k) && json_is_array(val)) {
-            size_t i;
-            json_t *sub;
-            json_array_foreach(val, i, sub)
-            {
-                if (!walk_schema(c, sub, nbase, depth + 1)) {
-                    ok = false;
-                    break;
-                }
-            }
-        } else if (is_schema_keyword(k)) {
-            ok = walk_schema(c, val, nbase, depth + 1);
-        }
-    }
-    free(nbase);
-    return ok;
-}
-
-static bool walk_doc(struct cctx *c, struct doc *d)
-{
-    d->walked = true;
-    char *base = json_is_object(d->root) ? apply_id(c, d->root, d->uri, false) : strdup(d->uri);
-    if (base == NULL)
-        return false;
-    bool ok = add_res(c, d->uri, d->root, base) && walk_schema(c, d->root, d->uri, 0);
-    free(base);
-    return ok;
-}
-
-static struct res *find_res_now(struct cctx *c, const char *uri)
-{
-    for (size_t i = 0; i < c->nres; i++)
-        if (strcmp(c->res[i].uri, uri) == 0)
-            return &c->res[i];
-    return NULL;
-}
-
-/* Finds a resource, indexing registered documents lazily; NULL when unknown or on ENOMEM. */
-static struct res *find_res(struct cctx *c, const char *uri, const char *docpart)
-{
-    struct res *r = find_res_now(c, uri);
-    if (r != NULL)
-        return r;
-    for (int pass = 0; pass < 2; pass++) {
-        bool walked = false;
-        for (size_t i = 0; i < c->ndocs; i++) {
-            struct doc *d = &c->docs[i];
-            if (d->walked || (pass == 0 && strcmp(d->uri, docpart) != 0))
-                continue;
-            if (!walk_doc(c, d))
-                return cnomem(c);
-            walked = true;
-        }
-        if (walked && (r = find_res_now(c, uri)) != NULL)
-            return r;
-    }
-    return NULL;
-}
-
-/* ---- JSON pointer walk with base-URI tracking ------------------------------------------ */
-
-enum pos { P_SCHEMA, P_MAP, P_LIST, P_OTHER };
-
-static json_t *pointer_walk(struct cctx *c, json_t *start, const char *startbase, const char *ptr,
-                            char **outbase)
-{
-    json_t *cur = start;
-    enum pos pos = P_SCHEMA;
-    char *base = strdup(startbase);
-    size_t cap = strlen(ptr) + 1; /* no token is longer than the pointer */
-    char *tok = malloc(cap);
-    if (base == NULL || tok == NULL) {
-        free(base);
-        free(tok);
-        return cnomem(c);
-    }
-    const char *p = ptr;
-    while (cur != NULL && *p == '/') {
-        size_t tl = evd_pointer_token(&p, tok, cap);
-        json_t *next = NULL;
-        enum pos npos = P_OTHER;
-        if (json_is_object(cur)) {
-            next = json_object_getn(cur, tok, tl);
-            if (pos == P_SCHEMA) {
-                if (is_map_keyword(tok))
-                    npos = P_MAP;
-                else if (is_list_keyword(tok) && json_is_array(next))
-                    npos = P_LIST;
-                else if (is_schema_keyword(tok))
-                    npos = P_SCHEMA;
-            } else if (pos == P_MAP) {
-                npos = P_SCHEMA;
-            }
-        } else if (json_is_array(cur)) {
-            size_t idx;
-            if (evd_pointer_index(tok, tl, &idx))
-                next = json_array_get(cur, idx);
-            npos = pos == P_LIST ? P_SCHEMA : P_OTHER;
-        }
-        if (next != NULL && npos == P_SCHEMA && json_is_object(next)) {
-            char *nb = apply_id(c, next, base, false);
-            free(base);
-            base = nb;
-            if (base == NULL) {
-                free(tok);
-                return cnomem(c);
-            }
-        }
-        cur = next;
-        pos = npos;
-    }
-    free(tok);
-    if (cur == NULL || *p != '\0') {
-        free(base);
-        return NULL;
-    }
-    *outbase = base;
-    return cur;
-}
-
-/* Resolves an absolute reference to a schema and its base URI (malloc'd). */
-static json_t *resolve_ref(struct cctx *c, const char *uri, char **outbase)
-{
-    char *docpart = strip_fragment(uri);
-    if (docpart == NULL)
-        return cnomem(c);
-    const char *hash = strchr(uri, '#');
-    const char *frag = hash ? hash + 1 : "";
-    json_t *target = NULL;
-    bool invalid = false;
-    char *fragdec = evd_uri_pct_decode(frag, strlen(frag), NULL, &invalid);
-    if (fragdec == NULL) {
-        free(docpart);
-        if (invalid)
-            return cfail(c, "$ref \"%s\" has an invalid percent-encoding", uri);
-        return cnomem(c);
-    }
-    if (fragdec[0] == '\0' || fragdec[0] == '/') {
-        struct res *r = find_res(c, docpart, docpart);
-        if (r != NULL)
-            target = pointer_walk(c, r->schema, r->base, fragdec, outbase);
-    } else {
-        struct res *r = find_res(c, uri, docpart);
-        if (r != NULL) {
-            target = r->schema;
-            *outbase = strdup(r->base);
-            if (*outbase == NULL)
-                target = cnomem(c);
-        }
-    }
-    free(fragdec);
-    free(docpart);
-    if (target == NULL && !c->failed)
-        cfail(c, "could not resolve $ref \"%s\"", uri);
-    return target;
 }
 
 /* ---- keyword compilers ----------------------------------------------------------------- */
@@ -568,13 +256,13 @@ static bool compile_list(struct cctx *c, struct check *ck, json_t *val, const ch
                          unsigned depth, bool nonempty)
 {
     if (!json_is_array(val) || (nonempty && json_array_size(val) == 0)) {
-        cfail(c, "must be a non-empty array of schemas");
+        evd_jsc_fail(c, "must be a non-empty array of schemas");
         return false;
     }
     ck->n = json_array_size(val);
     ck->entries = arena_alloc(c->v, (ck->n ? ck->n : 1) * sizeof(struct entry));
     if (ck->entries == NULL)
-        return cnomem(c) != NULL;
+        return evd_jsc_nomem(c) != NULL;
     for (size_t i = 0; i < ck->n; i++) {
         size_t old = path_push_index(c, i);
         ck->entries[i].node = compile_sub(c, json_array_get(val, i), base, depth);
@@ -589,13 +277,13 @@ static bool compile_map(struct cctx *c, struct check *ck, json_t *val, const cha
                         unsigned depth, bool regex_keys, bool deps)
 {
     if (!json_is_object(val)) {
-        cfail(c, "must be an object");
+        evd_jsc_fail(c, "must be an object");
         return false;
     }
     ck->n = json_object_size(val);
     ck->entries = arena_alloc(c->v, (ck->n ? ck->n : 1) * sizeof(struct entry));
     if (ck->entries == NULL)
-        return cnomem(c) != NULL;
+        return evd_jsc_nomem(c) != NULL;
     size_t i = 0;
     const char *k;
     size_t klen;
@@ -616,7 +304,7 @@ static bool compile_map(struct cctx *c, struct check *ck, json_t *val, const cha
             json_array_foreach(sub, j, name)
             {
                 if (!json_is_string(name)) {
-                    cfail(c, "dependency lists must contain only strings");
+                    evd_jsc_fail(c, "dependency lists must contain only strings");
                     path_pop(c, old);
                     return false;
                 }
@@ -645,7 +333,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         json_t *one = val;
         size_t n = json_is_array(val) ? json_array_size(val) : 1;
         if (json_is_array(val) && n == 0) {
-            cfail(c, "must be a type name or a non-empty array of type names");
+            evd_jsc_fail(c, "must be a type name or a non-empty array of type names");
             return -1;
         }
         for (size_t i = 0; i < n; i++) {
@@ -653,13 +341,13 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
                 one = json_array_get(val, i);
             unsigned bit = evd_js_type_bit(json_string_value(one));
             if (bit == 0) {
-                cfail(c,
+                evd_jsc_fail(c,
                       "must be one of \"array\", \"boolean\", \"integer\", \"null\", \"number\", "
                       "\"object\", \"string\", or an array of them");
                 return -1;
             }
             if (ck->types & bit) {
-                cfail(c, "type names must be unique");
+                evd_jsc_fail(c, "type names must be unique");
                 return -1;
             }
             ck->types |= bit;
@@ -670,7 +358,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = K_ENUM;
         ck->keyword = "enum";
         if (!json_is_array(val)) {
-            cfail(c, "must be an array");
+            evd_jsc_fail(c, "must be an array");
             return -1;
         }
         return 1;
@@ -696,11 +384,11 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = numeric[i].kind;
         ck->keyword = numeric[i].name;
         if (!json_is_number(val)) {
-            cfail(c, "must be a number");
+            evd_jsc_fail(c, "must be a number");
             return -1;
         }
         if (ck->kind == K_MULTIPLE_OF && json_number_value(val) <= 0) {
-            cfail(c, "must be greater than 0");
+            evd_jsc_fail(c, "must be greater than 0");
             return -1;
         }
         return 1;
@@ -719,7 +407,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = counts[i].kind;
         ck->keyword = counts[i].name;
         if (!json_nonneg_int(val, &ck->count)) {
-            cfail(c, "must be a non-negative integer");
+            evd_jsc_fail(c, "must be a non-negative integer");
             return -1;
         }
         return 1;
@@ -728,7 +416,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = K_PATTERN;
         ck->keyword = "pattern";
         if (!json_is_string(val)) {
-            cfail(c, "must be a string");
+            evd_jsc_fail(c, "must be a string");
             return -1;
         }
         ck->re = compile_regex(c, json_string_value(val), json_string_length(val));
@@ -738,7 +426,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = K_FORMAT;
         ck->keyword = "format";
         if (!json_is_string(val)) {
-            cfail(c, "must be a string");
+            evd_jsc_fail(c, "must be a string");
             return -1;
         }
         ck->format = evd_js_format_lookup(json_string_value(val));
@@ -776,7 +464,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         ck->kind = K_UNIQUE_ITEMS;
         ck->keyword = "uniqueItems";
         if (!json_is_boolean(val)) {
-            cfail(c, "must be a boolean");
+            evd_jsc_fail(c, "must be a boolean");
             return -1;
         }
         return json_is_true(val) ? 1 : 0;
@@ -787,13 +475,13 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
         size_t i;
         json_t *name;
         if (!json_is_array(val)) {
-            cfail(c, "must be an array of strings");
+            evd_jsc_fail(c, "must be an array of strings");
             return -1;
         }
         json_array_foreach(val, i, name)
         {
             if (!json_is_string(name)) {
-                cfail(c, "must be an array of strings");
+                evd_jsc_fail(c, "must be an array of strings");
                 return -1;
             }
         }
@@ -858,7 +546,7 @@ static int compile_keyword(struct cctx *c, size_t parent_len, struct check *ck, 
     }
     if (strcmp(k, "$id") == 0 || strcmp(k, "$schema") == 0 || strcmp(k, "$comment") == 0) {
         if (!json_is_string(val)) {
-            cfail(c, "must be a string");
+            evd_jsc_fail(c, "must be a string");
             return -1;
         }
         return 0;
@@ -872,12 +560,12 @@ static struct node *compile_node(struct cctx *c, json_t *s, const char *base, un
     if (nd != NULL)
         return nd;
     if (depth > EVD_JSONSCHEMA_MAX_SCHEMA_DEPTH)
-        return cfail(c, "schemas nest deeper than %d levels", EVD_JSONSCHEMA_MAX_SCHEMA_DEPTH);
+        return evd_jsc_fail(c, "schemas nest deeper than %d levels", EVD_JSONSCHEMA_MAX_SCHEMA_DEPTH);
     if (!json_is_object(s) && !json_is_boolean(s))
-        return cfail(c, "a schema must be an object or a boolean");
+        return evd_jsc_fail(c, "a schema must be an object or a boolean");
     nd = arena_alloc(c->v, sizeof(*nd));
     if (nd == NULL || !memo_put(c, s, nd))
-        return cnomem(c);
+        return evd_jsc_nomem(c);
     if (json_is_boolean(s)) {
         nd->is_bool = true;
         nd->bool_value = json_is_true(s);
@@ -888,13 +576,13 @@ static struct node *compile_node(struct cctx *c, json_t *s, const char *base, un
         /* draft-07: every sibling of $ref is ignored, $id included. */
         if (!json_is_string(ref)) {
             size_t old = path_push(c, "$ref", 4);
-            cfail(c, "must be a string");
+            evd_jsc_fail(c, "must be a string");
             path_pop(c, old);
             return NULL;
         }
         nd->checks = arena_alloc(c->v, sizeof(struct check));
         if (nd->checks == NULL)
-            return cnomem(c);
+            return evd_jsc_nomem(c);
         nd->nchecks = 1;
         nd->checks[0].kind = K_REF;
         nd->checks[0].keyword = "$ref";
@@ -903,13 +591,13 @@ static struct node *compile_node(struct cctx *c, json_t *s, const char *base, un
             size_t cap = c->cappend ? c->cappend * 2 : 16;
             struct pend *p = realloc(c->pend, cap * sizeof(*p));
             if (p == NULL)
-                return cnomem(c);
+                return evd_jsc_nomem(c);
             c->pend = p;
             c->cappend = cap;
         }
         char *abs = evd_uri_resolve(base, json_string_value(ref));
         if (abs == NULL)
-            return cnomem(c);
+            return evd_jsc_nomem(c);
         c->pend[c->npend].ck = &nd->checks[0];
         c->pend[c->npend].uri = abs;
         c->npend++;
@@ -920,21 +608,21 @@ static struct node *compile_node(struct cctx *c, json_t *s, const char *base, un
     if (id != NULL) {
         if (!json_is_string(id)) {
             size_t old = path_push(c, "$id", 3);
-            cfail(c, "must be a string");
+            evd_jsc_fail(c, "must be a string");
             path_pop(c, old);
             return NULL;
         }
-        char *tmp = apply_id(c, s, base, false);
-        nbase = tmp ? arena_strdup(c->v, tmp) : NULL;
+        char *tmp = evd_jsc_apply_id(c, s, base, false);
+        nbase = tmp ? evd_jsc_strdup(c->v, tmp) : NULL;
         free(tmp);
         if (nbase == NULL)
-            return cnomem(c);
+            return evd_jsc_nomem(c);
         base = nbase;
     }
     size_t cap = json_object_size(s);
     nd->checks = arena_alloc(c->v, (cap ? cap : 1) * sizeof(struct check));
     if (nd->checks == NULL)
-        return cnomem(c);
+        return evd_jsc_nomem(c);
     const char *k;
     size_t klen;
     json_t *val;
@@ -969,13 +657,13 @@ static bool resolve_pending(struct cctx *c)
         struct check *ck = c->pend[i].ck;
         path_set(c, c->pend[i].uri);
         char *base = NULL;
-        json_t *target = resolve_ref(c, c->pend[i].uri, &base);
+        json_t *target = evd_jsc_resolve_ref(c, c->pend[i].uri, &base);
         if (target == NULL)
             return false;
-        char *abase = arena_strdup(c->v, base);
+        char *abase = evd_jsc_strdup(c->v, base);
         free(base);
         if (abase == NULL)
-            return cnomem(c) != NULL;
+            return evd_jsc_nomem(c) != NULL;
         ck->sub = compile_node(c, target, abase, 0);
         if (ck->sub == NULL)
             return false;
@@ -1014,12 +702,12 @@ static struct evd_jsonschema *compile(json_t *schema, const char *pointer, json_
     size_t ndocs = 2 + (remotes != NULL ? json_object_size(remotes) : 0);
     c.docs = calloc(ndocs, sizeof(*c.docs));
     if (v == NULL || c.docs == NULL) {
-        cnomem(&c);
+        evd_jsc_nomem(&c);
         goto fail;
     }
     v->mctx = pcre2_match_context_create(NULL);
     if (v->mctx == NULL) {
-        cnomem(&c);
+        evd_jsc_nomem(&c);
         goto fail;
     }
     pcre2_set_match_limit(v->mctx, REGEX_MATCH_LIMIT);
@@ -1038,28 +726,28 @@ static struct evd_jsonschema *compile(json_t *schema, const char *pointer, json_
     if (meta != NULL)
         add_doc(&c, ndocs, EVD_JSONSCHEMA_DRAFT7_URI, meta);
 
-    if (!walk_doc(&c, &c.docs[0])) {
-        cnomem(&c);
+    if (!evd_jsc_walk_doc(&c, &c.docs[0])) {
+        evd_jsc_nomem(&c);
         goto fail;
     }
     path_set(&c, pointer);
     json_t *start = schema;
     char *base = NULL;
     if (pointer[0] != '\0') {
-        struct res *r = find_res_now(&c, "");
-        start = pointer_walk(&c, r->schema, r->base, pointer, &base);
+        struct res *r = evd_jsc_find_res_now(&c, "");
+        start = evd_jsc_pointer_walk(&c, r->schema, r->base, pointer, &base);
         if (start == NULL) {
             if (!c.failed)
-                cfail(&c, "no subschema at this pointer");
+                evd_jsc_fail(&c, "no subschema at this pointer");
             goto fail;
         }
     }
     const char *abase = "";
     if (base != NULL) {
-        abase = arena_strdup(v, base);
+        abase = evd_jsc_strdup(v, base);
         free(base);
         if (abase == NULL) {
-            cnomem(&c);
+            evd_jsc_nomem(&c);
             goto fail;
         }
     }

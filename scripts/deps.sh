@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages evald needs to build, test and run, when missing.
-# Used by `make run`, `make test` and CI. Quiet when everything is present.
+# Used by `make run`, `make test` (with EVALD_DEPS_TEST_EXTRAS=1, so that every suite runs)
+# and CI. Quiet when everything is present.
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git curl jq ca-certificates
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
   libpcre2-dev libunistring-dev libcsv-dev libyaml-dev libjemalloc-dev check libsubunit-dev
+  protobuf-c-compiler libprotobuf-c-dev
   postgresql
   clang ninja-build
 )

@@ -6,13 +6,15 @@
 #   pg.sh kill DIR         immediate shutdown: to PostgreSQL, a crash (tests restart it
 #                          with start and it recovers from its WAL)
 #   pg.sh url DIR PORT     print the URL
+#   pg.sh running DIR      exit 0 when a postmaster runs on the cluster (its pid file
+#                          names a live process), else 1
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # 'postgres' system user (created by the Debian package). EVALD_PG_OPTIONS adds server
 # options at start (e.g. "-c max_connections=20"; later ones win). Trust authentication is
 # used, and the server listens on loopback only.
 set -euo pipefail
 
-cmd=${1:?usage: pg.sh start|stop|kill|url DIR [PORT]}
+cmd=${1:?usage: pg.sh start|stop|kill|url|running DIR [PORT]}
 dir=$(realpath -m "${2:?DIR}")
 port=${3:-54329}
 
@@ -55,5 +57,9 @@ kill)
   fi
   ;;
 url) url ;;
-*) echo "usage: pg.sh start|stop|kill|url DIR [PORT]" >&2; exit 2 ;;
+running)
+  pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null) || exit 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  ;;
+*) echo "usage: pg.sh start|stop|kill|url|running DIR [PORT]" >&2; exit 2 ;;
 esac

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # `make run`: serve evald on 127.0.0.1:8080 (EVALD_LISTEN) with a private PostgreSQL
-# under var/pg (unless EVALD_DATABASE_URL is set). Without provider API keys it also
-# starts evald-stub, the scripted model server, and points the providers at it, so
-# the demo evaluation it submits works offline. Ctrl-C stops everything.
+# under var/pg (EVALD_PG_DIR; unless EVALD_DATABASE_URL is set). Without provider API keys
+# it also starts evald-stub, the scripted model server, and points the providers at it, so
+# the demo evaluation it submits works offline. Ctrl-C stops everything it started: evald,
+# the stub and the private PostgreSQL (its data stays for the next start; a server that was
+# already running there is left running). `make stop` stops a private PostgreSQL left
+# behind by a run that was killed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 listen=${EVALD_LISTEN:-127.0.0.1:8080}
+pg_dir=${EVALD_PG_DIR:-var/pg}
 pids=()
+started_pg=0
 cleanup() {
+  trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ "$started_pg" = 1 ]; then
+    scripts/pg.sh stop "$pg_dir"
+    echo "run: stopped, the private PostgreSQL too (its data stays in $pg_dir)"
+  fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ -z "${EVALD_DATABASE_URL:-}" ]; then
-  EVALD_DATABASE_URL=$(scripts/pg.sh start var/pg "${EVALD_PG_PORT:-54329}")
+  scripts/pg.sh running "$pg_dir" || started_pg=1
+  EVALD_DATABASE_URL=$(scripts/pg.sh start "$pg_dir" "${EVALD_PG_PORT:-54329}")
   export EVALD_DATABASE_URL
-  echo "run: private PostgreSQL at $EVALD_DATABASE_URL (data in var/pg)"
+  echo "run: private PostgreSQL at $EVALD_DATABASE_URL (data in $pg_dir)"
 fi
 
 # Webhook secrets are stored sealed under EVALD_SECRET_KEY; keep a development key

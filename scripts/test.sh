@@ -29,25 +29,18 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# True when a postmaster runs on the cluster of $pg_dir (its pid file names a live process).
-pg_running() {
-  local pid
-  pid=$(head -n 1 "$pg_dir/data/postmaster.pid" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
-
 if [ -z "${EVALD_TEST_DATABASE_URL:-}" ]; then
   if [ -n "${EVALD_DATABASE_URL:-}" ]; then
     export EVALD_TEST_DATABASE_URL=$EVALD_DATABASE_URL
   else
-    pg_running || started_pg=1
+    scripts/pg.sh running "$pg_dir" || started_pg=1
     # Throwaway data: skip fsync for speed.
     EVALD_TEST_DATABASE_URL=$(EVALD_PG_FSYNC=off scripts/pg.sh start "$pg_dir" "${EVALD_TEST_PG_PORT:-54330}")
     export EVALD_TEST_DATABASE_URL
   fi
 fi
 
-for dir in tests/js tests/browser tests/openapi tests/iii; do
+for dir in tests/js tests/browser tests/openapi tests/iii tests/otel; do
   if [ -f "$dir/package-lock.json" ] && [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || echo "test.sh: npm ci failed in $dir; its suite will report it" >&2
   fi
@@ -60,4 +53,23 @@ set -m
 ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}" "$@" &
 ctest_pid=$!
 set +m
-wait "$ctest_pid"
+status=0
+wait "$ctest_pid" || status=$?
+ctest_pid=""
+
+# Every check that did not run, with its reason: whole suites (exit 77) and the parts of a
+# suite that skipped themselves, each of which prints a "SKIPPED: reason" line.
+log="$build/Testing/Temporary/LastTest.log"
+if [ -f "$log" ]; then
+  skipped=$(awk '
+    /^[0-9]+\/[0-9]+ Test: / { name = $3 }
+    /SKIPPED: / { sub(/.*SKIPPED: /, ""); print "  " name ": " $0 }
+  ' "$log" | sort -u)
+  if [ -n "$skipped" ]; then
+    echo "test.sh: these checks were skipped:"
+    echo "$skipped"
+  else
+    echo "test.sh: no check was skipped"
+  fi
+fi
+exit "$status"

@@ -382,6 +382,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         ssize_t n = l->resp.stream(l->resp.stream_cls, buf, max);
         if (n > 0)
             return n;
+        if (n == EVD_STREAM_ABORT)
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* no last chunk: a truncated body */
         if (n != EVD_STREAM_PAUSE)
             return MHD_CONTENT_READER_END_OF_STREAM;
         pthread_mutex_lock(&l->h->streams_mu);
@@ -697,9 +699,13 @@ static enum MHD_Result finish(struct evd_http *h, struct MHD_Connection *c, stru
     char status[8], dur[24];
     snprintf(status, sizeof(status), "%d", ex->resp.status);
     snprintf(dur, sizeof(dur), "%lld", (long long)(evd_mono_ms() - ex->start_ms));
+    /* A server-side failure's own detail goes to this line only; the client gets its
+     * request_id and a detail in its own terms (evd_resp_finish_problem). */
+    char *internal = evd_resp_finish_problem(&ex->resp, ex->request_id);
     evd_log(ex->resp.status >= 500 ? EVD_LOG_WARN : EVD_LOG_INFO, "request", "method", method,
             "route", route_name, "path", url, "status", status, "dur_ms", dur, "req_id",
-            ex->request_id, "code", ex->resp.code, NULL);
+            ex->request_id, "code", ex->resp.code, "error", internal, NULL);
+    free(internal);
     return respond(h, c, ex);
 }
 

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "engine/engine.h"
+#include "otel/otel.h"
 #include "handlers/api.h"
 #include "handlers/evaluations.h"
 #include "handlers/sessions.h"
@@ -45,8 +46,22 @@ const char *malloc_conf = "narenas:2,tcache_max:256,tcache_nslots_small_max:8,"
                           "tcache_nslots_large:1,dirty_decay_ms:1000,muzzy_decay_ms:0";
 #endif
 
+#if defined(__GLIBC__) && !defined(EVALD_JEMALLOC)
+/* After a large report (evd_memory_trim): glibc keeps the freed top of its arenas. */
+static void glibc_trim(void)
+{
+    malloc_trim(0);
+}
+#endif
+
 /* Provider settings come from the environment, except the base URLs and the two
  * files, which a flag may also set (flags win). */
+/* The process environment, for the OTEL_* variables. */
+static const char *otel_env(const char *name)
+{
+    return getenv(name);
+}
+
 static const char *provider_env(void *ctx, const char *name)
 {
     const struct evd_config *cfg = ctx;
@@ -152,6 +167,13 @@ int main(int argc, char **argv)
         return 2;
     }
     evd_log_set_level((enum evd_log_level)evd_log_level_parse(cfg.log_level));
+    /* The standard OTEL_* variables (docs/otel.md): refused before anything runs. */
+    struct evd_otel_config otel = {0};
+    if (evd_otel_config_read(otel_env, &otel, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
+        evd_config_free(&cfg);
+        return 2;
+    }
     if (cfg.iii_url != NULL) {
         /* Validated before anything runs; created before the engine (which calls iii
          * functions through it), started after it (the adapter calls the eval functions). */
@@ -159,6 +181,7 @@ int main(int argc, char **argv)
         iii = evd_iii_new(&iopts, &err);
         if (iii == NULL) {
             evd_log(EVD_LOG_ERROR, "invalid configuration", "error", err.msg, NULL);
+            evd_otel_config_free(&otel);
             evd_config_free(&cfg);
             return 2;
         }
@@ -174,6 +197,7 @@ int main(int argc, char **argv)
      * throughput did not move beyond the machine's noise (bench/RESULTS.md). */
     mallopt(M_ARENA_MAX, 2);
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    evd_memory_trim_hook(glibc_trim);
 #endif
     json_object_seed(0);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -184,6 +208,15 @@ int main(int argc, char **argv)
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL); /* inherited by every thread */
 
+    /* The span exporter before the workers (they submit spans), stopped after them. */
+    if (evd_otel_start(&otel, &err) != EVD_OK) {
+        evd_log(EVD_LOG_ERROR, "could not start the span exporter", "error", err.msg, NULL);
+        goto out;
+    }
+    if (otel.enabled)
+        evd_log(EVD_LOG_INFO, "exporting traces", "protocol",
+                otel.protocol == EVD_OTEL_HTTP_PROTOBUF ? "http/protobuf" : "http/json",
+                "capture_content", otel.capture_content ? "true" : "false", NULL);
     if (migrate_with_retry(cfg.database_url, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "could not apply migrations", "error", err.msg, NULL);
         goto out;
@@ -302,6 +335,8 @@ out:
     evd_webhooks_stop(webhooks);
     evd_iii_stop(iii);
     evd_engine_stop(engine);
+    evd_otel_stop(); /* after the workers: their last spans are flushed */
+    evd_otel_config_free(&otel);
     evd_iii_free(iii); /* engine workers no longer call it */
     evd_db_close(db);
     evd_providers_free(providers);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "store/db.h"
 
@@ -299,6 +300,24 @@ static json_t *run_of_row(PGresult *r, int i, int col, bool extras)
     return run;
 }
 
+void evd_store_runs_trace_ids(json_t *runs, const char *owner_id)
+{
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        json_int_t attempt = json_integer_value(json_object_get(run, "attempt"));
+        const char *run_id = json_string_value(json_object_get(run, "run_id"));
+        if (attempt > 0 && run_id != NULL) {
+            char hex[33];
+            evd_trace_id_for_run(owner_id, run_id, (int)attempt, hex);
+            json_object_set_new(run, "trace_id", json_string(hex));
+        } else {
+            json_object_set_new(run, "trace_id", json_null());
+        }
+    }
+}
+
 json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *err)
 {
     const char *p[] = {id, extras ? "true" : "false"};
@@ -311,6 +330,8 @@ json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *e
     PQclear(r);
     if (runs == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
+    else if (extras)
+        evd_store_runs_trace_ids(runs, id);
     return runs;
 }
 

@@ -82,6 +82,10 @@ enum evd_code evd_store_eval_state(PGconn *c, const char *id, bool lock,
  * from its transcript (the resource representation; not the function mirror's).
  */
 json_t *evd_store_runs(PGconn *c, const char *id, bool extras, struct evd_err *err);
+/* Sets `trace_id` on each run of `runs` (borrowed array of run objects with run_id and
+ * attempt) to its latest attempt's trace id under owner_id (common/trace.h), null for a run
+ * that never started. NULL-safe. */
+void evd_store_runs_trace_ids(json_t *runs, const char *owner_id);
 
 /* Run bookkeeping. */
 struct evd_store_run_state {

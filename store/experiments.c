@@ -230,8 +230,11 @@ json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id
                                   unsigned limit, const char *before, bool with_transcript,
                                   char **next_cursor, struct evd_err *err)
 {
-    return evd_store_page_ascending(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE,
-                                    "experiment", id, case_id, limit, before, next_cursor, err);
+    json_t *runs = evd_store_page_ascending(c, with_transcript ? SQL_RUNS_PAGE_T : SQL_RUNS_PAGE,
+                                            "experiment", id, case_id, limit, before,
+                                            next_cursor, err);
+    evd_store_runs_trace_ids(runs, id);
+    return runs;
 }
 
 enum evd_code evd_store_experiment_shape(PGconn *c, const char *id,

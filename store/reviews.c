@@ -113,7 +113,7 @@ static const char SQL_QUEUE[] =
              " AND v.case_index = r.case_index AND v.position = r.position"
              " AND ($2::text IS NULL OR v.reviewer = $2))"
              " ORDER BY u.val DESC, abs(r.score - $3::float8) NULLS LAST, r.case_index, r.position"
-             " LIMIT $5::int";
+             " LIMIT $5::int OFFSET $6::int";
 
 /* Every row's column 0 as JSON (new array), or NULL + err. */
 static json_t *rows_json(PGresult *r, struct evd_err *err)
@@ -132,14 +132,15 @@ static json_t *rows_json(PGresult *r, struct evd_err *err)
 }
 
 json_t *evd_store_review_queue(PGconn *c, const char *id, const char *reviewer, double threshold,
-                               double near, unsigned limit, struct evd_err *err)
+                               double near, unsigned limit, unsigned offset, struct evd_err *err)
 {
-    char th[40], nr[40], lim[16];
+    char th[40], nr[40], lim[16], off[16];
     snprintf(th, sizeof(th), "%.17g", threshold);
     snprintf(nr, sizeof(nr), "%.17g", near);
     snprintf(lim, sizeof(lim), "%u", limit);
-    const char *p[] = {id, reviewer, th, nr, lim};
-    PGresult *r = evd_db_query(c, SQL_QUEUE, 5, p, err);
+    snprintf(off, sizeof(off), "%u", offset);
+    const char *p[] = {id, reviewer, th, nr, lim, off};
+    PGresult *r = evd_db_query(c, SQL_QUEUE, 6, p, err);
     if (r == NULL)
         return NULL;
     json_t *out = rows_json(r, err);

@@ -38,10 +38,11 @@ json_t *evd_store_reviews_list(PGconn *c, const char *id, const char *reviewer, 
 /*
  * The review queue: the experiment's runs with an output that `reviewer` (NULL: anyone)
  * has not reviewed, most useful first (docs/experiments.md, "The review queue"); a score
- * is near when |score − threshold| <= near. At most `limit` items (new array).
+ * is near when |score − threshold| <= near. At most `limit` items after the first `offset`
+ * (new array).
  */
 json_t *evd_store_review_queue(PGconn *c, const char *id, const char *reviewer, double threshold,
-                               double near, unsigned limit, struct evd_err *err);
+                               double near, unsigned limit, unsigned offset, struct evd_err *err);
 
 /* Counts of runs with both an evaluator verdict and a human verdict: [evaluator pass &
  * human pass, pass & fail, fail & pass, fail & fail]; *reviews the reviews made. */

@@ -24,6 +24,7 @@ void evd_store_session_clear(struct evd_store_session *s)
     json_decref(s->config);
     json_decref(s->conversation);
     json_decref(s->metrics);
+    free(s->title);
     memset(s, 0, sizeof(*s));
 }
 
@@ -55,7 +56,7 @@ enum evd_code evd_store_session_insert(PGconn *c, const char *id, const char *ti
 
 static const char SQL_SESSION_GET[] =
     "SELECT id, status, config, conversation, metrics, wall_time_ms, turn_count, message_count,"
-    " created_at, updated_at FROM sessions WHERE id = $1";
+    " created_at, updated_at, title FROM sessions WHERE id = $1";
 
 enum evd_code evd_store_session_get(PGconn *c, const char *id, bool lock,
                                     struct evd_store_session *out, struct evd_err *err)
@@ -74,7 +75,14 @@ enum evd_code evd_store_session_get(PGconn *c, const char *id, bool lock,
     out->message_count = (int)evd_db_col_i64(r, 0, 7);
     out->created_at = evd_db_col_i64(r, 0, 8);
     out->updated_at = evd_db_col_i64(r, 0, 9);
+    bool titled = !PQgetisnull(r, 0, 10);
+    if (titled)
+        out->title = strdup(PQgetvalue(r, 0, 10));
     PQclear(r);
+    if (titled && out->title == NULL) {
+        evd_store_session_clear(out);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
     if (!json_is_object(out->config)) {
         evd_store_session_clear(out);
         return evd_err_set(err, EVD_EINTERNAL, "stored configuration of %s cannot be decoded", id);

@@ -21,6 +21,7 @@
 struct evd_store_session {
     char id[64];
     char status[16];
+    char *title;          /* NULL when the session has none */
     json_t *config;       /* {model, system_prompt, functions, output, limits, metadata?} */
     json_t *conversation; /* harness conversation after the last completed turn */
     json_t *metrics;      /* SessionMetricsResponseV1 over finished turns, or NULL */

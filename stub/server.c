@@ -31,79 +31,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
-#define LOG_RING 500
-#define LOG_BODY_MAX (1024 * 1024) /* larger bodies are logged as a size only */
-#define LOG_RAW_MAX (64 * 1024)    /* non-JSON bodies up to this size are logged as text */
-#define STATUS_MAX 600
-/* A wait looks at its deadline and the stop pipe at least this often. Long: a thousand
- * requests waiting out their latency that woke every 50 ms cost the stub more CPU than
- * evald spent on the calls. */
-#define WAIT_SLICE_MS 1000
-
-struct log_slot {
-    uint64_t seq;  /* 0 = empty */
-    json_t *entry; /* new reference owned by the ring */
-};
-
-struct session_count {
-    char *key;
-    int n;
-};
-
-/* Sessions seen with two or more requests in flight at once (the first OVERLAPS_MAX). */
-#define OVERLAPS_MAX 100
-struct overlap {
-    char key[128];
-    int max;           /* the most in flight at once */
-    int64_t first_ms;  /* when it first happened (Unix ms) */
-};
-
-/* The arrival times of the requests a key had accepted within the window (a ring). */
-#define RL_KEYS 64
-struct rl_bucket {
-    char key[65]; /* SHA-256 of the API key (not the key itself); "" for none */
-    int64_t *stamps;
-    int64_t cap, head, n;
-};
-
-struct stub_server {
-    struct MHD_Daemon *mhd;
-    char address[128];
-    const char *require_key; /* borrowed from the configuration */
-    size_t max_body;
-    atomic_bool stopping;
-    int stop_pipe[2]; /* readable once stopping: wakes every wait at once */
-
-    pthread_mutex_t lock; /* guards every field below */
-    struct stub_script *script;
-    uint64_t requests;
-    uint64_t by_api[STUB_API_COUNT];
-    uint64_t by_status[STATUS_MAX];
-    uint64_t stalls, truncations, malformed;
-    int in_flight, max_in_flight, max_per_session;
-    uint64_t overlaps; /* requests that arrived while their session had one in flight */
-    struct overlap overlap[OVERLAPS_MAX];
-    size_t noverlap;
-    struct session_count *sessions;
-    size_t nsessions, capsessions;
-    struct log_slot ring[LOG_RING];
-    uint64_t next_seq;
-    struct rl_bucket rl[RL_KEYS]; /* the scripted rate limit, one rolling window per key */
-    size_t nrl;
-};
-
-/* Per-request state, created on the first callback and freed in `completed`. */
-struct conn {
-    struct stub_server *srv;
-    struct evd_buf body;
-    bool too_large;
-    bool provider; /* a /v1 request, counted in flight and in the statistics */
-    char *session; /* X-Evald-Session copy, or NULL */
-    uint64_t seq;  /* log entry, 0 = none */
-    int64_t start_ms;
-    enum stub_api api;
-    int status;
-};
+#include "stub/internal.h"
 
 /* ---------------------------------------------------------------- statistics */
 
@@ -247,195 +175,6 @@ static void log_push(struct stub_server *s, struct conn *cx, json_t *entry)
     cx->seq = seq;
 }
 
-/* ---------------------------------------------------------------- responses */
-
-/* Queues `body` (stolen) as JSON; returns MHD's answer. */
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body,
-                                 const char *const *headers)
-{
-    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (text == NULL)
-        text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}");
-    if (text == NULL)
-        return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer_with_free_callback(strlen(text), text, free);
-    if (r == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
-        MHD_add_response_header(r, headers[i], headers[i + 1]);
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-struct trunc {
-    char *data;
-    size_t len, send;
-};
-
-static ssize_t trunc_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct trunc *t = cls;
-    if (pos >= t->send)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    size_t n = t->send - (size_t)pos;
-    if (n > max)
-        n = max;
-    memcpy(buf, t->data + pos, n);
-    return (ssize_t)n;
-}
-
-static void trunc_free(void *cls)
-{
-    struct trunc *t = cls;
-    free(t->data);
-    free(t);
-}
-
-/*
- * Sends the first half of `body` (stolen) with status 200. `cut`: declare the full
- * Content-Length, then close the connection after the half (a transport error for the
- * client); otherwise a complete response whose JSON simply ends in the middle.
- */
-static enum MHD_Result send_half(struct MHD_Connection *c, json_t *body, bool cut)
-{
-    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (text == NULL)
-        return MHD_NO;
-    size_t len = strlen(text);
-    if (!cut) {
-        text[len / 2] = '\0';
-        struct MHD_Response *r =
-            MHD_create_response_from_buffer_with_free_callback(len / 2, text, free);
-        if (r == NULL) {
-            free(text);
-            return MHD_NO;
-        }
-        MHD_add_response_header(r, "Content-Type", "application/json");
-        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-        MHD_destroy_response(r);
-        return ret;
-    }
-    struct trunc *t = calloc(1, sizeof(*t));
-    if (t == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    t->data = text;
-    t->len = len;
-    t->send = len / 2;
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(t->len, 4096, trunc_read, t, trunc_free);
-    if (r == NULL) {
-        trunc_free(t);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-/*
- * The normal 200 answer with one extra header whose value is `pad` bytes long, written
- * straight to the client socket: libmicrohttpd cannot send a header larger than its
- * connection buffer. The caller then closes the connection (MHD_NO). Gives up when the
- * client stops reading (a client that refuses the header closes its end).
- */
-static enum MHD_Result send_big_header(struct stub_server *s, struct MHD_Connection *c,
-                                       json_t *body, int64_t pad)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    char *msg = NULL;
-    size_t len = 0;
-    FILE *f = text != NULL && ci != NULL ? open_memstream(&msg, &len) : NULL;
-    if (f == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    fprintf(f,
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-            "Connection: close\r\nX-Stub-Padding: ",
-            strlen(text));
-    for (int64_t i = 0; i < pad; i++)
-        fputc('a', f);
-    fprintf(f, "\r\n\r\n%s", text);
-    free(text);
-    if (fclose(f) != 0) {
-        free(msg);
-        return MHD_NO;
-    }
-    int fd = ci->connect_fd;
-    size_t off = 0;
-    int64_t deadline = evd_mono_ms() + 10000;
-    while (off < len && !atomic_load(&s->stopping) && evd_mono_ms() < deadline) {
-        ssize_t n = send(fd, msg + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            off += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            break; /* the client went away */
-        struct pollfd p[2] = {{.fd = fd, .events = POLLOUT},
-                              {.fd = s->stop_pipe[0], .events = POLLIN}};
-        poll(p, 2, WAIT_SLICE_MS);
-    }
-    free(msg);
-    return MHD_NO;
-}
-
-/*
- * Waits `ms` milliseconds (forever when negative) while watching the client socket.
- * Returns false as soon as the client has gone or the server is stopping.
- */
-static bool wait_client(struct stub_server *s, struct MHD_Connection *c, int64_t ms)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    int fd = ci != NULL ? ci->connect_fd : -1;
-    int64_t deadline = ms >= 0 ? evd_mono_ms() + ms : INT64_MAX;
-    for (;;) {
-        if (atomic_load(&s->stopping))
-            return false;
-        int64_t left = deadline - evd_mono_ms();
-        if (left <= 0)
-            return true;
-        int slice = left > WAIT_SLICE_MS ? WAIT_SLICE_MS : (int)left;
-        if (fd < 0) {
-            struct pollfd stop = {.fd = s->stop_pipe[0], .events = POLLIN};
-            poll(&stop, 1, slice);
-            continue;
-        }
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
-                              {.fd = s->stop_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, slice);
-        if (n <= 0)
-            continue;
-        if (p[1].revents != 0)
-            return false;
-        if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL))
-            return false;
-        if (!(p[0].revents & POLLIN))
-            continue;
-        char b;
-        ssize_t got = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            return false;
-        /* Pipelined bytes of a next request: nothing to read yet, keep waiting. */
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* ---------------------------------------------------------------- provider endpoints */
 
 static const char *header(struct MHD_Connection *c, const char *name)
@@ -472,7 +211,7 @@ static enum MHD_Result provider_error(struct stub_server *s, struct MHD_Connecti
     pthread_mutex_lock(&s->lock);
     note_status(s, cx, status);
     pthread_mutex_unlock(&s->lock);
-    return send_json(c, status, stub_wire_error(cx->api, anthropic, status, msg), headers);
+    return stub_send_json(c, status, stub_wire_error(cx->api, anthropic, status, msg), headers);
 }
 
 static const char *fault_message(int status)
@@ -660,7 +399,7 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
                                                       : NULL;
     int64_t latency =
         act != NULL ? (act->has_latency ? act->latency_ms : 0) : stub_default_latency_ms(&v);
-    if (latency > 0 && !wait_client(s, c, latency))
+    if (latency > 0 && !stub_wait_client(s, c, latency))
         goto out; /* client gone or shutting down: close without answering */
     if (act != NULL && act->fault == STUB_FAULT_STATUS) {
         char ra[32], ram[32];
@@ -688,7 +427,7 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
         pthread_mutex_lock(&s->lock);
         s->stalls++;
         pthread_mutex_unlock(&s->lock);
-        wait_client(s, c, -1);
+        stub_wait_client(s, c, -1);
         goto out; /* MHD_NO closes the connection */
     }
     enum evd_code rc = act != NULL && act->has_reply ? stub_out_from_action(act, &out)
@@ -714,11 +453,11 @@ static enum MHD_Result serve_model(struct stub_server *s, struct MHD_Connection 
         s->malformed++;
     pthread_mutex_unlock(&s->lock);
     if (fault == STUB_FAULT_TRUNCATE || fault == STUB_FAULT_MALFORMED)
-        ret = send_half(c, reply, fault == STUB_FAULT_TRUNCATE);
+        ret = stub_send_half(c, reply, fault == STUB_FAULT_TRUNCATE);
     else if (fault == STUB_FAULT_HEADER)
-        ret = send_big_header(s, c, reply, act->header_bytes);
+        ret = stub_send_big_header(s, c, reply, act->header_bytes);
     else
-        ret = send_json(c, 200, reply, rlh);
+        ret = stub_send_json(c, 200, reply, rlh);
 out:
     stub_out_free(&out);
     stub_view_free(&v);
@@ -748,7 +487,7 @@ static enum MHD_Result serve_models(struct stub_server *s, struct MHD_Connection
         pthread_mutex_lock(&s->lock);
         note_status(s, cx, 200);
         pthread_mutex_unlock(&s->lock);
-        ret = send_json(c, 200, list, NULL);
+        ret = stub_send_json(c, 200, list, NULL);
     } else {
         const char *id = url + strlen("/v1/models/");
         bool found = false;
@@ -760,7 +499,7 @@ static enum MHD_Result serve_models(struct stub_server *s, struct MHD_Connection
             pthread_mutex_lock(&s->lock);
             note_status(s, cx, 200);
             pthread_mutex_unlock(&s->lock);
-            ret = send_json(c, 200, stub_wire_model(anthropic, id), NULL);
+            ret = stub_send_json(c, 200, stub_wire_model(anthropic, id), NULL);
         }
     }
     script_release(s, sc);
@@ -860,19 +599,19 @@ static json_t *control_error(const char *msg)
 static enum MHD_Result put_script(struct stub_server *s, struct MHD_Connection *c, struct conn *cx)
 {
     if (cx->too_large)
-        return send_json(c, 413, control_error("script exceeds the body limit"), NULL);
+        return stub_send_json(c, 413, control_error("script exceeds the body limit"), NULL);
     json_error_t jerr;
     json_t *doc = json_loadb(cx->body.data != NULL ? cx->body.data : "", cx->body.len, 0, &jerr);
     if (doc == NULL) {
         char m[256];
         snprintf(m, sizeof(m), "the script is not valid JSON: %s (line %d)", jerr.text, jerr.line);
-        return send_json(c, 400, control_error(m), NULL);
+        return stub_send_json(c, 400, control_error(m), NULL);
     }
     struct evd_err err = {0};
     struct stub_script *sc = stub_script_parse(doc, &err);
     json_decref(doc);
     if (sc == NULL)
-        return send_json(c, err.code == EVD_ENOMEM ? 500 : 400, control_error(err.msg), NULL);
+        return stub_send_json(c, err.code == EVD_ENOMEM ? 500 : 400, control_error(err.msg), NULL);
     size_t nrules = sc->nrules;
     pthread_mutex_lock(&s->lock);
     struct stub_script *old = s->script;
@@ -880,7 +619,7 @@ static enum MHD_Result put_script(struct stub_server *s, struct MHD_Connection *
     pthread_mutex_unlock(&s->lock);
     script_release(s, old);
     evd_log(EVD_LOG_INFO, "script replaced", NULL);
-    return send_json(c, 200, json_pack("{s:I}", "rules", (json_int_t)nrules), NULL);
+    return stub_send_json(c, 200, json_pack("{s:I}", "rules", (json_int_t)nrules), NULL);
 }
 
 static enum MHD_Result serve_control(struct stub_server *s, struct MHD_Connection *c,
@@ -888,18 +627,18 @@ static enum MHD_Result serve_control(struct stub_server *s, struct MHD_Connectio
 {
     bool get = strcmp(method, "GET") == 0;
     if (strcmp(url, "/_stub/healthz") == 0 && get)
-        return send_json(c, 200, json_pack("{s:s}", "status", "ok"), NULL);
+        return stub_send_json(c, 200, json_pack("{s:s}", "status", "ok"), NULL);
     if (strcmp(url, "/_stub/stats") == 0 && get)
-        return send_json(c, 200, stats_json(s), NULL);
+        return stub_send_json(c, 200, stats_json(s), NULL);
     if (strcmp(url, "/_stub/requests") == 0 && get) {
         json_t *list = requests_json(s, c);
         if (list == NULL)
-            return send_json(c, 400, control_error("limit must be a non-negative integer"), NULL);
-        return send_json(c, 200, list, NULL);
+            return stub_send_json(c, 400, control_error("limit must be a non-negative integer"), NULL);
+        return stub_send_json(c, 200, list, NULL);
     }
     if (strcmp(url, "/_stub/reset") == 0 && strcmp(method, "POST") == 0) {
         reset(s);
-        return send_json(c, 200, json_pack("{s:b}", "reset", 1), NULL);
+        return stub_send_json(c, 200, json_pack("{s:b}", "reset", 1), NULL);
     }
     if (strcmp(url, "/_stub/script") == 0 && strcmp(method, "PUT") == 0)
         return put_script(s, c, cx);
@@ -907,12 +646,12 @@ static enum MHD_Result serve_control(struct stub_server *s, struct MHD_Connectio
         pthread_mutex_lock(&s->lock);
         json_t *src = json_deep_copy(s->script->source);
         pthread_mutex_unlock(&s->lock);
-        return send_json(c, 200, src, NULL);
+        return stub_send_json(c, 200, src, NULL);
     }
     bool known = strcmp(url, "/_stub/healthz") == 0 || strcmp(url, "/_stub/stats") == 0 ||
                  strcmp(url, "/_stub/requests") == 0 || strcmp(url, "/_stub/reset") == 0 ||
                  strcmp(url, "/_stub/script") == 0;
-    return send_json(c, known ? 405 : 404,
+    return stub_send_json(c, known ? 405 : 404,
                      control_error(known ? "method not allowed" : "no such control endpoint"),
                      NULL);
 }

@@ -1,8 +1,9 @@
 // Browser tests of the evald web console against a running evald (EVALD_URL) whose providers
 // point at evald-stub (EVALD_STUB_URL). Drives the system Chromium through playwright-core:
 // creates an evaluation from the form and watches it complete live, checks the report table
-// against the API, reruns reversed, cancels a slow evaluation, deletes one, and checks that a
-// server validation error appears beside its field. Screenshots go to $EVALD_ARTIFACTS_DIR.
+// and a run's trace id (and its copy button) against the API, reruns reversed, cancels a slow
+// evaluation, deletes one, and checks that a server validation error appears beside its field.
+// Screenshots go to $EVALD_ARTIFACTS_DIR.
 // Without EVALD_URL the suite prints a SKIPPED line and passes.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -188,6 +189,21 @@ else describe('evald console', () => {
         await page.waitForSelector(`[data-testid=history-row][data-id="${id}"][data-status=completed]`, { state: 'attached', timeout: 10000 });
         await page.click('[data-testid=run-card] summary');
         await shot('completed-report.png');
+
+        // The opened run shows the trace id of its run document, and copies it.
+        const first = page.locator('[data-testid=run-card]').first();
+        const runId = await first.getAttribute('data-run-id');
+        const doc = (await apiGet(`/v1/evaluations/${id}`)).data.progress.runs.find((r) => r.run_id === runId);
+        assert.match(doc.trace_id, /^[0-9a-f]{32}$/);
+        assert.equal(await first.locator('[data-testid=run-trace-id]').textContent(), doc.trace_id);
+        assert.equal(await first.locator('[data-testid=run-trace]').getAttribute('data-trace-id'), doc.trace_id);
+        await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+        await first.locator('[data-testid=run-trace-copy]').click();
+        await page.waitForFunction(() => document.querySelector('[data-testid=run-card] [data-testid=run-trace-copy]')?.textContent === 'Copied', null, { timeout: 5000 });
+        assert.equal(await page.textContent('[data-testid=toast]'), 'Trace id copied');
+        assert.equal(await page.evaluate(() => navigator.clipboard.readText()), doc.trace_id);
+        mkdirSync(ARTIFACTS, { recursive: true });
+        await first.screenshot({ path: path.join(ARTIFACTS, 'run-trace-id.png'), style: '.topbar, .history { position: static !important; }' });
     });
 
     test('run reversed starts a new evaluation in the opposite order', { timeout: COMPLETE_MS + 30000 }, async () => {

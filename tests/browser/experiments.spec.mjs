@@ -256,6 +256,15 @@ else describe('experiments view', () => {
         const diff = page.locator(`[data-testid=exp-case-arm][data-arm="1"] [data-testid=exp-run][data-repeat="${noRepeat}"] [data-testid=exp-run-diff]`);
         assert.equal(await diff.locator('del').textContent(), 'no');
         assert.equal(await diff.locator('ins').textContent(), 'yes');
+        // Each finished run shows the trace id of its /runs row.
+        const rows = (await http('GET', `${BASE}/v1/experiments/${id}/runs?case_id=k2`)).data.runs;
+        assert.equal(rows.length, 6);
+        const shown = Object.fromEntries(await page.$$eval('[data-testid=exp-case] [data-testid=exp-run]', (els) => els.map((e) => [
+            e.dataset.runId, e.querySelector('[data-testid=exp-run-trace-id]')?.textContent ?? null])));
+        for (const r of rows) {
+            assert.match(r.trace_id, /^[0-9a-f]{32}$/, `run ${r.run_id} has a trace id`);
+            assert.equal(shown[r.run_id], r.trace_id, `run ${r.run_id} shows its trace id`);
+        }
         await shot('experiment-detail.png');
 
         // Export: both links answer 200 with one record per run.

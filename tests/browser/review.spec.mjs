@@ -165,8 +165,11 @@ else describe('review screen', () => {
         await page.waitForFunction(() => document.querySelector('[data-testid=review-agreement]')?.dataset.reviewed === '0');
         assert.match((await figure()).text, /^— agreement · κ — · 0 reviewed runs$/);
 
-        // The name is asked once (the input has the focus); Enter starts the review.
+        // The name is asked once (the input has the focus); Enter starts the review. Until then
+        // nothing is said of the queue, which has not been read.
         await page.waitForSelector('[data-testid=review-reviewer-input]:focus');
+        assert.equal((await progress()).text, 'Say who is reviewing to read the queue.');
+        assert.equal(await page.locator('[data-testid=review-empty]').count(), 0, 'no "Nothing to review" before the queue was read');
         await page.keyboard.press('p'); // typed into the name field, not a verdict
         await page.keyboard.press('Backspace');
         await page.keyboard.type(reviewer);

@@ -37,18 +37,25 @@ test('keys typed into a text field are typing, not verdicts', () => {
 
 const run = (id) => ({ run_id: id });
 
+test('a new walk has read nothing', () => {
+    const w = createWalk();
+    assert.deepEqual(w.progress(), { position: 0, total: 0, more: false, done: false, loaded: false, text: 'the queue is not read yet' },
+        'nothing is said of a queue before it was read');
+    assert.equal(w.add([], 100), 0);
+    assert.deepEqual(w.progress(), { position: 0, total: 0, more: false, done: true, loaded: true, text: 'nothing to review' });
+});
+
 test('the walk shows the queue in order with its progress, and ends', () => {
     const w = createWalk();
-    assert.deepEqual(w.progress(), { position: 0, total: 0, more: false, done: true, text: 'nothing to review' });
     assert.equal(w.add([run('a'), run('b'), run('c')], 100), 3);
     assert.equal(w.current().run_id, 'a');
     assert.equal(w.progress().text, '1 of 3');
     assert.equal(w.next('reviewed').run_id, 'b');
     assert.equal(w.progress().text, '2 of 3');
     assert.equal(w.next('skipped').run_id, 'c');
-    assert.deepEqual(w.progress(), { position: 3, total: 3, more: false, done: false, text: '3 of 3' });
+    assert.deepEqual(w.progress(), { position: 3, total: 3, more: false, done: false, loaded: true, text: '3 of 3' });
     assert.equal(w.next('reviewed'), null);
-    assert.deepEqual(w.progress(), { position: 3, total: 3, more: false, done: true, text: '3 of 3 · done' });
+    assert.deepEqual(w.progress(), { position: 3, total: 3, more: false, done: true, loaded: true, text: '3 of 3 · done' });
     assert.deepEqual(w.counts, { reviewed: 2, skipped: 1 });
     assert.equal(w.next('reviewed'), null, 'nothing past the end');
     assert.deepEqual(w.counts, { reviewed: 2, skipped: 1 }, 'and nothing counted');
@@ -73,10 +80,54 @@ test('a full answer is followed by another read, and runs already shown (skipped
     w.next('reviewed');
     assert.equal(w.add([run('a')], 2), 0);
     assert.equal(w.wantsMore(), false);
-    assert.deepEqual(w.progress(), { position: 4, total: 4, more: false, done: true, text: '4 of 4 · done' });
+    assert.deepEqual(w.progress(), { position: 4, total: 4, more: false, done: true, loaded: true, text: '4 of 4 · done' });
     assert.equal(w.add([run('a'), run('a')], 2), 0, 'a full answer of runs already shown has nothing behind it');
     assert.equal(w.wantsMore(), false);
     assert.equal(w.add([null, {}, run('e')], 100), 1, 'entries without a run id are ignored');
+});
+
+// The server's review queue (GET …/review-queue): the runs not reviewed, in a fixed order,
+// `limit` of them after the first `offset`.
+function serverQueue(n) {
+    const runs = Array.from({ length: n }, (_, i) => run(`r${i}`));
+    const reviewed = new Set();
+    return {
+        read: (limit, offset) => runs.filter((r) => !reviewed.has(r.run_id)).slice(offset, offset + limit),
+        review: (id) => reviewed.add(id),
+    };
+}
+
+// Walks the whole queue as the review screen does: reads a page, then acts on each run,
+// reading the next page (past the skipped runs) at the end of the last one.
+function walkAll(server, limit, act) {
+    const w = createWalk();
+    w.add(server.read(limit, w.offset()), limit);
+    const shown = [];
+    for (let r = w.current(); r; r = w.current()) {
+        shown.push(r.run_id);
+        const outcome = act(r, shown.length);
+        if (outcome === 'reviewed') server.review(r.run_id);
+        w.next(outcome);
+        if (w.wantsMore()) w.add(server.read(limit, w.offset()), limit);
+    }
+    return { w, shown };
+}
+
+test('a visit that skips more runs than a page still reaches every run of the queue', () => {
+    for (const [n, limit] of [[250, 100], [100, 100], [101, 100], [7, 3]]) {
+        const { w, shown } = walkAll(serverQueue(n), limit, () => 'skipped');
+        assert.equal(shown.length, n, `${n} runs, pages of ${limit}: every run shown once`);
+        assert.equal(new Set(shown).size, n);
+        assert.deepEqual(w.counts, { reviewed: 0, skipped: n });
+        assert.equal(w.progress().text, `${n} of ${n} · done`);
+    }
+});
+
+test('a visit that reviews some runs and skips others shows each run once, in order', () => {
+    const { w, shown } = walkAll(serverQueue(230), 100, (r, k) => (k % 3 === 0 ? 'reviewed' : 'skipped'));
+    assert.deepEqual(shown, Array.from({ length: 230 }, (_, i) => `r${i}`));
+    assert.deepEqual(w.counts, { reviewed: 76, skipped: 154 });
+    assert.equal(w.offset(), 154);
 });
 
 test('the evaluator verdict of a queued run', () => {

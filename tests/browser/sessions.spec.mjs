@@ -129,6 +129,14 @@ else describe('sessions view', () => {
         await page.click('[data-testid=nav-sessions]');
         await page.waitForSelector('[data-testid=sessions-view]');
         assert.equal(await page.textContent('[data-testid=compare-empty]'), 'Pick 2–5 sessions and a baseline, then Compare.');
+        // The form starts with the first available model of the catalogue: its id and provider.
+        const catalogue = await http('GET', `${BASE}/v1/models`);
+        assert.equal(catalogue.status, 200);
+        const first = catalogue.data.models.find((m) => m.available);
+        assert.ok(first, `no available model in ${JSON.stringify(catalogue.data)}`);
+        await page.waitForFunction(() => document.querySelector('[data-testid=session-field-model]').value !== '');
+        assert.equal(await page.inputValue('[data-testid=session-field-model]'), first.id);
+        assert.equal(await page.inputValue('[data-testid=session-field-provider]'), first.provider);
 
         const alpha = await startSession('alpha', 'SES-ALPHA: say hi');
         // One session is not a comparison: the server's message, checked before asking it.

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { defaultForm, formToRequest, requestToForm, fieldForDetail } from '../../console/request.js';
 import { renderMarkdown } from '../../console/markdown.js';
 import { judge, metricRows, runCounts, runVerdict, series, parseOrder } from '../../console/report.js';
-import { fmtDelta, fmtMs, fmtUsd, fmtPct, shortId } from '../../console/format.js';
+import { fmtDelta, fmtMs, fmtUsd, fmtPct, shortId, traceIdOf } from '../../console/format.js';
 
 const form = (over) => ({ ...defaultForm(), model: 'stub-model', provider: 'openai', prompt_a: 'Say hi', prompt_b: 'Say hello', expected: 'hi', ...over });
 const errorsOf = (over) => formToRequest(form(over)).errors.map((e) => `${e.field}: ${e.message}`);
@@ -208,4 +208,13 @@ test('formatting of deltas, durations, money and ids', () => {
     assert.equal(fmtPct(1 / 3), '33.3%');
     assert.equal(fmtPct(1), '100%');
     assert.equal(shortId('eval_0123456789abcdef0123456789abcdef'), '01234567');
+});
+
+test('a run shows a trace id only when it has a well-formed one', () => {
+    const id = '4bf92f3577b34da6a3ce929d0e0e4736';
+    assert.equal(traceIdOf({ trace_id: id }), id);
+    for (const v of [undefined, null, '', 42, id.toUpperCase(), `${id}0`, id.slice(1), `${id.slice(0, 31)}g`])
+        assert.equal(traceIdOf({ trace_id: v }), null, String(v));
+    assert.equal(traceIdOf({}), null);
+    assert.equal(traceIdOf(null), null);
 });

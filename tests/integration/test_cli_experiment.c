@@ -436,7 +436,7 @@ START_TEST(a_worse_treatment_exits_1_with_every_output)
      *   the interval -1/3 -+ 2.0685 = [-2.402, +1.735]; t = -1, two-sided p = 1 - 1/sqrt(3)
      *   = 0.4226, adjusted 0.845; MDE (6.2054 + t(0.8, 2) = 1.0607) / 3 = 2.422.
      * fail: d = (-1, -1, -1), se 0: interval [-1, -1], p 0, MDE 0, worse.
-     * Tokens: mixed 14 vs 12 (+16.7%), fail 11 vs 12 (-8.3%); stub-model has no price;
+     * Tokens: mixed 14 vs 12 (+2, +16.7%), fail 11 vs 12 (-1, -8.3%); stub-model has no price;
      * no function calls (+0); wall time varies (*).
      */
     char *summary = slurp(md);
@@ -448,9 +448,10 @@ START_TEST(a_worse_treatment_exits_1_with_every_output)
         "| treatment | verdict | Δ pass rate | interval | p (adjusted) | MDE | Δ tokens | Δ cost $ "
         "| Δ wall ms | Δ calls |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
-        "| mixed | inconclusive | -0.333 | [-2.402, +1.735] | 0.845 | 2.422 | +16.7% | n/a | * | "
+        "| mixed | inconclusive | -0.333 | [-2.402, +1.735] | 0.845 | 2.422 | +2 (+16.7%) | n/a | "
+        "* | +0 |",
+        "| fail | ❌ worse | -1.000 | [-1.000, -1.000] | 0.000 | 0.000 | -1 (-8.3%) | n/a | * | "
         "+0 |",
-        "| fail | ❌ worse | -1.000 | [-1.000, -1.000] | 0.000 | 0.000 | -8.3% | n/a | * | +0 |",
         NULL};
     assert_lines(summary, want_md);
 
@@ -658,6 +659,21 @@ START_TEST(inconclusive_exits_3_only_when_asked)
     CHECK_EXIT(r, 1);
     run(CLI("experiment", "watch", id, "--require", "better", "--fail-on-inconclusive"), &r);
     CHECK_EXIT(r, 1);
+    /* --json -: stdout holds the document alone; the progress and the table go to stderr. */
+    run(CLI("experiment", "watch", id, "--json", "-"), &r);
+    CHECK_EXIT(r, 0);
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr); /* fails on anything after the document */
+    ck_assert_msg(doc != NULL, "stdout is not one JSON document (%s): %s", jerr.text, r.out);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "experiment_id")), id);
+    json_decref(doc);
+    ck_assert_msg(strstr(r.err, "runs 6/6, passed ") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, " inconclusive ") != NULL, "%s", r.err);
+    run(CLI("experiment", "watch", id, "--json", "-", "--junit", "-"), &r);
+    CHECK_EXIT(r, 2);
+    ck_assert_msg(strstr(r.err, "only one of --json, --junit and --markdown can write to stdout") !=
+                      NULL,
+                  "%s", r.err);
     free(exp);
 }
 END_TEST
@@ -815,7 +831,8 @@ START_TEST(detach_prints_the_id_and_the_experiment_goes_on)
     ck_assert_msg(strncmp(r.out, "exp_", 4) == 0 && strlen(r.out) == 37, "%s", r.out);
     char id[64];
     snprintf(id, sizeof(id), "%.36s", r.out);
-    ck_assert_msg(r.seconds < SLOW_MS / 1000.0, "took %.1f s", r.seconds);
+    /* It did not wait for the experiment (6 s at least): not timed, which a loaded machine
+     * makes flaky, but read from the experiment, which has not ended. */
     char *s = status_of(id);
     ck_assert_msg(strcmp(s, "queued") == 0 || strcmp(s, "running") == 0, "%s", s);
     free(s);

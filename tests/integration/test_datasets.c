@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "tests/support/itest.h"
@@ -156,6 +157,10 @@ START_TEST(lists_page_newest_first_and_delete_removes_cases)
 {
     char *ids[3];
     for (int i = 0; i < 3; i++) {
+        /* created_at has millisecond resolution and ties are ordered by id, which is random:
+         * a clock tick between the uploads makes "newest first" a fixed order. */
+        if (i > 0)
+            nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
         char path[64], body[64];
         snprintf(path, sizeof(path), "/v1/datasets?name=d%d", i);
         snprintf(body, sizeof(body), "q\nrow %d\n", i);

@@ -2,12 +2,16 @@
  * A database that restarted under evald: PostgreSQL of this test's own (a private cluster
  * it crashes with an immediate shutdown and starts again), the real evald and evald-stub.
  * Once /readyz answers 200 again, every request must be served: the pool replaces the
- * connections the restart killed instead of failing the first statement on each.
+ * connections the restart killed instead of failing the first statement on each. A
+ * database that fails (read-only, stopped) is told to clients in their terms, with the
+ * request's id, and in the log with the database's own message.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
+#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,50 +87,261 @@ static void pg(const char *what, const char *dir, unsigned port)
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
 }
 
+/* A private cluster of the test's own, evald-stub (with `script`, NULL: its default) and
+ * evald on them; `pool` sets EVALD_DB_POOL_SIZE when non-NULL. */
+struct stack {
+    char dir[32];
+    unsigned port;
+    char url[256];
+    char env_base[300];
+    struct evd_t_proc stub, evald;
+};
+
+static void stack_start(struct stack *s, const char *script, const char *pool)
+{
+    snprintf(s->dir, sizeof(s->dir), "/tmp/evald-pg-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(s->dir));
+    evd_t_pg_cleanup_at_exit(s->dir);
+    s->port = evd_t_free_port();
+    pg("start", s->dir, s->port);
+    snprintf(s->url, sizeof(s->url), "postgresql://evald@127.0.0.1:%u/evald", s->port);
+    ck_assert_int_eq(evd_t_stub_start(&s->stub, script, NULL), 0);
+    snprintf(s->env_base, sizeof(s->env_base), "OPENAI_BASE_URL=%s/v1", s->stub.base);
+    char *env[] = {s->env_base, "OPENAI_API_KEY=stub-key", (char *)pool, NULL};
+    ck_assert_int_eq(evd_t_evald_start(&s->evald, s->url, env), 0);
+}
+
+/* Stops evald (it must exit 0), the stub and the cluster, and removes the cluster. */
+static void stack_stop(struct stack *s)
+{
+    ck_assert_int_eq(evd_t_stop(&s->evald, SIGTERM, 15000), 0);
+    evd_t_stop(&s->stub, SIGTERM, 5000);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s/scripts/pg.sh stop %s; rm -rf %s", evd_t_source_dir(),
+             s->dir, s->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(pool_survives_an_immediate_restart)
 {
-    char dir[] = "/tmp/evald-pg-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    evd_t_pg_cleanup_at_exit(dir);
-    unsigned port = evd_t_free_port();
-    pg("start", dir, port);
-    char pgurl[256], env_base[300], ready[300];
-    snprintf(pgurl, sizeof(pgurl), "postgresql://evald@127.0.0.1:%u/evald", port);
-    struct evd_t_proc stub, p;
-    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
-    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
-    char *env[] = {env_base, "OPENAI_API_KEY=stub-key", "EVALD_DB_POOL_SIZE=16", NULL};
-    ck_assert_int_eq(evd_t_evald_start(&p, pgurl, env), 0);
-    snprintf(ready, sizeof(ready), "%s/readyz", p.base);
+    struct stack s;
+    stack_start(&s, NULL, "EVALD_DB_POOL_SIZE=16");
+    const struct evd_t_proc *p = &s.evald;
+    char ready[300];
+    snprintf(ready, sizeof(ready), "%s/readyz", p->base);
     ck_assert(evd_t_wait_status(ready, 200, 10000));
 
     char url[300];
-    snprintf(url, sizeof(url), "%s/v1/evaluations", p.base);
+    snprintf(url, sizeof(url), "%s/v1/evaluations", p->base);
     long status = 0;
     json_t *started = evd_t_http_json("POST", url, REQUEST, &status);
     ck_assert_int_eq(status, 202);
     char id[64];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(started, "evaluation_id")));
     json_decref(started);
-    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
+    ck_assert_str_eq(evd_t_wait_terminal(p->base, id, 30000), "completed");
     /* Every pool connection opened and idle, as on a service that has been serving. */
-    ck_assert_int_eq(burst(p.base, id), 0);
+    ck_assert_int_eq(burst(p->base, id), 0);
 
     for (int round = 0; round < 2; round++) {
-        pg("kill", dir, port);
-        pg("start", dir, port);
+        pg("kill", s.dir, s.port);
+        pg("start", s.dir, s.port);
         ck_assert_msg(evd_t_wait_status(ready, 200, 30000), "readyz did not recover");
-        int failed = burst(p.base, id);
+        int failed = burst(p->base, id);
         ck_assert_msg(failed == 0, "round %d: %d of %d requests failed after the restart", round,
                       failed, READERS + 1);
     }
+    stack_stop(&s);
+}
+END_TEST
 
-    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
-    evd_t_stop(&stub, SIGTERM, 5000);
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "%s/scripts/pg.sh stop %s; rm -rf %s", evd_t_source_dir(), dir,
-             dir);
-    ck_assert_int_eq(system(cmd), 0);
+/* A 503 of a failed database: the client's words, the request's id, nothing internal. */
+static void assert_unavailable(const struct evd_t_resp *r, const char *what)
+{
+    ck_assert_msg(r->status == 503, "%s answered %ld: %s", what, r->status, r->body);
+    ck_assert_ptr_nonnull(r->json);
+    ck_assert_str_eq(json_string_value(json_object_get(r->json, "detail")),
+                     "the database is unavailable; retry later");
+    ck_assert_str_eq(json_string_value(json_object_get(r->json, "code")), "unavailable");
+    ck_assert_msg(r->request_id[0] != '\0', "%s: no X-Request-Id", what);
+    ck_assert_str_eq(json_string_value(json_object_get(r->json, "request_id")), r->request_id);
+    static const char *const internals[] = {"read-only", "port", "connection", "database error",
+                                            "127.0.0.1"};
+    for (size_t i = 0; i < sizeof(internals) / sizeof(*internals); i++)
+        ck_assert_msg(strstr(r->body, internals[i]) == NULL, "%s: the answer names %s: %s", what,
+                      internals[i], r->body);
+}
+
+/*
+ * Whether evald's log has the request line of request_id with `error` holding `text` ("":
+ * any error but the client's text: the database's own message, or the pool's).
+ */
+static bool logged(const struct evd_t_proc *p, const char *request_id, const char *text)
+{
+    FILE *f = fopen(p->log_path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *rid = json_string_value(json_object_get(j, "req_id"));
+        const char *error = json_string_value(json_object_get(j, "error"));
+        found = rid != NULL && strcmp(rid, request_id) == 0 && error != NULL &&
+                error[0] != '\0' && strstr(error, text) != NULL &&
+                strcmp(error, "the database is unavailable; retry later") != 0;
+        json_decref(j);
+    }
+    fclose(f);
+    return found;
+}
+
+START_TEST(a_failed_database_is_told_in_the_clients_terms)
+{
+    struct stack s;
+    stack_start(&s, NULL, NULL);
+    const struct evd_t_proc *p = &s.evald;
+    char ready[300], url[300];
+    snprintf(ready, sizeof(ready), "%s/readyz", p->base);
+    ck_assert(evd_t_wait_status(ready, 200, 10000));
+    snprintf(url, sizeof(url), "%s/v1/evaluations", p->base);
+
+    /* A read-only database: every new session of evald's is one (its old ones are ended). */
+    char *out = evd_t_sql(s.url, "ALTER DATABASE evald SET default_transaction_read_only = on");
+    free(out);
+    out = evd_t_sql(s.url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                           " WHERE datname = 'evald' AND pid <> pg_backend_pid()");
+    free(out);
+    struct evd_t_resp r;
+    evd_t_http("POST", url, NULL, REQUEST, strlen(REQUEST), &r);
+    assert_unavailable(&r, "a start on a read-only database");
+    ck_assert_msg(logged(p, r.request_id, ""),
+                  "no log line of request %s holds the database's message", r.request_id);
+    evd_t_resp_free(&r);
+
+    /* A 4xx keeps its detail, and gains the request's id too. */
+    evd_t_http("POST", url, NULL, "{", 1, &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "request_id")), r.request_id);
+    ck_assert_msg(strstr(json_string_value(json_object_get(r.json, "detail")), "JSON") != NULL,
+                  "%s", r.body);
+    evd_t_resp_free(&r);
+
+    /* PostgreSQL stopped: the same answer, not libpq's "connection to server … port". */
+    pg("stop", s.dir, s.port);
+    snprintf(url, sizeof(url), "%s/v1/evaluations?limit=5", p->base);
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    assert_unavailable(&r, "a list with PostgreSQL stopped");
+    ck_assert_msg(logged(p, r.request_id, ""), "no log line of request %s holds the failure",
+                  r.request_id);
+    evd_t_resp_free(&r);
+    stack_stop(&s);
+}
+END_TEST
+
+/* The client of an export that, at its first bytes, has the database refuse evald. */
+struct cut {
+    char admin_url[256]; /* the cluster's postgres database: evald's own is closed to all */
+    bool sabotage, done;
+    size_t bytes;
+};
+
+static size_t cut_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    (void)ptr;
+    struct cut *c = ud;
+    if (c->sabotage && !c->done) {
+        c->done = true;
+        /* evald fills the socket while this client waits; then its connections end and no
+         * new one is let in, so its next read of the export fails mid-body. */
+        sleep(1);
+        char *out = evd_t_sql(c->admin_url, "ALTER DATABASE evald ALLOW_CONNECTIONS false");
+        ck_assert_ptr_nonnull(out);
+        free(out);
+        out = evd_t_sql(c->admin_url, "SELECT count(pg_terminate_backend(pid))"
+                                      " FROM pg_stat_activity WHERE datname = 'evald'");
+        ck_assert_ptr_nonnull(out);
+        free(out);
+    }
+    c->bytes += size * n;
+    return size * n;
+}
+
+static CURLcode export_with(const char *url, struct cut *c)
+{
+    CURL *h = curl_easy_init();
+    ck_assert_ptr_nonnull(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cut_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    ck_assert_int_eq(status, 200);
+    curl_easy_cleanup(h);
+    return rc;
+}
+
+/* An export whose database fails after its status line was sent ends without the chunked
+ * body's last chunk: the client sees a truncated transfer (curl: 18), not a whole body. */
+START_TEST(an_export_cut_by_the_database_ends_truncated)
+{
+    /* 2,000 runs with 2,500-byte answers: an export of about 6 MB, more than a socket
+     * holds, read from the database 200 runs at a time. */
+    char script[4096];
+    int n = snprintf(script, sizeof(script), "{\"default\":{\"reply\":{\"text\":\"");
+    for (int i = 0; i < 2500; i++)
+        script[n++] = 'x';
+    snprintf(script + n, sizeof(script) - (size_t)n, "\"}}}");
+    struct stack s;
+    stack_start(&s, script, NULL);
+    const struct evd_t_proc *p = &s.evald;
+    char url[300];
+
+    json_t *cases = json_array();
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(cases, json_pack("{s:{s:i}}", "vars", "i", i));
+    json_t *body = json_pack(
+        "{s:s, s:{s:s, s:s}, s:{s:s}, s:[{s:s}], s:o, s:{s:s, s:{s:s}}, s:i}", "dimension",
+        "prompt", "model", "model", "stub-model", "provider", "openai", "control", "prompt",
+        "A {{i}}", "treatments", "prompt", "B {{i}}", "cases", cases, "evaluator", "function_id",
+        "eval::assert::exact", "arguments", "expected", "x", "concurrency", 64);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    snprintf(url, sizeof(url), "%s/v1/experiments", p->base);
+    long status = 0;
+    json_t *started = evd_t_http_json("POST", url, text, &status);
+    free(text);
+    ck_assert_msg(status == 202, "the start answered %ld", status);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(started, "experiment_id")));
+    json_decref(started);
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s", p->base, id);
+    const char *st = NULL;
+    for (int waited = 0; waited < 120000; waited += 200) {
+        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+        st = json_string_value(json_object_get(doc, "status"));
+        bool done = st != NULL && strcmp(st, "completed") == 0;
+        json_decref(doc);
+        if (done)
+            break;
+        usleep(200 * 1000);
+    }
+    ck_assert_msg(st != NULL, "experiment %s did not complete", id);
+
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/export?format=jsonl", p->base, id);
+    struct cut whole = {0}, cut = {.sabotage = true};
+    snprintf(whole.admin_url, sizeof(whole.admin_url), "postgresql://evald@127.0.0.1:%u/postgres",
+             s.port);
+    snprintf(cut.admin_url, sizeof(cut.admin_url), "%s", whole.admin_url);
+    ck_assert_int_eq(export_with(url, &whole), CURLE_OK);
+    ck_assert_msg(whole.bytes > 5000000, "the export is only %zu bytes", whole.bytes);
+    CURLcode rc = export_with(url, &cut);
+    ck_assert_msg(rc == CURLE_PARTIAL_FILE, "curl said %d (%s) after %zu of %zu bytes", (int)rc,
+                  curl_easy_strerror(rc), cut.bytes, whole.bytes);
+    ck_assert_uint_lt(cut.bytes, whole.bytes);
+    ck_assert_int_gt(evd_t_log_count(p, "its body is cut"), 0);
+    stack_stop(&s);
 }
 END_TEST
 
@@ -136,6 +351,8 @@ int main(void)
     TCase *tc = tcase_create("db_restart");
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, pool_survives_an_immediate_restart);
+    tcase_add_test(tc, a_failed_database_is_told_in_the_clients_terms);
+    tcase_add_test(tc, an_export_cut_by_the_database_ends_truncated);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

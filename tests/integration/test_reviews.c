@@ -339,6 +339,29 @@ START_TEST(queue_reviews_agreement_and_the_human_analysis)
     ASSERT_STR(q, "runs.3.run_id", "case2-arm0-rep2");
     ASSERT_STR(q, "runs.4.run_id", "case1-arm0-rep1");
     json_decref(q);
+    /* offset passes over the runs ann skipped: the queue goes on behind them. */
+    snprintf(path, sizeof(path), "/v1/experiments/%s/review-queue?reviewer=ann&limit=2&offset=3",
+             id);
+    q = call("GET", path, NULL, &st);
+    ck_assert_int_eq(st, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(q, "runs")), 2);
+    ASSERT_STR(q, "runs.0.run_id", "case2-arm0-rep2");
+    ASSERT_STR(q, "runs.1.run_id", "case1-arm0-rep1");
+    json_decref(q);
+    snprintf(path, sizeof(path), "/v1/experiments/%s/review-queue?reviewer=ann&offset=8", id);
+    q = call("GET", path, NULL, &st);
+    ck_assert_int_eq(st, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(q, "runs")), 0);
+    json_decref(q);
+    static const char *const bad_offsets[] = {"-1", "x", "", "1000000001", "2.5"};
+    for (size_t i = 0; i < sizeof(bad_offsets) / sizeof(*bad_offsets); i++) {
+        snprintf(path, sizeof(path), "/v1/experiments/%s/review-queue?offset=%s", id,
+                 bad_offsets[i]);
+        q = call("GET", path, NULL, &st);
+        ck_assert_int_eq(st, 400);
+        ASSERT_STR(q, "detail", "offset must be between 0 and 1000000000");
+        json_decref(q);
+    }
     snprintf(path, sizeof(path), "/v1/experiments/%s/review-queue?reviewer=bob&limit=100", id);
     q = call("GET", path, NULL, &st);
     ck_assert_uint_eq(json_array_size(json_object_get(q, "runs")), 12);

@@ -30,7 +30,7 @@ function headers(status, ctype, extra = {}) {
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PROBLEM = 'application/problem+json';
 const problem = (status, title, code) =>
-  JSON.stringify({ type: 'about:blank', title, status, detail: 'x', code });
+  JSON.stringify({ type: 'about:blank', title, status, detail: 'x', code, request_id: 'req_1' });
 const check = (ex) => checkExchange(api, routes, validator, ex).problems;
 
 test('routes match literally first, by template, and greedily where marked', () => {
@@ -102,7 +102,7 @@ test('an undocumented route, status, field, type, header or event is refused', (
 test('a documented operation the router does not know yet is noted, not failed', () => {
   const ex = {
     method: 'POST', url: '/v1/subscriptions', status: 404, headers: headers(404, PROBLEM),
-    body: JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'POST /v1/subscriptions: no such resource', code: 'not_found' }),
+    body: JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'POST /v1/subscriptions: no such resource', code: 'not_found', request_id: 'req_1' }),
   };
   const r = checkExchange(api, routes, validator, ex);
   assert.equal(r.unserved, true);

@@ -31,6 +31,7 @@ const RUNTIME_LIBS = {
   'libcsv-dev': 'libcsv3',
   'libyaml-dev': 'libyaml-0-2',
   'libjemalloc-dev': 'libjemalloc2',
+  'libprotobuf-c-dev': 'libprotobuf-c1',
 };
 
 // ---------------------------------------------------------------------- Dockerfile parser

@@ -376,7 +376,7 @@ test('errors are problem details with the status, title and code of their status
     'unavailable',
   ]);
   const problem = api.components.schemas.Problem;
-  assert.deepEqual(problem.required, ['type', 'title', 'status', 'detail', 'code']);
+  assert.deepEqual(problem.required, ['type', 'title', 'status', 'detail', 'code', 'request_id']);
   assert.equal(problem.additionalProperties, false);
   for (const [status, [name, code, title]] of Object.entries(ERROR_RESPONSES)) {
     const r = api.components.responses[name];

@@ -1,7 +1,7 @@
 # Shows that tests/support/layers.cmake can fail: copies the layer folders to WORK_DIR,
 # plants one violation of each kind and requires the check to fail naming every one, and
 # to pass on the unplanted copy. Run with -DSOURCE_DIR=<source> -DWORK_DIR=<scratch>.
-set(layers common domain schema harness store engine webhooks handlers server adapter cli)
+set(layers common domain schema harness otel store engine webhooks handlers server adapter cli)
 file(REMOVE_RECURSE ${WORK_DIR})
 foreach(layer ${layers})
   if(EXISTS ${SOURCE_DIR}/${layer})
@@ -16,6 +16,7 @@ endif()
 file(APPEND ${WORK_DIR}/store/db.c "\n#include \"engine/engine.h\"\n")
 file(APPEND ${WORK_DIR}/engine/review.c "\n#include \"handlers/api.h\"\n")
 file(APPEND ${WORK_DIR}/adapter/ws.c "\n#include \"server/config.h\"\n")
+file(APPEND ${WORK_DIR}/harness/http.c "\n#include \"otel/otel.h\"\n")
 file(APPEND ${WORK_DIR}/handlers/api.c "\n#include <libpq-fe.h>\n")
 file(APPEND ${WORK_DIR}/handlers/tools.c "\n#include \"store/tools.h\"\n")
 file(APPEND ${WORK_DIR}/handlers/system.c "\n#include \"schema/jsonschema.h\"\n")
@@ -29,6 +30,7 @@ foreach(expect
     "store/db.c: store/ may not include engine/engine.h"
     "engine/review.c: engine/ may not include handlers/api.h"
     "adapter/ws.c: adapter/ may not include server/config.h"
+    "harness/http.c: harness/ may not include otel/otel.h"
     "handlers/api.c: only store/ includes libpq-fe.h"
     "handlers/tools.c: handlers/ may not include store/tools.h"
     "handlers/system.c: handlers/ may not include schema/jsonschema.h"

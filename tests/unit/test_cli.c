@@ -87,8 +87,8 @@ START_TEST(markdown_is_a_table_per_treatment)
         "|"
         " Δ wall ms | Δ calls |\n"
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
-        "| v2 | ❌ worse | -0.300 | [-0.450, -0.150] | 0.020 | 0.200 | -12.5% | -0.0001 | n/a |"
-        " +0.0% |\n"
+        "| v2 | ❌ worse | -0.300 | [-0.450, -0.150] | 0.020 | 0.200 | -10 (-12.5%) | -0.0001 | "
+        "n/a | +0 (+0.0%) |\n"
         "| v3 | inconclusive | +0.000 | [-0.500, +0.500] | 1.000 | 0.600 | n/a | n/a | n/a | n/a "
         "|\n";
     ck_assert_str_eq(md, want);
@@ -111,8 +111,11 @@ START_TEST(the_table_says_each_verdict_and_what_inconclusive_needs)
     ck_assert(strncmp(lines[0], "treatment", 9) == 0);
     ck_assert_msg(strstr(lines[1], "v2 vs v1") == lines[1] && strstr(lines[1], "-0.300") &&
                       strstr(lines[1], "[-0.450, -0.150]") && strstr(lines[1], "worse") &&
-                      strstr(lines[1], "-12.5%"),
+                      strstr(lines[1], "-10 (-12.5%)") && strstr(lines[1], "+0 (+0.0%)"),
                   "%s", lines[1]);
+    /* A cost column's heading starts where its cells do ("Δ" is two bytes, one column). */
+    const char *head = strstr(lines[0], "Δ tokens"), *cell = strstr(lines[1], "-10 (-12.5%)");
+    ck_assert_int_eq((int)(head - lines[0]) - 1, (int)(cell - lines[1]));
     ck_assert_msg(strstr(lines[2], "v3 vs v1") == lines[2] && strstr(lines[2], "inconclusive"),
                   "%s", lines[2]);
     ck_assert_msg(strstr(lines[3], "needs about 120 cases"), "%s", lines[3]);

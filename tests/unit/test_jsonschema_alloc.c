@@ -122,7 +122,8 @@ START_TEST(compile_fails_cleanly_at_every_allocation)
     ck_assert_int_gt(rounds, 5);
     json_decref(schema);
 #else
-    evd_test_skip_note("allocation-failure injection under sanitizers");
+    fprintf(stderr, "SKIPPED: allocation-failure injection (the sanitizers bring their own "
+                    "allocator, which this build cannot wrap)\n");
 #endif
 }
 END_TEST
@@ -157,7 +158,8 @@ START_TEST(validate_never_passes_by_accident)
     json_decref(inst);
     json_decref(schema);
 #else
-    evd_test_skip_note("allocation-failure injection under sanitizers");
+    fprintf(stderr, "SKIPPED: allocation-failure injection (the sanitizers bring their own "
+                    "allocator, which this build cannot wrap)\n");
 #endif
 }
 END_TEST
@@ -217,7 +219,8 @@ START_TEST(structured_output_fails_cleanly_at_every_allocation)
     ck_assert_int_gt(rounds, 50);
     json_decref(owner);
 #else
-    evd_test_skip_note("allocation-failure injection under sanitizers");
+    fprintf(stderr, "SKIPPED: allocation-failure injection (the sanitizers bring their own "
+                    "allocator, which this build cannot wrap)\n");
 #endif
 }
 END_TEST

@@ -225,6 +225,92 @@ START_TEST(with_a_limit_known_a_429_cuts_the_share_and_successes_give_it_back)
 }
 END_TEST
 
+START_TEST(the_token_estimate_learns_from_usage)
+{
+    struct evd_rl rl;
+    evd_rl_init(&rl, 0, 600000, 10, 1, 0);
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 100), 100, 1e-12); /* nothing learnt yet */
+    evd_rl_learn(&rl, 100, -1);                                      /* no usage: nothing */
+    evd_rl_learn(&rl, 0, 500);                                       /* no estimate: nothing */
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 100), 100, 1e-12);
+    evd_rl_learn(&rl, 100, 1000); /* the first answer sets the scale: 10 */
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 100), 1000, 1e-9);
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 30), 300, 1e-9);
+    evd_rl_learn(&rl, 100, 500); /* then a fifth of the way: 10 + 0.2 (5 - 10) = 9 */
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 100), 900, 1e-9);
+    evd_rl_learn(&rl, 1, 1e9); /* a sample past the bound counts as 100: 9 + 0.2 * 91 */
+    ck_assert_double_eq_tol(rl.token_scale, 27.2, 1e-9);
+    ck_assert_double_eq_tol(evd_rl_estimate(&rl, 0), 0, 1e-12);
+}
+END_TEST
+
+/*
+ * Calls whose requests suggest 100 tokens but which use 1,000, under 600,000 tokens a
+ * minute (10,000 a second), `slots` in flight, each answered `latency` ms after it is
+ * sent, for 60 s. *total gets the tokens sent, as the provider counts them; the return is
+ * the most sent within any one second after the first two.
+ */
+static double token_run(bool learn, int slots, int64_t latency, double *total)
+{
+    struct evd_rl rl;
+    evd_rl_init(&rl, 0, 600000, slots, 5, 0);
+    int64_t ends[256];
+    double reserved[256];
+    static double per_ms[60000];
+    memset(per_ms, 0, sizeof(per_ms));
+    for (int i = 0; i < slots; i++)
+        ends[i] = -1;
+    *total = 0;
+    for (int64_t t = 0; t < 60000; t++) {
+        for (int i = 0; i < slots; i++) {
+            if (ends[i] == t) {
+                evd_rl_done(&rl, t, 200, reserved[i], 1000, NULL);
+                if (learn)
+                    evd_rl_learn(&rl, 100, 1000);
+                ends[i] = -1;
+            }
+            if (ends[i] < 0) {
+                double est = evd_rl_estimate(&rl, 100);
+                if (evd_rl_acquire(&rl, t, est) == 0) {
+                    reserved[i] = est;
+                    ends[i] = t + latency;
+                    *total += 1000;
+                    per_ms[t] += 1000;
+                }
+            }
+        }
+    }
+    double peak = 0, window = 0;
+    for (int64_t t = 0; t < 60000; t++) {
+        window += per_ms[t] - (t >= 1000 ? per_ms[t - 1000] : 0);
+        if (t >= 3000 && window > peak)
+            peak = window;
+    }
+    return peak;
+}
+
+START_TEST(a_token_limit_holds_when_calls_use_more_than_their_estimate)
+{
+    /* Over a minute the answers' usage keeps the limit, learnt or not: each call's
+     * shortfall is taken from the bucket when it ends. */
+    double total, blind_total;
+    double peak = token_run(true, 64, 500, &total);
+    double blind_peak = token_run(false, 64, 500, &blind_total);
+    fprintf(stderr,
+            "usage 10 x the estimate, 600,000 tpm: %.0f tokens in a minute, busiest second "
+            "%.0f (raw estimates: %.0f, %.0f)\n",
+            total, peak, blind_total, blind_peak);
+    ck_assert_msg(total <= 1.05 * 600000 && total >= 0.85 * 600000,
+                  "%.0f tokens in a minute under a limit of 600,000", total);
+    ck_assert_msg(blind_total <= 1.05 * 600000, "%.0f tokens without learning", blind_total);
+    /* Within a second, the calls in flight carry their shortfall until they end: scaled
+     * estimates keep each second near its 10,000 tokens, raw ones let bursts through. */
+    ck_assert_msg(peak <= 1.2 * 10000, "%.0f tokens in the busiest second", peak);
+    ck_assert_msg(blind_peak > 1.5 * 10000, "%.0f tokens in the busiest second, not learnt",
+                  blind_peak);
+}
+END_TEST
+
 START_TEST(a_shared_limit_is_split_by_what_waits)
 {
     /* Hand-worked. Two processes with as much waiting split it in halves. */
@@ -496,6 +582,8 @@ int main(void)
     tcase_add_test(tc, with_a_limit_known_a_429_cuts_the_share_and_successes_give_it_back);
     tcase_add_test(tc, holds_are_jittered);
     tcase_add_test(tc, a_shared_limit_is_split_by_what_waits);
+    tcase_add_test(tc, the_token_estimate_learns_from_usage);
+    tcase_add_test(tc, a_token_limit_holds_when_calls_use_more_than_their_estimate);
     tcase_add_test(tc, one_process_reaches_the_limit_with_few_429s);
     tcase_add_test(tc, two_processes_share_the_limit);
     tcase_add_test(tc, two_processes_split_the_limit_by_agreement);

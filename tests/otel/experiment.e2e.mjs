@@ -1,0 +1,366 @@
+// evald's trace export without content capture (the default), end to end: an experiment
+// over a tiny inline dataset with two arms (roots carry evald.experiment_id, evald.case_id,
+// evald.repeat; the /runs rows name their trace), the weather evaluation with its HTTP tool
+// and HTTP evaluator (no message content anywhere, the rest as with capture), runs that
+// fail (ERROR spans with error.type: a tool and an evaluator answering 500, a provider
+// answering 400), a generation retried after a 429 (an evald.retry event), a session turn,
+// and the signal-specific protocol variable winning. Real evald, evald-stub and PostgreSQL
+// on loopback; this process is the collector, the tools and the evaluators.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+    createDatabase, startStub, startEvald, Receiver, registerWeatherTools, weatherScript,
+    weatherRoutes, weatherRequest, runEvaluation, runExperiment, runsOf, waitForTraces, waitFor,
+    checkWeatherTraces, checkSpanFormat, spansOf, traces, attrs, attrChecker, putTool, api,
+    CONTENT_KEYS, MARK, HEX32,
+} from './e2e_support.mjs';
+
+const EXP_CONTROL = 'exp-ctl';
+const EXP_TREATMENT = 'exp-trt';
+
+// The weather rules, and in front of them the experiment's and the failing runs' rules.
+function script() {
+    const base = weatherScript();
+    return {
+        ...base,
+        rules: [
+            { when: { has_tool_result: false, prompt_contains: '(BROKEN)' },
+                reply: { tool_calls: [{ name: 'otel_broken', arguments: { gauge: 'g1' } }] } },
+            { when: { has_tool_result: true, prompt_contains: '(BROKEN)' }, reply: { text: 'the gauge is broken' } },
+            { when: { prompt_contains: '(PROVIDER-400)' }, fault: { status: 400, message: 'scripted bad request' } },
+            { when: { prompt_contains: '(RETRY) A' }, times: 1, fault: { status: 429, retry_after_ms: 100 } },
+            { when: { prompt_contains: '(RETRY) B' }, times: 1, fault: { status: 429, retry_after_ms: 100 } },
+            { when: { prompt_contains: '(RETRY)' }, reply: { text: 'OK' } },
+            { when: { prompt_contains: '(EXP-A)' }, reply: { text: 'OK' }, usage: { input_tokens: 7, output_tokens: 1 } },
+            { when: { prompt_contains: '(EXP-B)' }, reply: { text: 'Sure, here it is: OK' }, usage: { input_tokens: 7, output_tokens: 6 } },
+            ...base.rules,
+        ],
+    };
+}
+
+const routes = {
+    ...weatherRoutes(),
+    '/broken': async () => ({ status: 500, body: { error: 'the gauge service is down' } }),
+    '/badjudge': async () => ({ status: 500, body: { error: 'the judge is down' } }),
+};
+
+let db;
+let stub;
+let receiver;
+let evald;
+
+before(async () => {
+    db = createDatabase();
+    stub = await startStub();
+    await stub.script(script());
+    receiver = await new Receiver({ tools: routes }).start();
+    evald = await startEvald({
+        db, stub,
+        env: {
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base,
+            OTEL_BSP_SCHEDULE_DELAY: '200',
+            // The signal-specific protocol wins over the general one.
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+            OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        },
+    });
+    await registerWeatherTools(evald, receiver);
+    await putTool(evald, 'otel.broken', `${receiver.base}/broken`, {
+        type: 'object', properties: { gauge: { type: 'string' } }, required: ['gauge'],
+    });
+    await putTool(evald, 'otel.badjudge', `${receiver.base}/badjudge`);
+});
+
+after(async () => {
+    await evald?.stop();
+    await receiver?.stop();
+    await stub?.stop();
+    db?.drop();
+});
+
+describe('an experiment of two arms over an inline dataset', () => {
+    let exp;
+    let byTrace;
+    before(async () => {
+        exp = await runExperiment(evald, {
+            name: 'otel-e2e',
+            dimension: 'prompt',
+            cases: [
+                { id: 'k1', vars: { word: 'alpha' }, expected: 'OK' },
+                { id: 'k2', vars: { word: 'bravo' }, expected: 'OK' },
+            ],
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { label: EXP_CONTROL, prompt: '{{word}}: reply with OK. (EXP-A)' },
+            treatments: [{ label: EXP_TREATMENT, prompt: '{{word}}: answer OK. (EXP-B)' }],
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: '{{expected}}' } },
+            repeats: 2,
+        });
+        // One generation and one (built-in) evaluator call per run.
+        byTrace = await waitForTraces(receiver, exp.rows, () => 2);
+    });
+
+    test('the /runs rows name their trace, one root per run', () => {
+        assert.equal(exp.rows.length, 8, '2 cases × 2 arms × 2 repeats');
+        const own = [...byTrace.values()].flatMap((t) => t.roots)
+            .filter((s) => attrs(s.attributes)['evald.experiment_id']?.stringValue === exp.id);
+        assert.equal(own.length, exp.rows.length, `one root per experiment run: ${own.length} roots for ${exp.rows.length} runs`);
+        const runIds = own.map((s) => attrs(s.attributes)['evald.run_id']?.stringValue);
+        assert.equal(new Set(runIds).size, runIds.length, `evald.run_id is unique within the experiment: ${runIds.join(', ')}`);
+        for (const row of exp.rows) {
+            assert.match(row.trace_id ?? '', HEX32, `run ${row.run_id}: GET /v1/experiments/${exp.id}/runs gives no trace_id (${JSON.stringify(row.trace_id)})`);
+            const t = byTrace.get(row.trace_id);
+            assert.ok(t && t.roots.length === 1, `run ${row.run_id}: no single exported root has the row's trace_id ${row.trace_id}`);
+            assert.equal(t.roots[0].traceId, row.trace_id);
+        }
+    });
+
+    test('roots carry evald.experiment_id, evald.case_id and evald.repeat', () => {
+        for (const row of exp.rows) {
+            const root = byTrace.get(row.trace_id).roots[0];
+            checkSpanFormat(root);
+            const where = `experiment run ${row.run_id} (case ${row.case_id}, arm ${row.arm}, repeat ${row.repeat})`;
+            const label = row.arm === 0 ? EXP_CONTROL : EXP_TREATMENT;
+            assert.equal(root.name, `invoke_agent ${label}`, `${where}: root name`);
+            assert.equal(root.kind, 1, `${where}: root kind INTERNAL`);
+            const a = attrChecker(root);
+            a.str('gen_ai.operation.name', 'invoke_agent');
+            a.str('gen_ai.agent.name', label);
+            a.str('gen_ai.conversation.id', row.session_id);
+            a.str('evald.experiment_id', exp.id);
+            a.str('evald.case_id', row.case_id);
+            a.int('evald.repeat', row.repeat);
+            a.str('evald.run_id', row.run_id);
+            a.str('evald.role', row.arm === 0 ? 'control' : 'treatment');
+            a.int('evald.attempt', row.attempt);
+            a.str('gen_ai.request.model', 'stub-model');
+            a.absent('evald.evaluation_id');
+            const evs = (root.events ?? []).filter((e) => e.name === 'gen_ai.evaluation.result');
+            assert.equal(evs.length, 1, `${where}: one gen_ai.evaluation.result event`);
+            const ev = attrChecker({ ...evs[0], spanId: root.spanId, name: `${root.name} event` });
+            ev.str('gen_ai.evaluation.name', 'eval::assert::normalized_text');
+            ev.str('gen_ai.evaluation.score.label', row.passed ? 'pass' : 'fail');
+            ev.double('gen_ai.evaluation.score.value', typeof row.score === 'number' ? row.score : (row.passed ? 1 : 0));
+            assert.equal(row.passed, row.arm === 0, `${where}: the control passes and the treatment misses`);
+        }
+    });
+
+    test('the log line of each experiment run carries its trace_id and span_id', () => {
+        const lines = evald.logLines();
+        for (const row of exp.rows) {
+            const root = byTrace.get(row.trace_id).roots[0];
+            const naming = lines.filter((l) => l.session_id === row.session_id);
+            assert.ok(naming.length >= 1, `no log line names experiment run ${row.run_id} (session ${row.session_id})`);
+            for (const l of naming) {
+                assert.equal(l.trace_id, row.trace_id, `a log line naming run ${row.run_id} lacks its trace_id: ${JSON.stringify(l)}`);
+                assert.equal(l.span_id, root.spanId, `a log line naming run ${row.run_id} lacks its root span_id: ${JSON.stringify(l)}`);
+            }
+        }
+    });
+
+    test('each experiment run: one chat span and an INTERNAL evaluate span under its root', () => {
+        for (const row of exp.rows) {
+            const t = byTrace.get(row.trace_id);
+            const root = t.roots[0];
+            const names = t.children.map((c) => c.name).sort();
+            assert.deepEqual(names, ['chat stub-model', 'evaluate eval::assert::normalized_text'], `run ${row.run_id}: children`);
+            for (const c of t.children) {
+                checkSpanFormat(c);
+                assert.equal(c.parentSpanId, root.spanId, `run ${row.run_id}: ${c.name} is a child of the root`);
+            }
+            const evaluate = t.children.find((c) => c.name.startsWith('evaluate '));
+            assert.equal(evaluate.kind, 1, `run ${row.run_id}: a built-in evaluator's span is INTERNAL`);
+        }
+    });
+});
+
+describe('content capture off (the default)', () => {
+    let doc;
+    let byTrace;
+    before(async () => {
+        doc = await runEvaluation(evald, weatherRequest({ runs: 1 }));
+        byTrace = await waitForTraces(receiver, runsOf(doc), () => 4);
+    });
+
+    test('the weather evaluation: the same tree, attributes and traceparent, no content', () => {
+        checkWeatherTraces({ doc, byTrace, receiver, stubPort: stub.port, capture: false });
+    });
+
+    test('no message content in any span or event of any export', () => {
+        const spans = spansOf(receiver.decoded());
+        assert.ok(spans.length > 0, 'nothing was exported');
+        for (const { span } of spans) {
+            const a = attrs(span.attributes);
+            for (const k of CONTENT_KEYS) {
+                assert.ok(!Object.hasOwn(a, k), `span ${span.name} carries ${k} without content capture`);
+            }
+            for (const ev of span.events ?? []) {
+                const ea = attrs(ev.attributes);
+                for (const k of CONTENT_KEYS) {
+                    assert.ok(!Object.hasOwn(ea, k), `event ${ev.name} of ${span.name} carries ${k} without content capture`);
+                }
+            }
+        }
+        for (const e of receiver.exports) {
+            const text = e.body.toString('utf8');
+            for (const marker of [MARK.controlPrompt, MARK.treatmentPrompt, MARK.system, MARK.toolResult, MARK.reason, MARK.pass]) {
+                assert.ok(!text.includes(marker), `an export holds message content (${marker}) without content capture`);
+            }
+        }
+    });
+});
+
+describe('failed runs and failed calls', () => {
+    let doc;
+    let byTrace;
+    before(async () => {
+        doc = await runEvaluation(evald, {
+            dimension: 'prompt',
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { label: 'broken-a', prompt: 'Read the gauge. (BROKEN) A' },
+            treatment: { label: 'broken-b', prompt: 'Read the gauge now. (BROKEN) B' },
+            runs: 1,
+            functions: { allow: ['otel.broken'], expose: 'native' },
+            evaluator: { function_id: 'otel.badjudge' },
+        });
+        byTrace = await waitForTraces(receiver, runsOf(doc), () => 4);
+    });
+
+    test('a run that failed has an ERROR root with error.type', () => {
+        for (const r of runsOf(doc)) {
+            assert.equal(r.status, 'failed', `run ${r.run_id} should fail at its evaluator: ${JSON.stringify(r.failures)}`);
+            const root = byTrace.get(r.trace_id).roots[0];
+            assert.equal(root.status?.code, 2, `run ${r.run_id}: the root of a failed run has status ERROR (2), got ${JSON.stringify(root.status)}`);
+            attrChecker(root).str('error.type', /\S/);
+        }
+    });
+
+    test('a failed tool call and a failed evaluator call are ERROR spans with error.type', () => {
+        for (const r of runsOf(doc)) {
+            const t = byTrace.get(r.trace_id);
+            const tool = t.children.find((c) => c.name === 'execute_tool otel.broken');
+            assert.ok(tool, `run ${r.run_id}: no execute_tool otel.broken span; children: ${t.children.map((c) => c.name).join(', ')}`);
+            assert.equal(tool.status?.code, 2, `run ${r.run_id}: the tool answered 500: its span's status is ERROR (2)`);
+            attrChecker(tool).str('error.type', /\S/);
+            const evaluate = t.children.find((c) => c.name === 'evaluate otel.badjudge');
+            assert.ok(evaluate, `run ${r.run_id}: no evaluate otel.badjudge span`);
+            assert.equal(evaluate.status?.code, 2, `run ${r.run_id}: the evaluator answered 500: its span's status is ERROR (2)`);
+            attrChecker(evaluate).str('error.type', /\S/);
+        }
+    });
+});
+
+describe('a generation the provider refuses', () => {
+    test('is an ERROR chat span with error.type = the HTTP status, under an ERROR root', async () => {
+        const doc = await runEvaluation(evald, {
+            dimension: 'prompt',
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { label: 'p400-a', prompt: 'Say OK. (PROVIDER-400) A' },
+            treatment: { label: 'p400-b', prompt: 'Say OK. (PROVIDER-400) B' },
+            runs: 1,
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: 'OK' } },
+        });
+        const byTrace = await waitForTraces(receiver, runsOf(doc), () => 1);
+        for (const r of runsOf(doc)) {
+            assert.equal(r.status, 'failed', `run ${r.run_id} should fail: the provider answers 400`);
+            const t = byTrace.get(r.trace_id);
+            const root = t.roots[0];
+            assert.equal(root.status?.code, 2, `run ${r.run_id}: the root of a failed run is ERROR (2)`);
+            attrChecker(root).str('error.type', /\S/);
+            const chats = t.children.filter((c) => c.name === 'chat stub-model');
+            assert.ok(chats.length >= 1, `run ${r.run_id}: no chat span for the refused generation; children: ${t.children.map((c) => c.name).join(', ')}`);
+            for (const c of chats) {
+                checkSpanFormat(c);
+                assert.equal(c.status?.code, 2, `run ${r.run_id}: a refused generation's chat span is ERROR (2)`);
+                attrChecker(c).str('error.type', '400');
+                assert.equal(c.parentSpanId, root.spanId);
+            }
+        }
+    });
+});
+
+describe('a generation retried after a 429', () => {
+    test('is one chat span with an evald.retry event holding the wait', async () => {
+        const doc = await runEvaluation(evald, {
+            dimension: 'prompt',
+            model: { model: 'stub-model', provider: 'openai' },
+            // No labels: the agent is named after the role.
+            control: { prompt: 'Say OK. (RETRY) A' },
+            treatment: { prompt: 'Say OK. (RETRY) B' },
+            runs: 1,
+            evaluator: { function_id: 'eval::assert::normalized_text', arguments: { expected: 'OK' } },
+        });
+        const byTrace = await waitForTraces(receiver, runsOf(doc), () => 2);
+        for (const r of runsOf(doc)) {
+            assert.equal(r.status, 'completed', `run ${r.run_id}: ${JSON.stringify(r.failures)}`);
+            const root = byTrace.get(r.trace_id).roots[0];
+            assert.equal(root.name, `invoke_agent ${r.role}`, `run ${r.run_id}: an unlabelled arm's root is named after its role`);
+            attrChecker(root).str('gen_ai.agent.name', r.role);
+            const chats = byTrace.get(r.trace_id).children.filter((c) => c.name === 'chat stub-model');
+            assert.equal(chats.length, 1, `run ${r.run_id}: a retried generation is one chat span, got ${chats.length}`);
+            const chat = chats[0];
+            checkSpanFormat(chat);
+            assert.equal(chat.status?.code ?? 0, 0, `run ${r.run_id}: the generation succeeded in the end`);
+            const retries = (chat.events ?? []).filter((e) => e.name === 'evald.retry');
+            assert.equal(retries.length, 1, `run ${r.run_id}: one evald.retry event on the chat span, got ${JSON.stringify(chat.events)}`);
+            const ev = attrChecker({ ...retries[0], spanId: chat.spanId, name: 'chat stub-model event evald.retry' });
+            ev.int('http.response.status_code', 429);
+            const waitKey = Object.keys(ev.a).find((k) => /wait/.test(k));
+            assert.ok(waitKey, `the evald.retry event names the wait: ${Object.keys(ev.a).join(', ')}`);
+            const wait = ev.int(waitKey);
+            assert.ok(wait >= 0 && wait < 10000, `run ${r.run_id}: ${waitKey} = ${wait}`);
+            const at = BigInt(retries[0].timeUnixNano);
+            assert.ok(at >= BigInt(chat.startTimeUnixNano) - 2_000_000n && at <= BigInt(chat.endTimeUnixNano) + 2_000_000n,
+                `run ${r.run_id}: the retry event's time lies outside its chat span`);
+        }
+    });
+});
+
+describe('a session turn', () => {
+    test('is a trace of its own: root invoke_agent <title> with evald.session_id and evald.turn', async () => {
+        const r = await api(evald.base, 'POST', '/v1/sessions', {
+            title: 'otel-session', model: { model: 'stub-model', provider: 'openai' }, prompt: 'Reply with exactly OK.',
+        });
+        assert.equal(r.status, 202, `POST /v1/sessions answered ${r.status}: ${r.text}`);
+        const id = r.json.session_id;
+        let root;
+        let t;
+        await waitFor(`the session ${id}'s turn to be exported`, () => {
+            const all = traces(spansOf(receiver.decoded()));
+            for (const tr of all.values()) {
+                const rt = tr.roots.find((s) => attrs(s.attributes)['evald.session_id']?.stringValue === id);
+                if (rt && tr.children.length >= 1) {
+                    root = rt;
+                    t = tr;
+                    return true;
+                }
+            }
+            return false;
+        }, 15000);
+        checkSpanFormat(root);
+        assert.equal(root.kind, 1, 'the turn\'s root is INTERNAL');
+        const a = attrChecker(root);
+        a.str('gen_ai.operation.name', 'invoke_agent');
+        a.str('gen_ai.conversation.id', id);
+        a.int('evald.turn', 1);
+        a.int('evald.attempt', 1);
+        const chats = t.children.filter((c) => c.name === 'chat stub-model');
+        assert.equal(chats.length, 1, 'one generation in the turn');
+        assert.equal(chats[0].parentSpanId, root.spanId, 'the generation is a child of the turn\'s root');
+        // The lines written while the turn executes (docs/otel.md) carry its trace; one that
+        // the request wrote ("session created") need not.
+        const lines = evald.logLines().filter((l) => l.session_id === id);
+        assert.ok(lines.some((l) => l.trace_id === root.traceId && l.span_id === root.spanId),
+            `no log line of session ${id}'s turn carries trace_id ${root.traceId} and span_id ${root.spanId}:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`);
+        for (const l of lines.filter((x) => x.trace_id !== undefined)) {
+            assert.equal(l.trace_id, root.traceId, `a log line of the turn carries another trace: ${JSON.stringify(l)}`);
+        }
+        assert.equal(root.name, 'invoke_agent otel-session', 'the root is named after the session\'s title');
+        a.str('gen_ai.agent.name', 'otel-session');
+    });
+});
+
+test('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL wins over OTEL_EXPORTER_OTLP_PROTOCOL', async () => {
+    assert.ok(receiver.exports.length > 0, 'the suites above exported');
+    for (const e of receiver.exports) assert.equal(e.contentType, 'application/json', 'http/json, as the traces variable says');
+});
