@@ -5,10 +5,11 @@
  *
  * Lifetimes: everything in struct evd_req is borrowed for the duration of the
  * handler call. A handler fills *resp through the evd_resp_* helpers, which take
- * ownership of what they are given. Handlers run on libmicrohttpd's pool threads,
- * concurrently, each serving many connections: they must only touch thread-safe state
- * (the engine's public functions, immutable configuration) and must not
- * wait for long (a stream pauses instead of waiting).
+ * ownership of what they are given. Handlers run concurrently on the server's handler
+ * pool (server/pool.h), or, for a route flagged EVD_ROUTE_INLINE, on an HTTP thread that
+ * serves many connections (such a handler must not wait on the database or on a lock held
+ * across a query): they must only touch thread-safe state (the engine's public functions,
+ * immutable configuration) and never wait for events (a stream pauses instead).
  */
 #ifndef EVD_HANDLERS_API_H
 #define EVD_HANDLERS_API_H
@@ -67,8 +68,8 @@ const char *evd_req_query(const struct evd_req *req, const char *key);
 const char *evd_req_header(const struct evd_req *req, const char *name);
 
 /*
- * Streaming body: called from one of the server's threads (one call at a time per
- * stream) and must never block: it returns the bytes written into buf (> 0),
+ * Streaming body: called on the server's handler pool (one call at a time per stream; it
+ * may read the database, but must not wait for events): it returns the bytes written into buf (> 0),
  * EVD_STREAM_END to end the stream, EVD_STREAM_ABORT to end it as failed (the status line
  * is gone by then: the connection is closed without the chunked body's last chunk, so that
  * a client sees a truncated transfer, not a short but whole body), or EVD_STREAM_PAUSE

@@ -52,8 +52,8 @@ struct evd_sse {
      * logged as a missed change. */
     bool timed;
     /* Queues the events of the current state (started is false the first time); sets
-     * done to end the stream after them. Runs on a server thread: may read the database,
-     * must not wait for changes. */
+     * done to end the stream after them. Runs on the server's handler pool: may read the
+     * database, must not wait for changes. */
     void (*emit)(struct evd_sse *s);
     /* Optional: runs when a change is noticed, before emit. Returns 0 to emit now, a
      * delay in milliseconds to emit once it has passed (changes meanwhile join that one

@@ -8,13 +8,17 @@
 #   pg.sh url DIR PORT     print the URL
 #   pg.sh running DIR      exit 0 when a postmaster runs on the cluster (its pid file
 #                          names a live process), else 1
+#   pg.sh freeze DIR       SIGSTOP to the postmaster and every backend: a database that
+#                          answers nothing, not even a refusal (tests of evald's HTTP)
+#   pg.sh thaw DIR         SIGCONT to them (stop and kill thaw first, so that a test that
+#                          failed while the cluster was frozen still stops it)
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # 'postgres' system user (created by the Debian package). EVALD_PG_OPTIONS adds server
 # options at start (e.g. "-c max_connections=20"; later ones win). Trust authentication is
 # used, and the server listens on loopback only.
 set -euo pipefail
 
-cmd=${1:?usage: pg.sh start|stop|kill|url|running DIR [PORT]}
+cmd=${1:?usage: pg.sh start|stop|kill|url|running|freeze|thaw DIR [PORT]}
 dir=$(realpath -m "${2:?DIR}")
 port=${3:-54329}
 
@@ -25,6 +29,24 @@ as_owner() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 url() { echo "postgresql://evald@127.0.0.1:$port/evald"; }
+# Sends signal $1 to the postmaster of $dir and to every one of its children.
+signal_all() {
+  local pid
+  pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null) || return 0
+  [ -n "$pid" ] || return 0
+  # Its children from /proc (the fourth field of stat is the parent; a postgres
+  # process's name has no space), so that no procps is needed.
+  local kids="" f child parent
+  for f in /proc/[0-9]*/stat; do
+    read -r child _ _ parent _ <"$f" 2>/dev/null || continue
+    [ "$parent" = "$pid" ] && kids="$kids $child"
+  done
+  if [ "$1" = STOP ]; then
+    kill -STOP $kids "$pid" 2>/dev/null || true
+  else
+    kill -CONT "$pid" $kids 2>/dev/null || true
+  fi
+}
 
 case "$cmd" in
 start)
@@ -48,18 +70,22 @@ start)
   ;;
 stop)
   if [ -f "$dir/data/PG_VERSION" ]; then
+    signal_all CONT
     as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
   fi
   ;;
 kill)
   if [ -f "$dir/data/PG_VERSION" ]; then
+    signal_all CONT
     as_owner "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
   ;;
 url) url ;;
+freeze) signal_all STOP ;;
+thaw) signal_all CONT ;;
 running)
   pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null) || exit 1
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
   ;;
-*) echo "usage: pg.sh start|stop|kill|url|running DIR [PORT]" >&2; exit 2 ;;
+*) echo "usage: pg.sh start|stop|kill|url|running|freeze|thaw DIR [PORT]" >&2; exit 2 ;;
 esac

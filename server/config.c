@@ -63,6 +63,9 @@ static const struct setting settings[] = {
      "database connections shared by HTTP handlers"},
     {"EVALD_HTTP_THREADS", "http-threads", K_INT, "8", 1, 256, OFF(http_threads),
      "HTTP threads, each polling its share of the connections with epoll"},
+    {"EVALD_HTTP_HANDLERS", "http-handlers", K_INT, "16", 1, 1024, OFF(http_handlers),
+     "handler threads: they run every request that reads the database, so that the HTTP "
+     "threads never wait for it"},
     {"EVALD_HTTP_TIMEOUT_SECONDS", "http-timeout-seconds", K_INT, "10", 1, 3600,
      OFF(http_timeout_seconds),
      "a connection is closed when its request headers take longer than this, or when it sends "

@@ -33,6 +33,7 @@ struct evd_config {
     char *prices_file;       /* EVALD_PRICES_FILE */
     long db_pool_size;       /* EVALD_DB_POOL_SIZE */
     long http_threads;       /* EVALD_HTTP_THREADS */
+    long http_handlers;      /* EVALD_HTTP_HANDLERS */
     long http_timeout_seconds; /* EVALD_HTTP_TIMEOUT_SECONDS */
     long http_max_connections; /* EVALD_HTTP_MAX_CONNECTIONS */
     long http_max_connections_per_ip; /* EVALD_HTTP_MAX_CONNECTIONS_PER_IP */

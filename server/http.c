@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "common/prometheus.h"
 #include "common/util.h"
+#include "server/pool.h"
 
 struct evd_http {
     struct MHD_Daemon *daemon;
@@ -53,6 +54,7 @@ struct evd_http {
     pthread_mutex_t streams_mu;
     struct live *streams;
     struct deferred *deferreds; /* under deferred_mu */
+    struct evd_pool *pool;      /* runs handlers, stream reads and upload ends */
     /* The header deadline: a leaf lock over every struct watch. */
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv; /* the reaper sleeps here; signalled at stop */
@@ -70,13 +72,24 @@ struct watch {
     struct watch *prev, *next;
 };
 
+/* What the last read of a stream on the handler pool found (struct live). */
+enum piece { PIECE_NONE, PIECE_READING, PIECE_PAUSED, PIECE_END, PIECE_FAILED };
+
+#define LIVE_PIECE (16 * 1024)
+
 struct live {
-    struct evd_resp resp; /* the handler's, with its stream callbacks */
+    struct evd_pool_job read; /* first: the pool's job that reads the next piece */
+    struct evd_resp resp;     /* the handler's, with its stream callbacks */
     struct evd_http *h;
     struct MHD_Connection *conn;
-    bool suspended; /* the reader suspended the connection; the next wake resumes it */
-    bool woken;     /* a wake came while not suspended: read again instead of suspending */
+    /* Under streams_mu: */
+    bool suspended; /* the connection is suspended: a read's end, or a wake, resumes it */
+    bool woken;     /* a wake came since the last read began: read again, do not wait */
     bool closing;   /* the server is stopping: end the stream */
+    bool orphaned;  /* libmicrohttpd is done with it while a read runs: the read frees it */
+    enum piece state;
+    char piece[LIVE_PIECE]; /* the bytes the last read gave, sent from piece_off on */
+    size_t piece_len, piece_off;
     struct live *prev, *next;
 };
 
@@ -209,10 +222,19 @@ static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connectio
     return route;
 }
 
+/* Releases what an answer that will not be sent holds: its body or its stream. */
+static void resp_drop(struct evd_resp *r)
+{
+    free(r->body);
+    if (r->stream_free != NULL)
+        r->stream_free(r->stream_cls);
+    memset(r, 0, sizeof(*r));
+}
+
 /* Frees a deferred answer nobody refers to any more. */
 static void deferred_free(struct deferred *d)
 {
-    free(d->answer.body);
+    resp_drop(&d->answer);
     free(d);
 }
 
@@ -237,9 +259,10 @@ static void deferred_answer(struct evd_deferred *base, struct evd_resp *answer)
 {
     struct deferred *d = (struct deferred *)base;
     bool resume = false;
+    struct evd_resp late = {0};
     pthread_mutex_lock(&deferred_mu);
     if (d->answered) {
-        free(answer->body); /* the server answered 503 when it stopped */
+        late = *answer; /* the server answered 503 when it stopped */
     } else {
         d->answer = *answer;
         d->answered = true;
@@ -256,6 +279,7 @@ static void deferred_answer(struct evd_deferred *base, struct evd_resp *answer)
         MHD_resume_connection(conn);
     if (last)
         deferred_free(d);
+    resp_drop(&late);
 }
 
 struct defer_ctx {
@@ -306,7 +330,184 @@ static bool deferred_ready(struct exchange *ex, struct MHD_Connection *c)
     return ready;
 }
 
-/* Fills ex->resp for the request; never fails (errors become problems). */
+/*
+ * A request on the handler pool: a copy of what its handler may read (the request line,
+ * the path parameters, the body, a snapshot of its headers and query arguments), so that
+ * it reads nothing of libmicrohttpd's, which may free the connection once the server has
+ * stopped and answered 503 itself. The exchange's deferral carries the answer back.
+ */
+struct call {
+    struct evd_pool_job job; /* first */
+    struct evd_req req;      /* its strings point into this call */
+    const struct evd_route *route;
+    struct deferred *defer; /* the exchange's; answered here unless the handler took it */
+    bool taken;             /* the handler took the deferral (evd_req_defer) */
+    /* An upload's end, instead of the route's handler: the call owns the state. */
+    const struct evd_upload_ops *upload;
+    void *upload_state;
+    char method[16];
+    char request_id[72];
+    char *path;
+    /* The headers and query arguments: a kind byte ('h' or 'q'), the key and its NUL,
+     * a presence byte ('=' or '-': an argument without a value), the value and its NUL. */
+    struct evd_buf values;
+};
+
+static const char *call_lookup(const struct call *k, char kind, const char *key)
+{
+    const char *p = k->values.data, *end = p + k->values.len;
+    while (p != NULL && p < end) {
+        char kd = *p++;
+        const char *name = p;
+        p += strlen(p) + 1;
+        bool has = *p++ == '=';
+        const char *value = p;
+        p += strlen(p) + 1;
+        /* Case-insensitive and the first of a name, as libmicrohttpd's own lookup. */
+        if (kd == kind && strcasecmp(name, key) == 0)
+            return has ? value : NULL;
+    }
+    return NULL;
+}
+
+static const char *call_query(void *conn, const char *key)
+{
+    return call_lookup(conn, 'q', key);
+}
+
+static const char *call_header(void *conn, const char *name)
+{
+    return call_lookup(conn, 'h', name);
+}
+
+/* evd_req's defer_fn on the pool: the exchange's deferral, which the call holds. */
+static struct evd_deferred *call_defer(void *arg)
+{
+    struct call *k = arg;
+    if (k->taken)
+        return NULL;
+    k->taken = true;
+    return &k->defer->base;
+}
+
+static enum MHD_Result call_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    struct call *k = cls;
+    char kd = kind == MHD_HEADER_KIND ? 'h' : 'q';
+    bool ok = evd_buf_append(&k->values, &kd, 1) == 0 &&
+              evd_buf_append(&k->values, key, strlen(key) + 1) == 0 &&
+              evd_buf_append(&k->values, value != NULL ? "=" : "-", 1) == 0 &&
+              evd_buf_append(&k->values, value != NULL ? value : "", value ? strlen(value) + 1 : 1) ==
+                  0;
+    return ok ? MHD_YES : MHD_NO;
+}
+
+static void call_free(struct call *k)
+{
+    if (k == NULL)
+        return;
+    json_decref(k->req.body);
+    if (k->upload != NULL)
+        k->upload->free(k->upload_state);
+    evd_buf_free(&k->values);
+    free(k->path);
+    free(k);
+}
+
+/* A call for `req` (routed; its body is stolen), or NULL when out of memory. */
+static struct call *call_new(struct MHD_Connection *c, const struct evd_route *route,
+                             const struct evd_req *req)
+{
+    struct call *k = calloc(1, sizeof(*k));
+    if (k == NULL)
+        return NULL;
+    k->route = route;
+    k->req = *req;
+    k->req.body = NULL;
+    k->path = strdup(req->path);
+    snprintf(k->method, sizeof(k->method), "%s", req->method);
+    snprintf(k->request_id, sizeof(k->request_id), "%s", req->request_id);
+    int n = MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, call_value, k);
+    bool whole = n >= 0 && MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
+                                                     NULL, NULL) == n;
+    if (k->path == NULL || !whole) {
+        call_free(k);
+        return NULL;
+    }
+    k->req.method = k->method;
+    k->req.path = k->path;
+    k->req.request_id = k->request_id;
+    k->req.conn = k;
+    k->req.query_fn = call_query;
+    k->req.header_fn = call_header;
+    k->req.defer_fn = call_defer;
+    k->req.defer_ctx = k;
+    return k;
+}
+
+/* True when the server has answered the call's request itself (it stopped). */
+static bool call_dropped(const struct call *k)
+{
+    pthread_mutex_lock(&deferred_mu);
+    bool dropped = k->defer->answered;
+    pthread_mutex_unlock(&deferred_mu);
+    return dropped;
+}
+
+/* The pool's job: runs the handler (or the upload's end) and answers, unless the handler
+ * took the deferral to answer later itself. */
+static void call_run(struct evd_pool_job *job)
+{
+    struct call *k = (struct call *)job;
+    struct evd_resp resp = {.status = 500};
+    /* A request the server answered 503 when it stopped is not run at all: its client
+     * was told that nothing was done. */
+    if (call_dropped(k)) {
+        evd_deferred_answer(&k->defer->base, &resp);
+        call_free(k);
+        return;
+    }
+    if (k->upload != NULL)
+        k->upload->end(k->upload_state, &k->req, &resp);
+    else
+        k->route->fn(&k->req, &resp);
+    if (!k->taken) {
+        if (resp.body == NULL && resp.stream == NULL)
+            evd_resp_problem(&resp, EVD_EINTERNAL, "the handler produced no response");
+        evd_deferred_answer(&k->defer->base, &resp);
+    } else {
+        resp_drop(&resp);
+    }
+    call_free(k);
+}
+
+/* Hands the request to the pool: takes the exchange's deferral (on_request then suspends
+ * the connection) and queues the call. False when out of memory (the request's body is
+ * then still the caller's). */
+static bool call_submit(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
+                        const struct evd_route *route, const struct evd_req *req, json_t *body,
+                        const struct evd_upload_ops *upload, void *upload_state)
+{
+    struct call *k = call_new(c, route, req);
+    if (k == NULL)
+        return false;
+    struct defer_ctx dctx = {h, ex, c};
+    k->defer = (struct deferred *)defer_request(&dctx);
+    if (k->defer == NULL) {
+        call_free(k);
+        return false;
+    }
+    k->req.body = body;
+    k->upload = upload;
+    k->upload_state = upload_state;
+    k->job.run = call_run;
+    evd_pool_submit(h->pool, &k->job, (route->flags & EVD_ROUTE_URGENT) != 0);
+    return true;
+}
+
+/* Fills ex->resp for the request, or hands it to the pool (ex->defer is then set); never
+ * fails (errors become problems). */
 static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
                      const char *url, const char *method, const char **route_name)
 {
@@ -348,6 +549,13 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
             return;
         }
     }
+    if (!(route->flags & EVD_ROUTE_INLINE)) {
+        if (!call_submit(h, ex, c, route, &req, body, NULL, NULL)) {
+            json_decref(body);
+            evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+        }
+        return;
+    }
     req.body = body;
     resp->status = 500;
     route->fn(&req, resp);
@@ -356,17 +564,35 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         evd_resp_problem(resp, EVD_EINTERNAL, "the handler produced no response");
 }
 
+/*
+ * Streams. A stream's function may read the database (an event stream's state, an
+ * export's next records), so it runs on the handler pool, one read at a time, into the
+ * live's piece; the HTTP thread only copies the piece out. While a read runs, or while the
+ * stream has paused and no wake has come, the connection is suspended. Under streams_mu:
+ *   reader (HTTP thread)  piece left: copy it; ended: end; paused and not woken, or a read
+ *                         running: suspend; else: suspend and queue a read;
+ *   read (pool)           stores what the stream gave; resumes the connection unless the
+ *                         stream paused and no wake came meanwhile; frees an orphan;
+ *   wake (any thread)     marks it woken; resumes it when suspended and no read runs;
+ *   done (HTTP thread)    unlinks it; frees it, or leaves it to the running read.
+ */
+static void live_free(struct live *l)
+{
+    if (l->resp.stream_free)
+        l->resp.stream_free(l->resp.stream_cls); /* no wake after this returns */
+    free(l);
+}
+
 /* The stream's wake function (evd_stream_wake_fn); any thread. */
 static void stream_wake(void *token)
 {
     struct live *l = token;
     bool resume = false;
     pthread_mutex_lock(&l->h->streams_mu);
-    if (l->suspended) {
+    l->woken = true;
+    if (l->suspended && l->state != PIECE_READING) {
         l->suspended = false;
         resume = true;
-    } else {
-        l->woken = true;
     }
     pthread_mutex_unlock(&l->h->streams_mu);
     /* Still suspended until this call, so MHD cannot have freed the connection. */
@@ -374,40 +600,73 @@ static void stream_wake(void *token)
         MHD_resume_connection(l->conn);
 }
 
+/* The pool's job: reads the stream's next piece. */
+static void stream_read(struct evd_pool_job *job)
+{
+    struct live *l = (struct live *)job;
+    struct evd_http *h = l->h;
+    pthread_mutex_lock(&h->streams_mu);
+    bool skip = l->closing || l->orphaned;
+    pthread_mutex_unlock(&h->streams_mu);
+    ssize_t n = skip ? EVD_STREAM_END : l->resp.stream(l->resp.stream_cls, l->piece, LIVE_PIECE);
+    bool resume = false;
+    pthread_mutex_lock(&h->streams_mu);
+    if (n > 0) {
+        l->piece_len = (size_t)n;
+        l->piece_off = 0;
+        l->state = PIECE_NONE;
+    } else {
+        l->state = n == EVD_STREAM_PAUSE   ? PIECE_PAUSED
+                   : n == EVD_STREAM_ABORT ? PIECE_FAILED
+                                           : PIECE_END;
+    }
+    bool orphan = l->orphaned;
+    if (!orphan && l->suspended && (l->state != PIECE_PAUSED || l->woken || l->closing)) {
+        l->suspended = false;
+        resume = true;
+    }
+    struct MHD_Connection *conn = l->conn;
+    pthread_mutex_unlock(&h->streams_mu);
+    if (orphan)
+        live_free(l);
+    else if (resume)
+        MHD_resume_connection(conn);
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct live *l = cls;
-    for (;;) {
-        ssize_t n = l->resp.stream(l->resp.stream_cls, buf, max);
-        if (n > 0)
-            return n;
-        if (n == EVD_STREAM_ABORT)
-            return MHD_CONTENT_READER_END_WITH_ERROR; /* no last chunk: a truncated body */
-        if (n != EVD_STREAM_PAUSE)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        pthread_mutex_lock(&l->h->streams_mu);
-        if (l->closing) {
-            pthread_mutex_unlock(&l->h->streams_mu);
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        }
-        if (l->woken) {
-            l->woken = false;
-            pthread_mutex_unlock(&l->h->streams_mu);
-            continue;
-        }
+    ssize_t ret = 0;
+    pthread_mutex_lock(&l->h->streams_mu);
+    if (l->piece_off < l->piece_len) {
+        size_t n = l->piece_len - l->piece_off;
+        if (n > max)
+            n = max;
+        memcpy(buf, l->piece + l->piece_off, n);
+        l->piece_off += n;
+        ret = (ssize_t)n;
+    } else if (l->state == PIECE_FAILED) {
+        ret = MHD_CONTENT_READER_END_WITH_ERROR; /* no last chunk: a truncated body */
+    } else if (l->state == PIECE_END || l->closing) {
+        ret = MHD_CONTENT_READER_END_OF_STREAM;
+    } else if (l->state == PIECE_READING || (l->state == PIECE_PAUSED && !l->woken)) {
         l->suspended = true;
         MHD_suspend_connection(l->conn);
-        pthread_mutex_unlock(&l->h->streams_mu);
-        return 0; /* nothing now; MHD reads again once resumed */
+    } else {
+        l->woken = false;
+        l->state = PIECE_READING;
+        l->suspended = true;
+        MHD_suspend_connection(l->conn);
+        evd_pool_submit(l->h->pool, &l->read, false);
     }
+    pthread_mutex_unlock(&l->h->streams_mu);
+    return ret; /* 0: nothing now; MHD reads again once resumed */
 }
 
 static void stream_done(void *cls)
 {
     struct live *l = cls;
-    if (l->resp.stream_free)
-        l->resp.stream_free(l->resp.stream_cls); /* no wake after this returns */
     struct evd_http *h = l->h;
     pthread_mutex_lock(&h->streams_mu);
     if (l->prev != NULL)
@@ -416,8 +675,11 @@ static void stream_done(void *cls)
         h->streams = l->next;
     if (l->next != NULL)
         l->next->prev = l->prev;
+    bool reading = l->state == PIECE_READING;
+    l->orphaned = reading;
     pthread_mutex_unlock(&h->streams_mu);
-    free(l);
+    if (!reading)
+        live_free(l);
 }
 
 static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex)
@@ -429,6 +691,7 @@ static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, str
         struct live *l = calloc(1, sizeof(*l));
         if (l == NULL)
             return MHD_NO;
+        l->read.run = stream_read;
         l->resp = *r;
         l->h = h;
         l->conn = c;
@@ -528,8 +791,19 @@ static enum MHD_Result upload_step(struct evd_http *h, struct exchange *ex,
         *size = 0;
         return MHD_YES;
     }
-    if (!ex->upload_answered)
-        ops->end(ex->resp.upload_state, &ex->upload_req, &ex->resp);
+    if (!ex->upload_answered) {
+        /* The end writes what was uploaded: on the pool, which then owns the state. */
+        if (call_submit(h, ex, c, ex->upload_route, &ex->upload_req, NULL, ops,
+                        ex->resp.upload_state)) {
+            ex->resp.upload = NULL;
+            ex->resp.upload_state = NULL;
+            ex->route_name = ex->upload_route->pattern;
+            if (!deferred_ready(ex, c))
+                return MHD_YES; /* suspended until the answer comes */
+            return finish(h, c, ex, method, ex->upload_req.path, ex->route_name);
+        }
+        evd_resp_problem(&ex->resp, EVD_ENOMEM, "out of memory");
+    }
     if (ex->resp.body == NULL && ex->resp.stream == NULL)
         evd_resp_problem(&ex->resp, EVD_EINTERNAL, "the handler produced no response");
     return finish(h, c, ex, method, ex->upload_req.path, ex->upload_route->pattern);
@@ -774,6 +1048,12 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         return NULL;
     }
     h->opts = *opts;
+    h->pool = evd_pool_start(opts->handler_threads > 0 ? opts->handler_threads : 16, err);
+    if (h->pool == NULL) {
+        freeaddrinfo(ai);
+        free(h);
+        return NULL;
+    }
     pthread_mutex_init(&h->streams_mu, NULL);
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
@@ -812,6 +1092,7 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
     if (h->daemon == NULL) {
         evd_err_set(err, EVD_EUNAVAIL, "could not listen on %s:%u (address in use?)", opts->host,
                     opts->port);
+        evd_pool_stop(h->pool);
         pthread_mutex_destroy(&h->streams_mu);
         pthread_mutex_destroy(&h->watch_mu);
         pthread_cond_destroy(&h->watch_cv);
@@ -913,6 +1194,9 @@ void evd_http_stop(struct evd_http *h)
         pthread_join(h->reaper, NULL);
     }
     MHD_stop_daemon(h->daemon);
+    /* After the daemon: what is queued runs (a request answered 503 is dropped unrun, a
+     * stream read ends), and a read still running frees the stream MHD let go of. */
+    evd_pool_stop(h->pool);
     pthread_mutex_destroy(&h->streams_mu);
     pthread_mutex_destroy(&h->watch_mu);
     pthread_cond_destroy(&h->watch_cv);

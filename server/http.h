@@ -2,7 +2,13 @@
  * The HTTP server: libmicrohttpd with a pool of threads, each polling its share of the
  * connections with epoll (idle sockets cost no thread), a total and a per-address
  * connection limit, an idle timeout and a header deadline; streams that have nothing to send are
- * suspended until they wake themselves (handlers/api.h), so they hold no thread. Request bodies
+ * suspended until they wake themselves (handlers/api.h), so they hold no thread.
+ *
+ * No HTTP thread waits on the database: it parses, routes and answers the cheap routes
+ * (EVD_ROUTE_INLINE) itself, and hands every other handler, every read of a stream's next
+ * piece and every upload's end to the handler pool (server/pool.h), suspending the
+ * connection until the answer comes. So /healthz, /metrics and the console answer while
+ * the database is frozen and the handlers wait for it. Request bodies
  * bounded to 1 MiB (413), JSON decoding (415/400), bearer-token auth, a request id
  * on every response, one JSON log line and one metrics sample per request, and
  * graceful shutdown (refuse new requests, finish in-flight ones).
@@ -32,6 +38,7 @@ struct evd_http_options {
     unsigned max_connections;        /* open connections at most (0 = 16000); lowered to fit
                                       * RLIMIT_NOFILE */
     unsigned max_connections_per_ip; /* from one client address (0 = no limit) */
+    unsigned handler_threads;        /* the handler pool's threads (0 = 16) */
 };
 
 struct evd_http;

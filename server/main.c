@@ -296,6 +296,7 @@ int main(int argc, char **argv)
         .timeout_seconds = (unsigned)cfg.http_timeout_seconds,
         .max_connections = (unsigned)cfg.http_max_connections,
         .max_connections_per_ip = (unsigned)cfg.http_max_connections_per_ip,
+        .handler_threads = (unsigned)cfg.http_handlers,
     };
     http = evd_http_start(&hopts, &err);
     if (http == NULL) {

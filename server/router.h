@@ -19,6 +19,11 @@ enum {
     EVD_ROUTE_QUERY_TOKEN = 2, /* also accepts ?access_token= (EventSource cannot send headers) */
     EVD_ROUTE_UPLOAD = 4,      /* fn runs when the headers arrive and takes the body as an
                                   upload (struct evd_upload_ops, handlers/api.h) */
+    EVD_ROUTE_INLINE = 8,      /* cheap, and waits on no database and no lock held across
+                                  a query: answered on the HTTP thread, never queued behind
+                                  the handler pool (server/pool.h) */
+    EVD_ROUTE_URGENT = 16,     /* runs on the handler pool ahead of every request queued
+                                  there (a readiness probe) */
 };
 
 struct evd_route {

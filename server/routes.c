@@ -1,4 +1,6 @@
-/* The routing table (immutable). Later layers add their rows here. */
+/* The routing table (immutable). Later layers add their rows here. A route runs on the
+ * handler pool unless it is EVD_ROUTE_INLINE: mark one so only when it reads no database
+ * and takes no lock held across a query (server/router.h). */
 #include "server/routes.h"
 
 #include "handlers/datasets.h"
@@ -13,13 +15,13 @@
 #include "handlers/system.h"
 
 const struct evd_route evd_routes[] = {
-    {"GET", "/healthz", evd_h_healthz, EVD_ROUTE_PUBLIC},
-    {"GET", "/readyz", evd_h_readyz, EVD_ROUTE_PUBLIC},
-    {"GET", "/metrics", evd_h_metrics, EVD_ROUTE_PUBLIC},
-    {"GET", "/openapi.json", evd_h_openapi, EVD_ROUTE_PUBLIC},
-    {"GET", "/", evd_h_console_index, EVD_ROUTE_PUBLIC},
-    {"GET", "/console/{path*}", evd_h_console_asset, EVD_ROUTE_PUBLIC},
-    {"GET", "/v1/functions", evd_h_functions_list, 0},
+    {"GET", "/healthz", evd_h_healthz, EVD_ROUTE_PUBLIC | EVD_ROUTE_INLINE},
+    {"GET", "/readyz", evd_h_readyz, EVD_ROUTE_PUBLIC | EVD_ROUTE_URGENT},
+    {"GET", "/metrics", evd_h_metrics, EVD_ROUTE_PUBLIC | EVD_ROUTE_INLINE},
+    {"GET", "/openapi.json", evd_h_openapi, EVD_ROUTE_PUBLIC | EVD_ROUTE_INLINE},
+    {"GET", "/", evd_h_console_index, EVD_ROUTE_PUBLIC | EVD_ROUTE_INLINE},
+    {"GET", "/console/{path*}", evd_h_console_asset, EVD_ROUTE_PUBLIC | EVD_ROUTE_INLINE},
+    {"GET", "/v1/functions", evd_h_functions_list, EVD_ROUTE_INLINE},
     {"POST", "/v1/functions/{function_id}", evd_h_function_call, 0},
     {"POST", "/v1/evaluations", evd_h_eval_create, 0},
     {"GET", "/v1/evaluations", evd_h_eval_list, 0},
@@ -42,8 +44,8 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/sessions/{id}/events", evd_h_session_events, EVD_ROUTE_QUERY_TOKEN},
     {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
     {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
-    {"GET", "/v1/models", evd_h_models, 0},
-    {"GET", "/v1/providers", evd_h_providers, 0},
+    {"GET", "/v1/models", evd_h_models, EVD_ROUTE_INLINE},
+    {"GET", "/v1/providers", evd_h_providers, EVD_ROUTE_INLINE},
     {"GET", "/v1/subscriptions", evd_h_subs_list, 0},
     {"POST", "/v1/subscriptions", evd_h_sub_create, 0},
     {"GET", "/v1/subscriptions/{id}", evd_h_sub_get, 0},

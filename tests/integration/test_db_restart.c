@@ -17,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
+#include "common/util.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
@@ -151,6 +154,104 @@ START_TEST(pool_survives_an_immediate_restart)
         ck_assert_msg(failed == 0, "round %d: %d of %d requests failed after the restart", round,
                       failed, READERS + 1);
     }
+    stack_stop(&s);
+}
+END_TEST
+
+/* The cheap routes, and one console asset, that must answer whatever the database does. */
+static const char *const CHEAP[] = {"/healthz", "/metrics", "/console/app.js"};
+#define WAITERS 16
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * A database that answers nothing for 5 s (mode 0: every PostgreSQL process stopped with
+ * SIGSTOP; mode 1: a table evald reads locked by another session) while 16 requests wait
+ * on it: /healthz, /metrics and the console's assets still answer, each within 50 ms at
+ * the median and none later than a second (with every HTTP thread waiting on the
+ * database, as before the handler pool, none of them answered before the database did),
+ * and the 16 requests are answered once it is back.
+ */
+START_TEST(cheap_routes_answer_while_the_database_waits)
+{
+    const bool frozen = _i == 0;
+    struct stack s;
+    /* A connection for each of the 16: none of them times out waiting for the pool. */
+    stack_start(&s, NULL, "EVALD_DB_POOL_SIZE=16");
+    const struct evd_t_proc *p = &s.evald;
+    char ready[300], url[300];
+    snprintf(ready, sizeof(ready), "%s/readyz", p->base);
+    ck_assert(evd_t_wait_status(ready, 200, 10000));
+    snprintf(url, sizeof(url), "%s/v1/evaluations", p->base);
+    long status = 0;
+    json_t *started = evd_t_http_json("POST", url, REQUEST, &status);
+    ck_assert_int_eq(status, 202);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(started, "evaluation_id")));
+    json_decref(started);
+    ck_assert_str_eq(evd_t_wait_terminal(p->base, id, 30000), "completed");
+
+    PGconn *lock = NULL;
+    if (frozen) {
+        pg("freeze", s.dir, s.port);
+    } else {
+        lock = PQconnectdb(s.url);
+        ck_assert_int_eq(PQstatus(lock), CONNECTION_OK);
+        PGresult *r = PQexec(lock, "BEGIN; LOCK TABLE evaluations IN ACCESS EXCLUSIVE MODE");
+        ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+    }
+    struct call waiting[WAITERS];
+    pthread_t t[WAITERS];
+    memset(waiting, 0, sizeof(waiting));
+    for (int i = 0; i < WAITERS; i++) {
+        snprintf(waiting[i].url, sizeof(waiting[i].url), "%s/v1/evaluations/%s", p->base, id);
+        ck_assert_int_eq(pthread_create(&t[i], NULL, perform, &waiting[i]), 0);
+    }
+    usleep(300 * 1000); /* the 16 reach their handlers and wait */
+
+    enum { PROBES = 3 * 40 };
+    int64_t took[PROBES];
+    int n = 0;
+    int64_t until = evd_mono_ms() + 4700;
+    while (n < PROBES && evd_mono_ms() < until) {
+        snprintf(url, sizeof(url), "%s%s", p->base, CHEAP[n % 3]);
+        struct evd_t_resp r;
+        int64_t t0 = evd_mono_ms();
+        evd_t_http_timed("GET", url, NULL, NULL, 0, 3000, &r);
+        took[n] = evd_mono_ms() - t0;
+        ck_assert_msg(r.status == 200, "%s answered %ld after %lld ms while the database %s", url,
+                      r.status, (long long)took[n], frozen ? "was frozen" : "was locked");
+        evd_t_resp_free(&r);
+        n++;
+        usleep(100 * 1000);
+    }
+    /* The 16 are still waiting: the database really held them all along. */
+    int answered = 0;
+    for (int i = 0; i < WAITERS; i++)
+        answered += waiting[i].status != 0;
+    if (frozen) {
+        pg("thaw", s.dir, s.port);
+    } else {
+        PQclear(PQexec(lock, "COMMIT"));
+        PQfinish(lock);
+    }
+    for (int i = 0; i < WAITERS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(waiting[i].status == 200, "a read waiting on the database answered %ld: %s",
+                      waiting[i].status, waiting[i].answer);
+    }
+    qsort(took, (size_t)n, sizeof(took[0]), cmp_i64);
+    fprintf(stderr, "database %s: %d answers of the cheap routes, median %lld ms, worst %lld ms\n",
+            frozen ? "frozen" : "locked", n, (long long)took[n / 2], (long long)took[n - 1]);
+    ck_assert_int_eq(answered, 0);
+    ck_assert_int_ge(n, 30);
+    ck_assert_msg(took[n / 2] <= 50, "median %lld ms", (long long)took[n / 2]);
+    ck_assert_msg(took[n - 1] <= 1000, "worst %lld ms", (long long)took[n - 1]);
     stack_stop(&s);
 }
 END_TEST
@@ -353,6 +454,7 @@ int main(void)
     tcase_add_test(tc, pool_survives_an_immediate_restart);
     tcase_add_test(tc, a_failed_database_is_told_in_the_clients_terms);
     tcase_add_test(tc, an_export_cut_by_the_database_ends_truncated);
+    tcase_add_loop_test(tc, cheap_routes_answer_while_the_database_waits, 0, 2);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

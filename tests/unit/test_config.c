@@ -50,6 +50,7 @@ START_TEST(defaults_match_the_spec)
     ck_assert_int_eq(cfg.webhook_workers, 2);
     ck_assert_int_eq(cfg.webhook_backoff_ms, 5000);
     ck_assert_int_eq(cfg.http_threads, 8);
+    ck_assert_int_eq(cfg.http_handlers, 16);
     ck_assert_int_eq(cfg.http_timeout_seconds, 10);
     ck_assert_int_eq(cfg.http_max_connections, 16000);
     ck_assert_int_eq(cfg.http_max_connections_per_ip, 256);
@@ -116,6 +117,8 @@ static const struct bad_case bad_cases[] = {
     {{"EVALD_WEBHOOK_BACKOFF_MS", "5", NULL},
      "EVALD_WEBHOOK_BACKOFF_MS must be an integer between 10 and 3600000"},
     {{"EVALD_HTTP_THREADS", "0", NULL}, "EVALD_HTTP_THREADS must be an integer between 1 and 256"},
+    {{"EVALD_HTTP_HANDLERS", "1025", NULL},
+     "EVALD_HTTP_HANDLERS must be an integer between 1 and 1024"},
     {{"EVALD_HTTP_TIMEOUT_SECONDS", "0", NULL},
      "EVALD_HTTP_TIMEOUT_SECONDS must be an integer between 1 and 3600"},
     {{"EVALD_HTTP_MAX_CONNECTIONS", "10", NULL},
@@ -216,7 +219,8 @@ START_TEST(usage_lists_every_variable)
                            "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "III_URL",
                            "EVALD_SECRET_KEY", "EVALD_WEBHOOK_ALLOW_HOSTS",
                            "EVALD_WEBHOOK_WORKERS", "EVALD_WEBHOOK_BACKOFF_MS",
-                           "EVALD_HTTP_THREADS", "EVALD_HTTP_TIMEOUT_SECONDS",
+                           "EVALD_HTTP_THREADS", "EVALD_HTTP_HANDLERS",
+                           "EVALD_HTTP_TIMEOUT_SECONDS",
                            "EVALD_HTTP_MAX_CONNECTIONS", "EVALD_HTTP_MAX_CONNECTIONS_PER_IP"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         ck_assert_msg(strstr(text, names[i]) != NULL, "--help lacks %s", names[i]);
