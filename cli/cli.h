@@ -49,6 +49,17 @@ enum cli_exit cli_call(const struct cli_conn *c, const char *method, const char 
                        struct cli_answer *a);
 
 /*
+ * A creating POST made safe to retry: it sends an Idempotency-Key of its own (evald
+ * answers a repeat with the first answer and creates nothing) and, with the same key,
+ * tries again after a transport error or a 503, up to `attempts` calls in all, 1 s, 2 s,
+ * 4 s … apart. Otherwise as cli_call.
+ */
+/* The calls of a start or an upload (cli_create): 1 + 3 retries, 7 s of waits in all. */
+#define CLI_CREATE_ATTEMPTS 4
+enum cli_exit cli_create(const struct cli_conn *c, const char *path, const char *content_type,
+                         const char *body, size_t len, int attempts, struct cli_answer *a);
+
+/*
  * A call that must succeed: as cli_call, then a 4xx answer prints its detail and returns
  * CLI_USAGE, a 5xx or another unexpected status prints what came back and returns
  * CLI_TRANSPORT. `what` names the call in messages ("start the experiment").

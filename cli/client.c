@@ -3,8 +3,10 @@
  * token, and a Server-Sent Events reader over a streaming call. See cli.h.
  */
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -52,11 +54,15 @@ void cli_answer_free(struct cli_answer *a)
 }
 
 static struct curl_slist *headers_for(const struct cli_conn *c, const char *accept,
-                                      const char *content_type)
+                                      const char *content_type, const char *idempotency_key)
 {
     char line[1024];
     snprintf(line, sizeof(line), "Accept: %s", accept);
     struct curl_slist *h = curl_slist_append(NULL, line);
+    if (idempotency_key != NULL) {
+        snprintf(line, sizeof(line), "Idempotency-Key: %s", idempotency_key);
+        h = curl_slist_append(h, line);
+    }
     if (content_type != NULL) {
         snprintf(line, sizeof(line), "Content-Type: %s", content_type);
         h = curl_slist_append(h, line);
@@ -92,8 +98,51 @@ static CURL *easy_for(const struct cli_conn *c, const char *method, const char *
     return h;
 }
 
+static enum cli_exit call_keyed(const struct cli_conn *c, const char *method, const char *path,
+                                 const char *content_type, const char *body, size_t len,
+                                 const char *idempotency_key, struct cli_answer *a);
+
 enum cli_exit cli_call(const struct cli_conn *c, const char *method, const char *path,
                        const char *content_type, const char *body, size_t len, struct cli_answer *a)
+{
+    return call_keyed(c, method, path, content_type, body, len, NULL, a);
+}
+
+enum cli_exit cli_create(const struct cli_conn *c, const char *path, const char *content_type,
+                         const char *body, size_t len, int attempts, struct cli_answer *a)
+{
+    /* A key of this invocation's own: every attempt of this one creation sends it. */
+    unsigned char r[16];
+    char key[64];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        fprintf(stderr, "evald-cli: could not draw an Idempotency-Key\n");
+        return CLI_TRANSPORT;
+    }
+    int n = snprintf(key, sizeof(key), "evald-cli-");
+    for (size_t i = 0; i < sizeof(r); i++)
+        n += snprintf(key + n, sizeof(key) - (size_t)n, "%02x", r[i]);
+    unsigned wait_s = 1;
+    for (int attempt = 1;; attempt++) {
+        enum cli_exit rc = call_keyed(c, "POST", path, content_type, body, len, key, a);
+        bool again = (rc == CLI_TRANSPORT && !cli_interrupted) || (rc == CLI_OK && a->status == 503);
+        if (!again || attempt >= attempts)
+            return rc;
+        if (rc == CLI_OK) {
+            fprintf(stderr, "evald-cli: POST %s%s answered 503 (%.200s); trying again in %u s\n",
+                    c->url, path, cli_answer_detail(a), wait_s);
+            cli_answer_free(a);
+        } else {
+            fprintf(stderr, "evald-cli: trying again in %u s with the same Idempotency-Key\n",
+                    wait_s);
+        }
+        sleep(wait_s);
+        wait_s *= 2;
+    }
+}
+
+static enum cli_exit call_keyed(const struct cli_conn *c, const char *method, const char *path,
+                                 const char *content_type, const char *body, size_t len,
+                                 const char *idempotency_key, struct cli_answer *a)
 {
     memset(a, 0, sizeof(*a));
     char url[2048];
@@ -104,7 +153,7 @@ enum cli_exit cli_call(const struct cli_conn *c, const char *method, const char 
     }
     struct sink s = {0};
     struct curl_slist *hdrs =
-        headers_for(c, "application/json", body != NULL ? content_type : NULL);
+        headers_for(c, "application/json", body != NULL ? content_type : NULL, idempotency_key);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -289,7 +338,7 @@ enum cli_exit cli_follow(const struct cli_conn *c, const char *path, cli_event_f
     if (h == NULL)
         return CLI_TRANSPORT;
     struct stream s = {.on_event = on_event, .on_tick = on_tick, .ctx = ctx, .h = h};
-    struct curl_slist *hdrs = headers_for(c, "text/event-stream", NULL);
+    struct curl_slist *hdrs = headers_for(c, "text/event-stream", NULL, NULL);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);

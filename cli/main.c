@@ -295,7 +295,7 @@ static enum cli_exit upload_dataset(const struct opts *o, const char *path, cons
     snprintf(q, sizeof(q), "/v1/datasets?name=%s",
              cli_url_escape(name != NULL ? name : base, esc, sizeof(esc)));
     struct cli_answer a;
-    enum cli_exit rc = cli_call(&o->conn, "POST", q, ct, body, len, &a);
+    enum cli_exit rc = cli_create(&o->conn, q, ct, body, len, CLI_CREATE_ATTEMPTS, &a);
     free(body);
     if (rc != CLI_OK) {
         fprintf(stderr, "evald-cli: could not upload the dataset %s\n", path);
@@ -633,7 +633,8 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     }
     body = json_dumps(doc.root, JSON_COMPACT);
     struct cli_answer a;
-    rc = cli_call(&o->conn, "POST", "/v1/experiments", "application/json", body, strlen(body), &a);
+    rc = cli_create(&o->conn, "/v1/experiments", "application/json", body, strlen(body),
+                    CLI_CREATE_ATTEMPTS, &a);
     if (rc != CLI_OK) {
         fprintf(stderr, "evald-cli: could not start the experiment\n");
         goto out;
@@ -782,7 +783,8 @@ static enum cli_exit cmd_eval(const struct opts *o)
     char *body = json_dumps(doc.root, JSON_COMPACT);
     struct cli_answer a;
     enum cli_exit rc =
-        cli_call(&o->conn, "POST", "/v1/evaluations", "application/json", body, strlen(body), &a);
+        cli_create(&o->conn, "/v1/evaluations", "application/json", body, strlen(body),
+                   CLI_CREATE_ATTEMPTS, &a);
     free(body);
     if (rc == CLI_OK && a.status != 202) {
         rc = start_refused(o, &doc, "evaluation", &a);

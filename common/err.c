@@ -53,6 +53,8 @@ const char *evd_code_name(enum evd_code code)
         return "timeout";
     case EVD_ECANCELLED:
         return "cancelled";
+    case EVD_EMISMATCH:
+        return "unprocessable";
     }
     return "internal";
 }

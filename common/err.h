@@ -24,6 +24,7 @@ enum evd_code {
     EVD_ETIMEOUT,    /* deadline passed */
     EVD_ECANCELLED,  /* cancelled by request */
     EVD_EINTERNAL,   /* a bug or an unexpected state: 500 */
+    EVD_EMISMATCH,   /* a request unlike the first one its Idempotency-Key came with: 422 */
 };
 
 #define EVD_ERR_MSG_MAX 512

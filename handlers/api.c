@@ -93,6 +93,8 @@ int evd_http_status(enum evd_code code)
         return 413;
     case EVD_EMEDIA:
         return 415;
+    case EVD_EMISMATCH:
+        return 422;
     case EVD_EDB:
     case EVD_EUNAVAIL:
         return 503;
@@ -121,6 +123,8 @@ static const char *problem_code(enum evd_code code)
         return "payload_too_large";
     case 415:
         return "unsupported_media_type";
+    case 422:
+        return "unprocessable";
     case 503:
         return "unavailable";
     default:
@@ -143,6 +147,8 @@ static const char *status_title(int status)
         return "Content Too Large";
     case 415:
         return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
     case 503:
         return "Service Unavailable";
     default:

@@ -99,6 +99,11 @@ struct evd_upload_ops {
     int (*chunk)(void *state, const char *data, size_t len, struct evd_resp *resp);
     void (*end)(void *state, struct evd_req *req, struct evd_resp *resp);
     void (*free)(void *state);
+    /* Optional: after the last chunk, before end, when the request has an
+     * Idempotency-Key: the body as JSON (new reference), which is then compared in its
+     * canonical form; NULL when it is not JSON (its bytes are compared then). Without
+     * it, the bytes are. */
+    json_t *(*body_json)(void *state);
 };
 
 #define EVD_RESP_MAX_HEADERS 6

@@ -171,6 +171,17 @@ out:
     json_decref(out);
 }
 
+/* The start's body for Idempotency-Key (new reference, NULL when it is not JSON): compared
+ * as canonical JSON, a retry whose body differs only in spacing or member order is the
+ * same request. */
+static json_t *start_body_json(void *state)
+{
+    struct start *st = state;
+    if (st->refused || st->body.len == 0)
+        return NULL;
+    return json_loadb(st->body.data, st->body.len, JSON_DECODE_ANY, NULL);
+}
+
 static void start_free(void *state)
 {
     struct start *st = state;
@@ -184,6 +195,7 @@ static const struct evd_upload_ops start_ops = {
     .chunk = start_chunk,
     .end = start_end,
     .free = start_free,
+    .body_json = start_body_json,
 };
 
 /* ---- reads ------------------------------------------------------------------------------ */

@@ -41,6 +41,8 @@
 #include "common/log.h"
 #include "common/prometheus.h"
 #include "common/util.h"
+#include "domain/canonical.h"
+#include "engine/idempotency.h"
 #include "server/pool.h"
 
 struct evd_http {
@@ -118,6 +120,9 @@ struct exchange {
     struct evd_req upload_req;
     size_t upload_bytes;
     bool upload_answered; /* resp holds the answer already; the rest of the body is dropped */
+    /* An upload with an Idempotency-Key: the SHA-256 of its bytes as they come. */
+    struct evd_sha256 upload_hash;
+    bool upload_hashing;
     struct deferred *defer;    /* the handler deferred its answer */
     const char *route_name;    /* of a deferred request, for its log line */
 };
@@ -348,6 +353,9 @@ struct call {
     char method[16];
     char request_id[72];
     char *path;
+    /* The request's Idempotency-Key (a route flagged EVD_ROUTE_IDEMPOTENT), or "". */
+    char idem_key[256];
+    char upload_sha256[65]; /* an upload's bytes, hashed as they came ("": none) */
     /* The headers and query arguments: a kind byte ('h' or 'q'), the key and its NUL,
      * a presence byte ('=' or '-': an argument without a value), the value and its NUL. */
     struct evd_buf values;
@@ -384,7 +392,8 @@ static const char *call_header(void *conn, const char *name)
 static struct evd_deferred *call_defer(void *arg)
 {
     struct call *k = arg;
-    if (k->taken)
+    /* An idempotent request's answer is recorded by the call, which must see it. */
+    if (k->taken || k->idem_key[0] != '\0')
         return NULL;
     k->taken = true;
     return &k->defer->base;
@@ -455,6 +464,84 @@ static bool call_dropped(const struct call *k)
     return dropped;
 }
 
+/* Runs the call's handler, or its upload's end, into *resp. */
+static void call_handle(struct call *k, struct evd_resp *resp)
+{
+    if (k->upload != NULL)
+        k->upload->end(k->upload_state, &k->req, resp);
+    else
+        k->route->fn(&k->req, resp);
+}
+
+/* The value of response header `name` in r, or NULL. */
+static const char *resp_header(const struct evd_resp *r, const char *name)
+{
+    for (size_t i = 0; i < r->nheaders; i++)
+        if (strcasecmp(r->header_names[i], name) == 0)
+            return r->header_values[i];
+    return NULL;
+}
+
+/*
+ * An idempotent request (docs/idempotency.md): the key is claimed for the body's
+ * fingerprint; the first request runs and its answer is recorded, a repeat gets that
+ * answer again with Idempotent-Replayed: true, and one with another body a 422.
+ */
+static void call_idempotent(struct call *k, struct evd_resp *resp)
+{
+    char fingerprint[65];
+    bool canonical = false;
+    if (k->upload != NULL) {
+        json_t *doc = k->upload->body_json != NULL ? k->upload->body_json(k->upload_state) : NULL;
+        canonical = doc != NULL && evd_canonical_sha256(doc, fingerprint) == 0;
+        json_decref(doc);
+        if (!canonical)
+            snprintf(fingerprint, sizeof(fingerprint), "%s", k->upload_sha256);
+    } else if (k->req.body != NULL) {
+        if (evd_canonical_sha256(k->req.body, fingerprint) != 0) {
+            evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+            return;
+        }
+    } else {
+        evd_sha256_hex("", 0, fingerprint);
+    }
+    const char *auth = call_header(k, "Authorization");
+    const char *token = auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0 ? auth + 7 : "";
+    struct evd_idem t;
+    struct evd_err err = {0};
+    enum evd_code rc = evd_idem_begin(k->req.ctx->engine, token, k->method, k->path, k->idem_key,
+                                      fingerprint, &t, &err);
+    if (rc != EVD_OK) {
+        evd_resp_error(resp, &err);
+    } else if (t.outcome == EVD_IDEM_REPLAY) {
+        /* The content types evald answers with are static strings; another is a header. */
+        static const char *const known[] = {"application/json", "application/problem+json"};
+        const char *ct = NULL;
+        for (size_t i = 0; t.content_type != NULL && i < sizeof(known) / sizeof(*known); i++)
+            if (strcmp(t.content_type, known[i]) == 0)
+                ct = known[i];
+        evd_resp_raw(resp, t.status, ct, t.body ? t.body : "", t.body ? strlen(t.body) : 0);
+        if (ct == NULL && t.content_type != NULL)
+            evd_resp_header(resp, "Content-Type", t.content_type);
+        if (t.location != NULL)
+            evd_resp_header(resp, "Location", t.location);
+        evd_resp_header(resp, "Idempotent-Replayed", "true");
+        /* A replayed problem gains this request's id, as any problem does. */
+        if (t.status >= 400)
+            resp->error = EVD_EINVAL;
+    } else {
+        call_handle(k, resp);
+        char *body = resp->stream == NULL && resp->body != NULL ? strndup(resp->body, resp->len)
+                                                                : NULL;
+        int status = resp->stream == NULL && (resp->body == NULL || body != NULL) ? resp->status
+                                                                                 : 0;
+        evd_idem_end(&t, status, resp_header(resp, "Location"), resp->content_type, body);
+        free(body);
+        return;
+    }
+    evd_idem_end(&t, 0, NULL, NULL, NULL);
+}
+
 /* The pool's job: runs the handler (or the upload's end) and answers, unless the handler
  * took the deferral to answer later itself. */
 static void call_run(struct evd_pool_job *job)
@@ -468,10 +555,10 @@ static void call_run(struct evd_pool_job *job)
         call_free(k);
         return;
     }
-    if (k->upload != NULL)
-        k->upload->end(k->upload_state, &k->req, &resp);
+    if (k->idem_key[0] != '\0')
+        call_idempotent(k, &resp);
     else
-        k->route->fn(&k->req, &resp);
+        call_handle(k, &resp);
     if (!k->taken) {
         if (resp.body == NULL && resp.stream == NULL)
             evd_resp_problem(&resp, EVD_EINTERNAL, "the handler produced no response");
@@ -492,6 +579,16 @@ static bool call_submit(struct evd_http *h, struct exchange *ex, struct MHD_Conn
     struct call *k = call_new(c, route, req);
     if (k == NULL)
         return false;
+    const char *key = (route->flags & EVD_ROUTE_IDEMPOTENT)
+                          ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key")
+                          : NULL;
+    if (key != NULL)
+        snprintf(k->idem_key, sizeof(k->idem_key), "%s", key); /* checked: at most 255 */
+    if (ex->upload_hashing) {
+        evd_sha256_final_hex(&ex->upload_hash, k->upload_sha256);
+        evd_sha256_free(&ex->upload_hash);
+        ex->upload_hashing = false;
+    }
     struct defer_ctx dctx = {h, ex, c};
     k->defer = (struct deferred *)defer_request(&dctx);
     if (k->defer == NULL) {
@@ -504,6 +601,21 @@ static bool call_submit(struct evd_http *h, struct exchange *ex, struct MHD_Conn
     k->job.run = call_run;
     evd_pool_submit(h->pool, &k->job, (route->flags & EVD_ROUTE_URGENT) != 0);
     return true;
+}
+
+/* False after answering 400 in *resp: the route honours Idempotency-Key and the request
+ * has one that is not 1 to 255 visible ASCII characters. */
+static bool idempotency_key_ok(const struct evd_route *route, struct MHD_Connection *c,
+                               struct evd_resp *resp)
+{
+    if (!(route->flags & EVD_ROUTE_IDEMPOTENT))
+        return true;
+    const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key == NULL || evd_idem_key_valid(key))
+        return true;
+    evd_resp_problem(resp, EVD_EINVAL,
+                     "Idempotency-Key must be 1 to 255 visible ASCII characters");
+    return false;
 }
 
 /* Fills ex->resp for the request, or hands it to the pool (ex->defer is then set); never
@@ -528,6 +640,8 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
     if (route == NULL)
         return;
     *route_name = route->pattern;
+    if (!idempotency_key_ok(route, c, resp))
+        return;
     if (ex->too_large) {
         evd_resp_problem(resp, EVD_ETOOLARGE, "request body exceeds the 1 MiB limit");
         return;
@@ -763,10 +877,14 @@ static void upload_open(struct evd_http *h, struct exchange *ex, struct MHD_Conn
         .header_fn = header_lookup,
         .conn = c,
     };
-    if (route_of(h, c, url, method, &ex->upload_req, &ex->resp) == NULL) {
+    if (route_of(h, c, url, method, &ex->upload_req, &ex->resp) == NULL ||
+        !idempotency_key_ok(route, c, &ex->resp)) {
         ex->upload_answered = true;
         return;
     }
+    if ((route->flags & EVD_ROUTE_IDEMPOTENT) &&
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key") != NULL)
+        ex->upload_hashing = evd_sha256_init(&ex->upload_hash) == 0;
     ex->resp.status = 500;
     route->fn(&ex->upload_req, &ex->resp);
     ex->upload_answered = ex->resp.upload == NULL;
@@ -786,6 +904,8 @@ static enum MHD_Result upload_step(struct evd_http *h, struct exchange *ex,
             evd_resp_problem(&ex->resp, EVD_ETOOLARGE, detail);
             ex->upload_answered = true;
         }
+        if (ex->upload_hashing && !ex->upload_answered)
+            evd_sha256_update(&ex->upload_hash, data, *size);
         if (!ex->upload_answered && ops->chunk(ex->resp.upload_state, data, *size, &ex->resp) != 0)
             ex->upload_answered = true;
         *size = 0;
@@ -1001,6 +1121,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
             deferred_free(ex->defer);
     }
     evd_buf_free(&ex->body);
+    if (ex->upload_hashing)
+        evd_sha256_free(&ex->upload_hash);
     if (ex->resp.upload != NULL)
         ex->resp.upload->free(ex->resp.upload_state);
     free(ex->resp.body);

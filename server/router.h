@@ -24,6 +24,8 @@ enum {
                                   the handler pool (server/pool.h) */
     EVD_ROUTE_URGENT = 16,     /* runs on the handler pool ahead of every request queued
                                   there (a readiness probe) */
+    EVD_ROUTE_IDEMPOTENT = 32, /* a POST that creates: honours Idempotency-Key
+                                  (engine/idempotency.h) */
 };
 
 struct evd_route {

@@ -775,7 +775,9 @@ START_TEST(transport_errors_and_5xx_exit_4)
         &r);
     CHECK_EXIT(r, 4);
     ck_assert_msg(strstr(r.err, "POST ") && strstr(r.err, "/v1/experiments: "), "%s", r.err);
-    ck_assert_msg(r.seconds < 5, "took %.1f s", r.seconds);
+    /* A start is tried 4 times, 1, 2 and 4 s apart, with one Idempotency-Key. */
+    ck_assert_msg(strstr(r.err, "trying again in 4 s with the same Idempotency-Key"), "%s", r.err);
+    ck_assert_msg(r.seconds >= 6.5 && r.seconds < 15, "took %.1f s", r.seconds);
     /* A 5xx: the database lost the table evald writes experiments to. */
     char *done = evd_t_sql(db_url, "ALTER TABLE experiments RENAME TO experiments_gone");
     ck_assert_ptr_nonnull(done);
@@ -786,12 +788,51 @@ START_TEST(transport_errors_and_5xx_exit_4)
     snprintf(want, sizeof(want),
              "evald-cli: could not start the experiment: POST %s/v1/experiments answered 5",
              evald.base);
-    ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.err, want) != NULL, "%s", r.err);
     run(CLI("experiment", "show", "exp_0123456789abcdef0123456789abcdef"), &r);
     CHECK_EXIT(r, 4);
     ck_assert_msg(strstr(r.err, "could not read the experiment: GET ") &&
                       strstr(r.err, "answered 5"),
                   "%s", r.err);
+    free(exp);
+}
+END_TEST
+
+/* A start sent while evald is not listening yet is sent again, with the key of its first
+ * attempt, once evald is up: one experiment, one key, and the CLI says what it did. */
+START_TEST(a_start_is_tried_again_with_its_idempotency_key)
+{
+    free(file_in_dir("cases.csv", CASES_CSV));
+    char *exp = yaml_file("quick.yaml", "PASS", "FAIL", "cases.csv", "1");
+    unsigned port = evd_t_free_port();
+    char url[64], listen[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+    snprintf(listen, sizeof(listen), "EVALD_LISTEN=127.0.0.1:%u", port);
+    char *n = evd_t_sql(db_url, "SELECT count(*) FROM experiments");
+    long before = atol(n);
+    free(n);
+    struct child c;
+    spawn((char *[]){(char *)cli_bin(), "experiment", "run", exp, "--url", url, "--detach", NULL},
+          &c);
+    usleep(300000);
+    struct evd_t_proc late;
+    char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", stub.base);
+    char *env[] = {base, "OPENAI_API_KEY=stub-key", listen, NULL};
+    ck_assert_int_eq(evd_t_evald_start(&late, db_url, env), 0);
+    struct ran r;
+    memset(&r, 0, sizeof(r));
+    ck_assert(collect(&c, &r, NULL));
+    CHECK_EXIT(r, 0);
+    ck_assert_msg(strstr(r.err, "with the same Idempotency-Key") != NULL, "%s", r.err);
+    n = evd_t_sql(db_url, "SELECT count(*) FROM experiments");
+    ck_assert_int_eq(atol(n), before + 1);
+    free(n);
+    n = evd_t_sql(db_url, "SELECT count(*) FROM idempotency_keys WHERE key LIKE 'evald-cli-%'"
+                          " AND status = 202");
+    ck_assert_str_eq(n, "1");
+    free(n);
+    ck_assert_int_eq(evd_t_stop(&late, SIGTERM, 10000), 0);
     free(exp);
 }
 END_TEST
@@ -978,6 +1019,7 @@ int main(void)
     tcase_add_test(tc, inconclusive_exits_3_only_when_asked);
     tcase_add_test(tc, usage_file_and_request_errors_exit_2);
     tcase_add_test(tc, transport_errors_and_5xx_exit_4);
+    tcase_add_test(tc, a_start_is_tried_again_with_its_idempotency_key);
     tcase_add_test(tc, sigint_cancels_the_experiment_on_the_server);
     tcase_add_test(tc, detach_prints_the_id_and_the_experiment_goes_on);
     tcase_add_test(tc, an_experiment_cancelled_elsewhere_is_no_pass);

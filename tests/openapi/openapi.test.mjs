@@ -118,6 +118,7 @@ const ERROR_RESPONSES = {
   409: ['Conflict', 'conflict', 'Conflict'],
   413: ['PayloadTooLarge', 'payload_too_large', 'Content Too Large'],
   415: ['UnsupportedMediaType', 'unsupported_media_type', 'Unsupported Media Type'],
+  422: ['IdempotencyKeyReused', 'unprocessable', 'Unprocessable Content'],
   500: ['Internal', 'internal', 'Internal Server Error'],
   503: ['Unavailable', 'unavailable', 'Service Unavailable'],
 };
@@ -372,6 +373,7 @@ test('errors are problem details with the status, title and code of their status
     'conflict',
     'payload_too_large',
     'unsupported_media_type',
+    'unprocessable',
     'internal',
     'unavailable',
   ]);

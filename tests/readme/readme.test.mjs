@@ -28,6 +28,13 @@ const MARK = '/__readme_example__/';
 // paths into the JSON answer)], matched in order among the example's requests; output: a
 // pattern its stdout must match; pending: the route it needs, when that route may not exist.
 export const EXAMPLES = {
+  idempotent: {
+    calls: [
+      ['POST', /^\/v1\/evaluations$/, 202, ['evaluation_id', 'status']],
+      ['POST', /^\/v1\/evaluations$/, 202, ['evaluation_id', 'status']],
+    ],
+    output: /^Location: (\/v1\/evaluations\/eval_[0-9a-f]{32})\n(?:.*\n)*Location: \1\nIdempotent-Replayed: true$/im,
+  },
   ready: { calls: [['GET', /^\/readyz$/, 200, ['status', 'database', 'migrations']]], output: /"status":"ok"/ },
   models: { calls: [['GET', /^\/v1\/models$/, 200, ['models.0.id', 'models.0.available']]], output: /^(openai|anthropic) \S+/m },
   start: {

@@ -254,7 +254,12 @@ int evd_t_evald_start(struct evd_t_proc *p, const char *db_url, char *const extr
     char *env[32];
     size_t n = 0;
     env[n++] = dburl;
-    env[n++] = "EVALD_LISTEN=127.0.0.1:0";
+    /* A free port, unless the caller names its own (the first of a name is the one read). */
+    bool listen = false;
+    for (size_t i = 0; extra_env && extra_env[i]; i++)
+        listen |= strncmp(extra_env[i], "EVALD_LISTEN=", 13) == 0;
+    if (!listen)
+        env[n++] = "EVALD_LISTEN=127.0.0.1:0";
     for (size_t i = 0; extra_env && extra_env[i] && n < 30; i++)
         env[n++] = extra_env[i];
     env[n] = NULL;
