@@ -483,8 +483,22 @@ enum evd_code evd_dataset_reader_feed(struct evd_dataset_reader *r, const void *
         return jsonl_feed(r, p, len, err);
     case EVD_DATASET_CSV:
         return csv_feed(r, p, len, err);
+    case EVD_DATASET_CASES:
+        return evd_err_set(err, EVD_EINTERNAL, "a reader of cases takes no bytes");
     }
     return EVD_OK;
+}
+
+enum evd_code evd_dataset_reader_case(struct evd_dataset_reader *r, const json_t *raw,
+                                      size_t index, struct evd_err *err)
+{
+    if (r->refused != EVD_OK)
+        return again(r, err);
+    if (r->format != EVD_DATASET_CASES)
+        return evd_err_set(err, EVD_EINTERNAL, "this reader takes bytes, not cases");
+    char where[WHERE_MAX];
+    snprintf(where, sizeof(where), "cases[%zu]", index);
+    return accept(r, raw, where, err);
 }
 
 /* Every element of a JSON cases array (borrowed), named cases[i]. */
@@ -603,6 +617,8 @@ enum evd_code evd_dataset_reader_finish(struct evd_dataset_reader *r, struct evd
             return csv_failed(r, err);
         if (r->refused != EVD_OK)
             return again(r, err);
+        break;
+    case EVD_DATASET_CASES:
         break;
     }
     if (rc != EVD_OK)

@@ -29,6 +29,8 @@ enum evd_dataset_format {
     EVD_DATASET_JSON,  /* application/json: {"name", "cases": [...]} */
     EVD_DATASET_JSONL, /* application/x-ndjson: one case object a line */
     EVD_DATASET_CSV,   /* text/csv: a header row, then one case a row */
+    EVD_DATASET_CASES, /* the elements of a JSON cases array, handed over one at a time
+                          (evd_dataset_reader_case), e.g. split off a streaming body */
 };
 
 /* Longest dataset name and case id, in bytes. */
@@ -55,6 +57,14 @@ struct evd_dataset_reader *evd_dataset_reader_new(enum evd_dataset_format f, siz
 /* Feeds the next len bytes of the body. EVD_OK, or the refusal (err names the case). */
 enum evd_code evd_dataset_reader_feed(struct evd_dataset_reader *r, const void *data, size_t len,
                                       struct evd_err *err);
+
+/*
+ * The element at `index` of a JSON cases array (raw, borrowed), named "cases[index]", for
+ * a reader of format EVD_DATASET_CASES (which takes no bytes: feed refuses). EVD_OK, or
+ * the refusal, as feed.
+ */
+enum evd_code evd_dataset_reader_case(struct evd_dataset_reader *r, const json_t *raw,
+                                      size_t index, struct evd_err *err);
 
 /*
  * Ends the body: reads what is left (a JSON document, a last line without a newline) and

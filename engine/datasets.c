@@ -47,7 +47,7 @@ enum evd_code evd_dataset_upload_begin(struct evd_engine *e, enum evd_dataset_fo
                                        struct evd_dataset_upload **out, struct evd_err *err)
 {
     *out = NULL;
-    if (f != EVD_DATASET_JSON) {
+    if (f == EVD_DATASET_JSONL || f == EVD_DATASET_CSV) {
         if (name == NULL)
             return evd_err_set(err, EVD_EINVAL, "name is required");
         enum evd_code rc = evd_dataset_check_name(name, strlen(name), err);
@@ -97,6 +97,28 @@ static int next_case(void *ctx, const char **json, size_t *len, struct evd_err *
     return 1;
 }
 
+static enum evd_code rewind_spool(struct evd_dataset_upload *u, struct evd_err *err)
+{
+    if (fflush(u->spool) != 0 || fseek(u->spool, 0, SEEK_SET) != 0)
+        return evd_err_set(err, EVD_EINTERNAL, "could not read the upload back from its spool");
+    return EVD_OK;
+}
+
+enum evd_code evd_dataset_upload_store(struct evd_dataset_upload *u, PGconn *c, const char *name,
+                                       json_t **dataset, bool *created, struct evd_err *err)
+{
+    *dataset = NULL;
+    *created = false;
+    enum evd_code rc = rewind_spool(u, err);
+    if (rc != EVD_OK)
+        return rc;
+    char id[64];
+    evd_new_id("ds_", id, sizeof(id));
+    return evd_store_dataset_create(c, id, name, evd_dataset_reader_sha256(u->reader),
+                                    evd_dataset_reader_count(u->reader), evd_now_ms(), next_case,
+                                    u, dataset, created, err);
+}
+
 enum evd_code evd_dataset_upload_finish(struct evd_dataset_upload *u, json_t **dataset,
                                         bool *created, struct evd_err *err)
 {
@@ -105,19 +127,43 @@ enum evd_code evd_dataset_upload_finish(struct evd_dataset_upload *u, json_t **d
     enum evd_code rc = evd_dataset_reader_finish(u->reader, err);
     if (rc != EVD_OK)
         return rc;
-    if (fflush(u->spool) != 0 || fseek(u->spool, 0, SEEK_SET) != 0)
-        return evd_err_set(err, EVD_EINTERNAL, "could not read the upload back from its spool");
     const char *name = u->name != NULL ? u->name : evd_dataset_reader_name(u->reader);
-    char id[64];
-    evd_new_id("ds_", id, sizeof(id));
     PGconn *c = evd_db_acquire(u->engine->opts.db, err);
     if (c == NULL)
         return evd_db_code(err);
-    rc = evd_store_dataset_create(c, id, name, evd_dataset_reader_sha256(u->reader),
-                                  evd_dataset_reader_count(u->reader), evd_now_ms(), next_case, u,
-                                  dataset, created, err);
+    rc = evd_dataset_upload_store(u, c, name, dataset, created, err);
     evd_db_release(u->engine->opts.db, c);
     return rc;
+}
+
+enum evd_code evd_dataset_upload_case(struct evd_dataset_upload *u, const json_t *raw,
+                                      size_t index, struct evd_err *err)
+{
+    return evd_dataset_reader_case(u->reader, raw, index, err);
+}
+
+enum evd_code evd_dataset_upload_seal(struct evd_dataset_upload *u, struct evd_err *err)
+{
+    enum evd_code rc = evd_dataset_reader_finish(u->reader, err);
+    return rc == EVD_OK ? rewind_spool(u, err) : rc;
+}
+
+json_t *evd_dataset_upload_next(struct evd_dataset_upload *u, struct evd_err *err)
+{
+    const char *text = NULL;
+    size_t len = 0;
+    int n = next_case(u, &text, &len, err);
+    if (n <= 0)
+        return NULL;
+    json_t *c = json_loadb(text, len, 0, NULL);
+    if (c == NULL)
+        evd_err_set(err, EVD_EINTERNAL, "could not read the upload back from its spool");
+    return c;
+}
+
+size_t evd_dataset_upload_count(const struct evd_dataset_upload *u)
+{
+    return evd_dataset_reader_count(u->reader);
 }
 
 void evd_dataset_upload_free(struct evd_dataset_upload *u)

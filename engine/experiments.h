@@ -23,14 +23,28 @@
 struct evd_engine;
 
 /*
- * POST /v1/experiments. `body` (borrowed) is the start request; inline `cases` make a
- * dataset first (as an upload would). Every case is checked against the templates before
- * anything is written. On EVD_OK *response is {experiment_id, status: "queued"}.
- * EVD_EINVAL names the field or case; an unknown dataset_id is EVD_EINVAL too
- * ("dataset_id names no dataset: <id>").
+ * POST /v1/experiments, as its body streams in (engine/experiment_start.c): begin, feed
+ * each piece, finish. Inline `cases` are split off and spooled as they come and make a
+ * dataset (as an upload would); the start holds one case at a time. Every case is checked
+ * against the templates before anything is written. On EVD_OK finish sets *response to
+ * {experiment_id, status: "queued"}. EVD_EINVAL names the field or case (malformed JSON
+ * first, then the request, then the cases); an unknown dataset_id is EVD_EINVAL too
+ * ("dataset_id names no dataset: <id>"). An upload belongs to one thread at a time.
  */
-enum evd_code evd_experiment_start(struct evd_engine *e, const json_t *body, json_t **response,
-                                   struct evd_err *err);
+struct evd_experiment_upload;
+enum evd_code evd_experiment_upload_begin(struct evd_engine *e,
+                                          struct evd_experiment_upload **out,
+                                          struct evd_err *err);
+enum evd_code evd_experiment_upload_feed(struct evd_experiment_upload *u, const void *data,
+                                         size_t len, struct evd_err *err);
+enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json_t **response,
+                                           struct evd_err *err);
+/* After the last piece, before finish, for Idempotency-Key: the SHA-256 (hex) of the
+ * body's canonical JSON (of its request and of each of its cases); false when the body is
+ * not JSON. Call at most once. */
+bool evd_experiment_upload_fingerprint(struct evd_experiment_upload *u, char out[65]);
+/* NULL-safe; removes the spool. */
+void evd_experiment_upload_free(struct evd_experiment_upload *u);
 
 /* GET /v1/experiments/{id}: the document of the spec's "Reading an experiment", or
  * EVD_ENOTFOUND. */

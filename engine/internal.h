@@ -283,6 +283,22 @@ const struct evd_job_kind *evd_engine_job_kind(const char *name);
  * resolves to a provider, the output schema compiles, and something can run the evaluator
  * ({function_id, arguments}, or NULL for none): a built-in, the agent review with valid
  * arguments, a registered tool (read on c), or with the iii adapter any function. */
+/*
+ * engine/datasets.c, for an experiment start's inline cases (engine/experiment_start.c):
+ * an upload of format EVD_DATASET_CASES takes the cases one at a time (as
+ * evd_dataset_reader_case); seal ends it (at least one case) and rewinds its spool; next
+ * reads the normalized cases back in order (a new reference; NULL at the end, or on a
+ * failure with err->code set); store writes the dataset from the first case on c.
+ */
+struct evd_dataset_upload;
+enum evd_code evd_dataset_upload_case(struct evd_dataset_upload *u, const json_t *raw,
+                                      size_t index, struct evd_err *err);
+enum evd_code evd_dataset_upload_seal(struct evd_dataset_upload *u, struct evd_err *err);
+json_t *evd_dataset_upload_next(struct evd_dataset_upload *u, struct evd_err *err);
+size_t evd_dataset_upload_count(const struct evd_dataset_upload *u);
+enum evd_code evd_dataset_upload_store(struct evd_dataset_upload *u, PGconn *c, const char *name,
+                                       json_t **dataset, bool *created, struct evd_err *err);
+
 enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json_t *model,
                                      const json_t *output, const json_t *evaluator,
                                      struct evd_err *err);

@@ -100,10 +100,10 @@ struct evd_upload_ops {
     void (*end)(void *state, struct evd_req *req, struct evd_resp *resp);
     void (*free)(void *state);
     /* Optional: after the last chunk, before end, when the request has an
-     * Idempotency-Key: the body as JSON (new reference), which is then compared in its
-     * canonical form; NULL when it is not JSON (its bytes are compared then). Without
+     * Idempotency-Key: the SHA-256 (hex) of the body as the route compares bodies (its
+     * canonical JSON); false when it cannot tell (its bytes are compared then). Without
      * it, the bytes are. */
-    json_t *(*body_json)(void *state);
+    bool (*fingerprint)(void *state, char out[65]);
 };
 
 #define EVD_RESP_MAX_HEADERS 6

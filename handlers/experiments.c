@@ -40,8 +40,8 @@ static bool terminal_status(const char *st)
 /* ---- POST /v1/experiments (an upload route) ------------------------------------------- */
 
 struct start {
-    struct evd_buf body; /* the JSON text, bounded by ctx->max_dataset_bytes */
-    size_t limit;
+    struct evd_experiment_upload *u; /* the body as it streams in (engine/experiments.h) */
+    size_t bytes, limit;             /* read so far; ctx->max_dataset_bytes */
     bool json;    /* Content-Type is JSON */
     bool refused; /* a refusal is in *resp already; the rest of the body is discarded */
 };
@@ -96,15 +96,12 @@ void evd_h_experiment_start(struct evd_req *req, struct evd_resp *resp)
         return;
     }
     st->limit = limit;
-    st->body.limit = limit;
     st->json = json_media(ct);
-    /* A declared length sizes the buffer once instead of doubling it up to the limit. */
-    if (declared > 0) {
-        st->body.data = malloc((size_t)declared + 1);
-        if (st->body.data != NULL) {
-            st->body.cap = (size_t)declared + 1;
-            st->body.data[0] = '\0';
-        }
+    struct evd_err err = {0};
+    if (evd_experiment_upload_begin(req->ctx->engine, &st->u, &err) != EVD_OK) {
+        free(st);
+        evd_resp_error(resp, &err);
+        return;
     }
     resp->upload = &start_ops;
     resp->upload_state = st;
@@ -120,16 +117,16 @@ static int start_chunk(void *state, const char *data, size_t len, struct evd_res
         evd_resp_problem(resp, EVD_EMEDIA, MEDIA_DETAIL);
         return -1;
     }
-    if (st->body.len + len > st->limit) {
+    if (st->bytes + len > st->limit) {
         st->refused = true;
-        evd_buf_free(&st->body);
         too_large(resp, st->limit);
         return -1;
     }
-    if (evd_buf_append(&st->body, data, len) != 0) {
+    st->bytes += len;
+    struct evd_err err = {0};
+    if (evd_experiment_upload_feed(st->u, data, len, &err) != EVD_OK) {
         st->refused = true;
-        evd_buf_free(&st->body);
-        evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
+        evd_resp_error(resp, &err);
         return -1;
     }
     return 0;
@@ -137,49 +134,26 @@ static int start_chunk(void *state, const char *data, size_t len, struct evd_res
 
 static void start_end(void *state, struct evd_req *req, struct evd_resp *resp)
 {
+    (void)req;
     struct start *st = state;
-    json_t *body = NULL, *out = NULL;
     if (st->refused)
         return;
-    if (st->body.len > 0) {
-        json_error_t jerr;
-        body = json_loadb(st->body.data, st->body.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-                          &jerr);
-        evd_buf_free(&st->body); /* the parsed request is all that is needed from here */
-        if (body == NULL) {
-            char detail[300];
-            snprintf(detail, sizeof(detail), "malformed JSON: %s at line %d column %d", jerr.text,
-                     jerr.line, jerr.column);
-            evd_resp_problem(resp, EVD_EINVAL, detail);
-            goto out;
-        }
-    }
-    if (!json_is_object(body)) {
-        evd_resp_problem(resp, EVD_EINVAL, "request body must be a JSON object");
-        goto out;
-    }
     struct evd_err err = {0};
-    if (evd_experiment_start(req->ctx->engine, body, &out, &err) != EVD_OK) {
+    json_t *out = NULL;
+    if (evd_experiment_upload_finish(st->u, &out, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
-        goto out;
+        return;
     }
     location(resp, json_string_value(json_object_get(out, "experiment_id")));
     evd_resp_json(resp, 202, out);
-    out = NULL;
-out:
-    json_decref(body);
-    json_decref(out);
 }
 
-/* The start's body for Idempotency-Key (new reference, NULL when it is not JSON): compared
- * as canonical JSON, a retry whose body differs only in spacing or member order is the
- * same request. */
-static json_t *start_body_json(void *state)
+/* The start's fingerprint for Idempotency-Key: its canonical JSON, so that a retry whose
+ * body differs only in spacing or member order is the same request. */
+static bool start_fingerprint(void *state, char out[65])
 {
     struct start *st = state;
-    if (st->refused || st->body.len == 0)
-        return NULL;
-    return json_loadb(st->body.data, st->body.len, JSON_DECODE_ANY, NULL);
+    return !st->refused && evd_experiment_upload_fingerprint(st->u, out);
 }
 
 static void start_free(void *state)
@@ -187,7 +161,7 @@ static void start_free(void *state)
     struct start *st = state;
     if (st == NULL)
         return;
-    evd_buf_free(&st->body);
+    evd_experiment_upload_free(st->u);
     free(st);
 }
 
@@ -195,7 +169,7 @@ static const struct evd_upload_ops start_ops = {
     .chunk = start_chunk,
     .end = start_end,
     .free = start_free,
-    .body_json = start_body_json,
+    .fingerprint = start_fingerprint,
 };
 
 /* ---- reads ------------------------------------------------------------------------------ */

@@ -492,9 +492,8 @@ static void call_idempotent(struct call *k, struct evd_resp *resp)
     char fingerprint[65];
     bool canonical = false;
     if (k->upload != NULL) {
-        json_t *doc = k->upload->body_json != NULL ? k->upload->body_json(k->upload_state) : NULL;
-        canonical = doc != NULL && evd_canonical_sha256(doc, fingerprint) == 0;
-        json_decref(doc);
+        canonical = k->upload->fingerprint != NULL &&
+                    k->upload->fingerprint(k->upload_state, fingerprint);
         if (!canonical)
             snprintf(fingerprint, sizeof(fingerprint), "%s", k->upload_sha256);
     } else if (k->req.body != NULL) {

@@ -900,6 +900,17 @@ static const struct refusal REFUSALS[] = {
     {NULL, "{\"name\":", 400,
      "malformed JSON: unexpected token near end of file at line 1 column 8"},
     {NULL, "[1]", 400, "request body must be a JSON object"},
+    {NULL, " \n ", 400, "request body must be a JSON object"},
+    /* The request's fields are refused before its cases, as a whole parse would. */
+    {NULL, BASE_START ARMS ",\"cases\":[{\"vars\":3}],\"repeats\":9}", 400,
+     "repeats must be between 1 and 5"},
+    /* The first case refused is told, by its index. */
+    {NULL, BASE_START ARMS ",\"cases\":[" CASE("q1") ",{\"vars\":[]},{\"vars\":3}]}", 400,
+     "~cases[1]: vars must be an object"},
+    {NULL, BASE_START ARMS ",\"cases\":[]}", 400, "cases must contain between 1 and 50 cases"},
+    {NULL, BASE_START ARMS ",\"cases\":[" CASE("q1") ",]}", 400, "~malformed JSON: "},
+    {NULL, BASE_START ARMS ",\"cases\":[" CASE("q1") "],\"cases\":[" CASE("q2") "]}", 400,
+     "~malformed JSON: duplicate object key"},
     {"text/plain", BASE_START ARMS "," ONE_CASE "}", 415, "request body must be application/json"},
 };
 
@@ -934,6 +945,36 @@ START_TEST(refusals_name_the_field_and_write_nothing)
     evd_t_resp_free(&r);
     ck_assert_uint_eq(list_size("/v1/experiments", "experiments"), 0);
     ck_assert_int_eq(count_rows("datasets"), 1);
+}
+END_TEST
+
+/* The start's body streams: a case that is not JSON is told where a parse of the whole body
+ * finds it, and cases under an escaped member name ("cas\u0065s", which the splitter
+ * leaves in the request) start as well. */
+START_TEST(a_streamed_start_tells_a_malformed_case_where_it_is)
+{
+    static const char BAD[] = BASE_START ARMS ",\n\"cases\": [\n  " CASE("q1") ",\n  "
+                                                "{\"id\": \"q2\", \"vars\": {\"tag\": }}\n]}";
+    json_error_t whole;
+    ck_assert_ptr_null(json_loads(BAD, 0, &whole));
+    char want[512];
+    snprintf(want, sizeof(want), "malformed JSON: %s at line %d column %d", whole.text, whole.line,
+             whole.column);
+    struct evd_t_resp r;
+    request("POST", "/v1/experiments", NULL, BAD, strlen(BAD), &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "detail")), want);
+    evd_t_resp_free(&r);
+    ck_assert_int_eq(count_rows("datasets"), 0);
+
+    static const char ESCAPED[] =
+        BASE_START ARMS ",\"cas\\u0065s\":[" CASE("q1") "," CASE("q2") "]}";
+    request("POST", "/v1/experiments", NULL, ESCAPED, strlen(ESCAPED), &r);
+    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    evd_t_resp_free(&r);
+    char *n = evd_t_sql(db_url, "SELECT case_count FROM datasets");
+    ck_assert_str_eq(n, "2");
+    free(n);
 }
 END_TEST
 
@@ -1032,6 +1073,7 @@ int main(void)
     tcase_add_test(tc, inline_cases_make_a_dataset_and_lists_page_newest_first);
     tcase_add_test(tc, cancel_stops_in_flight_runs_and_delete_waits_for_it);
     tcase_add_loop_test(tc, unknown_experiments_are_404, 0, sizeof(UNKNOWN) / sizeof(UNKNOWN[0]));
+    tcase_add_test(tc, a_streamed_start_tells_a_malformed_case_where_it_is);
     tcase_add_loop_test(tc, refusals_name_the_field_and_write_nothing, 0,
                         sizeof(REFUSALS) / sizeof(REFUSALS[0]));
     tcase_add_test(tc, the_start_route_has_the_dataset_body_limit);
