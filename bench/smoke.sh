@@ -35,4 +35,16 @@ python3 "$dir/otel.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
   { cat "$out"; echo "bench smoke: bench/otel.py failed"; exit 1; }
 cat "$out"
 grep -q "summary over 1 valid rounds of 1" "$out" || { echo "bench smoke: otel.py's summary is missing"; exit 1; }
+# The HTTP load and the large-start memory benchmarks at a tiny size, the build against
+# itself: they exit non-zero when a run fails; the figures are not judged here.
+python3 "$dir/http_load.py" --evald "$EVALD_BIN" --evald-b "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --rounds 1 --clients 4 --seconds 1 --warmup 0 >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/http_load.py failed"; exit 1; }
+cat "$out"
+grep -q "^| B | " "$out" || { echo "bench smoke: http_load.py's table is missing"; exit 1; }
+python3 "$dir/start_memory.py" --evald "$EVALD_BIN" --evald-b "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --rounds 1 --cases 50 --case-bytes 200 >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/start_memory.py failed"; exit 1; }
+cat "$out"
+grep -q "^| B | " "$out" || { echo "bench smoke: start_memory.py's table is missing"; exit 1; }
 echo "bench smoke: passed"
