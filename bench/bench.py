@@ -336,6 +336,46 @@ class Evald:
             self.proc.stop()
 
 
+def stop_all(opts, work, procs, db=None):
+    """The end of a run of a side-by-side script: stops each of procs (None is skipped),
+    drops db unless --keep, keeps the logs (keep_logs) and removes the work folder unless
+    --keep."""
+    for p in procs:
+        if p:
+            p.stop()
+    if db and not opts.keep:
+        db.drop()
+    keep_logs(work)
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def ab_parser(doc):
+    """The parser of a script that runs build A (--evald) against build B (--evald-b) in
+    turns: the options every such script has; the caller adds its own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0], allow_abbrev=False,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(doc.split("\n")[1:]))
+    ap.add_argument("--evald", required=True, help="build A (e.g. the build before a change)")
+    ap.add_argument("--evald-b", required=True, help="build B")
+    ap.add_argument("--stub", default=os.path.join(ROOT, "build-rel", "evald-stub"))
+    ap.add_argument("--db-server", default=os.environ.get("EVALD_BENCH_DATABASE_URL"),
+                    help="PostgreSQL server where databases may be created")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of A then B")
+    ap.add_argument("--evald-log-level", default="warn")
+    ap.add_argument("--keep", action="store_true", help="keep work folders and databases")
+    return ap
+
+
+def ab_check(ap, opts):
+    """The checks of ab_parser's options after parsing (exits with the parser's error)."""
+    if not opts.db_server:
+        ap.error("--db-server (or EVALD_BENCH_DATABASE_URL) is required")
+    for path in (opts.evald, opts.evald_b, opts.stub):
+        if not os.access(path, os.X_OK):
+            ap.error("%s is not an executable" % path)
+
+
 def eval_request(runs, concurrency=None):
     r = {"dimension": "prompt", "model": {"model": MODEL, "provider": "bench"},
          "control": {"label": "reply", "prompt": PROMPTS[0]},

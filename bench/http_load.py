@@ -198,39 +198,20 @@ def one_run(opts, evald_bin, label):
             print("  error: %s" % e, flush=True)
         return r
     finally:
-        if ev:
-            ev.stop()
-        if stub:
-            stub.stop()
-        if db and not opts.keep:
-            db.drop()
-        bench.keep_logs(work)
+        bench.stop_all(opts, work, (ev, stub), db)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[1:]))
-    ap.add_argument("--evald", required=True, help="build A (e.g. the build before a change)")
-    ap.add_argument("--evald-b", required=True, help="build B")
-    ap.add_argument("--stub", default=os.path.join(bench.ROOT, "build-rel", "evald-stub"))
-    ap.add_argument("--db-server", default=os.environ.get("EVALD_BENCH_DATABASE_URL"))
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = bench.ab_parser(__doc__)
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--poll-ms", type=float, default=250.0)
     ap.add_argument("--stub-ms", type=int, default=20)
     ap.add_argument("--workers", type=int, default=0, help="EVALD_WORKERS (0: evald's default)")
-    ap.add_argument("--evald-log-level", default="warn")
     ap.add_argument("--json", help="write every measurement here")
-    ap.add_argument("--keep", action="store_true")
     opts = ap.parse_args()
-    if not opts.db_server:
-        ap.error("--db-server (or EVALD_BENCH_DATABASE_URL) is required")
-    for path in (opts.evald, opts.evald_b, opts.stub):
-        if not os.access(path, os.X_OK):
-            ap.error("%s is not an executable" % path)
+    bench.ab_check(ap, opts)
     runs = []
     for rnd in range(opts.rounds):
         for label, path in (("A", opts.evald), ("B", opts.evald_b)):

@@ -76,33 +76,17 @@ def one_run(opts, evald_bin, label, data):
               % (label, r["peak_mib"], r["ready_mib"], took), flush=True)
         return r
     finally:
-        if ev:
-            ev.stop()
-        if stub:
-            stub.stop()
-        if db and not opts.keep:
-            db.drop()
-        bench.keep_logs(work)
+        bench.stop_all(opts, work, (ev, stub), db)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[1:]))
-    ap.add_argument("--evald", required=True, help="build A (e.g. the build before a change)")
-    ap.add_argument("--evald-b", required=True, help="build B")
-    ap.add_argument("--stub", default=os.path.join(bench.ROOT, "build-rel", "evald-stub"))
-    ap.add_argument("--db-server", default=os.environ.get("EVALD_BENCH_DATABASE_URL"))
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = bench.ab_parser(__doc__)
     ap.add_argument("--cases", type=int, default=10000)
     ap.add_argument("--case-bytes", type=int, default=3000)
     ap.add_argument("--target-mib", type=float, default=40.0)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--evald-log-level", default="warn")
-    ap.add_argument("--keep", action="store_true")
     opts = ap.parse_args()
-    if not opts.db_server:
-        ap.error("--db-server (or EVALD_BENCH_DATABASE_URL) is required")
+    bench.ab_check(ap, opts)
     data = body(opts.cases, opts.case_bytes)
     print("body: %d cases, %.1f MB" % (opts.cases, len(data) / 1e6), flush=True)
     runs = []
