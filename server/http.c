@@ -90,7 +90,9 @@ struct live {
     bool closing;   /* the server is stopping: end the stream */
     bool orphaned;  /* libmicrohttpd is done with it while a read runs: the read frees it */
     enum piece state;
-    char piece[LIVE_PIECE]; /* the bytes the last read gave, sent from piece_off on */
+    /* The bytes the last read gave, sent from piece_off on: LIVE_PIECE bytes while the
+     * stream gives data, none while it waits (an open event stream costs no buffer). */
+    char *piece;
     size_t piece_len, piece_off;
     struct live *prev, *next;
 };
@@ -693,6 +695,7 @@ static void live_free(struct live *l)
 {
     if (l->resp.stream_free)
         l->resp.stream_free(l->resp.stream_cls); /* no wake after this returns */
+    free(l->piece);
     free(l);
 }
 
@@ -721,7 +724,16 @@ static void stream_read(struct evd_pool_job *job)
     pthread_mutex_lock(&h->streams_mu);
     bool skip = l->closing || l->orphaned;
     pthread_mutex_unlock(&h->streams_mu);
-    ssize_t n = skip ? EVD_STREAM_END : l->resp.stream(l->resp.stream_cls, l->piece, LIVE_PIECE);
+    /* No reader touches the piece while a read runs. */
+    if (!skip && l->piece == NULL && (l->piece = malloc(LIVE_PIECE)) == NULL)
+        evd_log(EVD_LOG_WARN, "could not allocate a stream's buffer; the stream is cut", NULL);
+    ssize_t n = skip              ? EVD_STREAM_END
+                : l->piece == NULL ? EVD_STREAM_ABORT
+                                   : l->resp.stream(l->resp.stream_cls, l->piece, LIVE_PIECE);
+    if (n <= 0) {
+        free(l->piece);
+        l->piece = NULL;
+    }
     bool resume = false;
     pthread_mutex_lock(&h->streams_mu);
     if (n > 0) {
