@@ -52,7 +52,8 @@ enum cli_exit cli_call(const struct cli_conn *c, const char *method, const char 
  * A creating POST made safe to retry: it sends an Idempotency-Key of its own (evald
  * answers a repeat with the first answer and creates nothing) and, with the same key,
  * tries again after a transport error or a 503, up to `attempts` calls in all, 1 s, 2 s,
- * 4 s … apart. Otherwise as cli_call.
+ * 4 s … apart, as long as the next call can end within three times the connection's
+ * timeout of the first (so --timeout still bounds a dead server). Otherwise as cli_call.
  */
 /* The calls of a start or an upload (cli_create): 1 + 3 retries, 7 s of waits in all. */
 #define CLI_CREATE_ATTEMPTS 4

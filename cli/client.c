@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -122,10 +123,17 @@ enum cli_exit cli_create(const struct cli_conn *c, const char *path, const char 
     for (size_t i = 0; i < sizeof(r); i++)
         n += snprintf(key + n, sizeof(key) - (size_t)n, "%02x", r[i]);
     unsigned wait_s = 1;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int attempt = 1;; attempt++) {
         enum cli_exit rc = call_keyed(c, "POST", path, content_type, body, len, key, a);
         bool again = (rc == CLI_TRANSPORT && !cli_interrupted) || (rc == CLI_OK && a->status == 503);
-        if (!again || attempt >= attempts)
+        /* Another attempt only when it can end within three timeouts of the first. */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long elapsed_ms = (long)(now.tv_sec - t0.tv_sec) * 1000 +
+                          (long)(now.tv_nsec - t0.tv_nsec) / 1000000;
+        bool in_budget = elapsed_ms + (long)wait_s * 1000 + c->timeout_ms <= 3 * c->timeout_ms;
+        if (!again || attempt >= attempts || !in_budget)
             return rc;
         if (rc == CLI_OK) {
             fprintf(stderr, "evald-cli: POST %s%s answered 503 (%.200s); trying again in %u s\n",
