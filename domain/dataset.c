@@ -626,6 +626,15 @@ enum evd_code evd_dataset_reader_finish(struct evd_dataset_reader *r, struct evd
     return seal(r, err);
 }
 
+const char *evd_dataset_reader_text(const struct evd_dataset_reader *r, size_t *len)
+{
+    *len = 0;
+    if (r->format != EVD_DATASET_JSON || r->finished || r->refused != EVD_OK)
+        return NULL;
+    *len = r->text.len;
+    return r->text.data != NULL ? r->text.data : "";
+}
+
 size_t evd_dataset_reader_count(const struct evd_dataset_reader *r)
 {
     return r->count;

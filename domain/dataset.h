@@ -73,6 +73,13 @@ enum evd_code evd_dataset_reader_case(struct evd_dataset_reader *r, const json_t
  */
 enum evd_code evd_dataset_reader_finish(struct evd_dataset_reader *r, struct evd_err *err);
 
+/*
+ * Before finish, a JSON reader's body as received so far (borrowed; NULL for the other
+ * formats, which hold no more than a line): what an Idempotency-Key compares, in canonical
+ * form, for a JSON upload.
+ */
+const char *evd_dataset_reader_text(const struct evd_dataset_reader *r, size_t *len);
+
 /* After a successful finish: the number of cases and the lowercase hex SHA-256. */
 size_t evd_dataset_reader_count(const struct evd_dataset_reader *r);
 const char *evd_dataset_reader_sha256(const struct evd_dataset_reader *r);

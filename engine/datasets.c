@@ -11,6 +11,7 @@
 
 #include "common/json.h"
 #include "common/util.h"
+#include "domain/canonical.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
 #include "store/db.h"
@@ -159,6 +160,18 @@ json_t *evd_dataset_upload_next(struct evd_dataset_upload *u, struct evd_err *er
     if (c == NULL)
         evd_err_set(err, EVD_EINTERNAL, "could not read the upload back from its spool");
     return c;
+}
+
+bool evd_dataset_upload_fingerprint(struct evd_dataset_upload *u, char out[65])
+{
+    size_t len = 0;
+    const char *text = evd_dataset_reader_text(u->reader, &len);
+    if (text == NULL)
+        return false;
+    json_t *doc = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+    bool ok = doc != NULL && evd_canonical_sha256(doc, out) == 0;
+    json_decref(doc);
+    return ok;
 }
 
 size_t evd_dataset_upload_count(const struct evd_dataset_upload *u)

@@ -41,6 +41,11 @@ enum evd_code evd_dataset_upload_feed(struct evd_dataset_upload *u, const void *
 enum evd_code evd_dataset_upload_finish(struct evd_dataset_upload *u, json_t **dataset,
                                         bool *created, struct evd_err *err);
 
+/* After the last piece, before finish, for Idempotency-Key: the SHA-256 (hex) of a JSON
+ * upload's canonical JSON; false for the other formats (their bytes are compared) and
+ * for a body that is not JSON. */
+bool evd_dataset_upload_fingerprint(struct evd_dataset_upload *u, char out[65]);
+
 /* NULL-safe; removes the spool. */
 void evd_dataset_upload_free(struct evd_dataset_upload *u);
 

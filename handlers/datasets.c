@@ -114,10 +114,19 @@ static void upload_free(void *state)
     free(up);
 }
 
+/* A JSON upload is compared as canonical JSON for Idempotency-Key; CSV and JSON Lines as
+ * bytes (the server's default). */
+static bool upload_fingerprint(void *state, char out[65])
+{
+    struct upload *up = state;
+    return !up->refused && evd_dataset_upload_fingerprint(up->u, out);
+}
+
 static const struct evd_upload_ops upload_ops = {
     .chunk = upload_chunk,
     .end = upload_end,
     .free = upload_free,
+    .fingerprint = upload_fingerprint,
 };
 
 void evd_h_datasets_list(struct evd_req *req, struct evd_resp *resp)

@@ -232,6 +232,24 @@ START_TEST(uploads_and_experiment_starts_are_idempotent)
     evd_t_resp_free(&b);
     ck_assert_int_eq(count_rows("datasets"), 1);
 
+    /* A JSON dataset upload compares canonical JSON. */
+    static const char JSON_DS[] =
+        "{\"name\":\"j\",\"cases\":[{\"id\":\"a\",\"vars\":{\"q\":\"1\",\"r\":\"2\"}}]}";
+    static const char JSON_DS2[] =
+        "{ \"cases\": [ {\"vars\": {\"r\": \"2\", \"q\": \"1\"}, \"id\": \"a\"} ], \"name\": \"j\" }";
+    struct evd_t_resp j1, j2;
+    ck_assert_int_eq(post("/v1/datasets", "ds-json", "application/json", JSON_DS, &j1), 201);
+    ck_assert_int_eq(post("/v1/datasets", "ds-json", "application/json", JSON_DS2, &j2), 201);
+    ck_assert(replayed(&j2));
+    ck_assert_str_eq(j1.body, j2.body);
+    evd_t_resp_free(&j2);
+    ck_assert_int_eq(post("/v1/datasets", "ds-json", "application/json",
+                          "{\"name\":\"j\",\"cases\":[{\"id\":\"b\"}]}", &j2),
+                     422);
+    evd_t_resp_free(&j2);
+    evd_t_resp_free(&j1);
+    ck_assert_int_eq(count_rows("datasets"), 2);
+
     /* An experiment start compares canonical JSON. */
     const char *id = json_string_value(json_object_get(a.json, "dataset_id"));
     char start[1024], start2[1024];
