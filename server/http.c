@@ -1,17 +1,17 @@
 /*
  * libmicrohttpd glue; see http.h. Each connection has a `struct exchange` that
- * accumulates the body (bounded) and lives until MHD's completion callback. A streaming
- * response is a `struct live`, owned by MHD's response object (freed in stream_done):
- * when its stream pauses, the reader suspends the connection, and the stream's wake
- * resumes it. streams_mu orders the two so that a resume never precedes its suspend
- * (libmicrohttpd leaves that undefined) and a wake before the suspend is kept.
+ * accumulates the body (bounded) and lives until MHD's completion callback. Every request
+ * that is not answered on the HTTP thread (EVD_ROUTE_INLINE) is a call on the handler pool
+ * (calls.c); a streaming answer is a `struct live` (streams.c), owned by MHD's response
+ * object. The types they share are in http_internal.h.
  *
- * A deferred answer (handlers/api.h, evd_req_defer) is a `struct deferred`: the request is
- * suspended after its handler returns, unless the answer came first, and the answer, from
- * another thread, resumes it; libmicrohttpd then calls on_request again, which sends it.
- * It has two references, the exchange's and the answerer's, and its flags live under
- * deferred_mu, a lock of the file's own, because an answer may come after the server has
- * stopped (it answered 503 itself then, and the late answer is dropped).
+ * A deferred answer (handlers/api.h, evd_req_defer; and every call) is a `struct
+ * deferred`: the request is suspended after its handler returns, unless the answer came
+ * first, and the answer, from another thread, resumes it; libmicrohttpd then calls
+ * on_request again, which sends it. It has two references, the exchange's and the
+ * answerer's, and its flags live under evd_http_deferred_mu, a lock of the server's own,
+ * because an answer may come after the server has stopped (it answered 503 itself then,
+ * and the late answer is dropped).
  *
  * Header deadline: libmicrohttpd's timeout counts silence only, so a client that sends a
  * byte now and then could hold a connection forever without finishing its headers. Each
@@ -41,93 +41,9 @@
 #include "common/log.h"
 #include "common/prometheus.h"
 #include "common/util.h"
-#include "domain/canonical.h"
-#include "engine/idempotency.h"
-#include "server/pool.h"
+#include "server/http_internal.h"
 
-struct evd_http {
-    struct MHD_Daemon *daemon;
-    struct evd_http_options opts;
-    unsigned port;
-    atomic_int exchanges; /* requests begun and not yet fully answered */
-    atomic_bool closing;  /* after evd_http_quiesce: every new request is refused */
-    /* Guards the flags and links of every struct live. Taken after a stream's own locks
-     * (a wake comes from under the SSE hub's), never held while calling into a stream. */
-    pthread_mutex_t streams_mu;
-    struct live *streams;
-    struct deferred *deferreds; /* under deferred_mu */
-    struct evd_pool *pool;      /* runs handlers, stream reads and upload ends */
-    /* The header deadline: a leaf lock over every struct watch. */
-    pthread_mutex_t watch_mu;
-    pthread_cond_t watch_cv; /* the reaper sleeps here; signalled at stop */
-    struct watch *watches;
-    int64_t header_ms;
-    bool reaper_stop;
-    bool reaper_started;
-    pthread_t reaper;
-};
-
-struct watch {
-    MHD_socket fd;
-    int64_t since_ms; /* evd_mono_ms() since the headers are awaited; 0 = not awaited */
-    bool shut;
-    struct watch *prev, *next;
-};
-
-/* What the last read of a stream on the handler pool found (struct live). */
-enum piece { PIECE_NONE, PIECE_READING, PIECE_PAUSED, PIECE_END, PIECE_FAILED };
-
-#define LIVE_PIECE (16 * 1024)
-
-struct live {
-    struct evd_pool_job read; /* first: the pool's job that reads the next piece */
-    struct evd_resp resp;     /* the handler's, with its stream callbacks */
-    struct evd_http *h;
-    struct MHD_Connection *conn;
-    /* Under streams_mu: */
-    bool suspended; /* the connection is suspended: a read's end, or a wake, resumes it */
-    bool woken;     /* a wake came since the last read began: read again, do not wait */
-    bool closing;   /* the server is stopping: end the stream */
-    bool orphaned;  /* libmicrohttpd is done with it while a read runs: the read frees it */
-    enum piece state;
-    /* The bytes the last read gave, sent from piece_off on: LIVE_PIECE bytes while the
-     * stream gives data, none while it waits (an open event stream costs no buffer). */
-    char *piece;
-    size_t piece_len, piece_off;
-    struct live *prev, *next;
-};
-
-struct deferred {
-    struct evd_deferred base; /* first: what the handler holds */
-    struct evd_http *h;       /* NULL once the server stopped and answered it */
-    struct MHD_Connection *conn;
-    struct evd_resp answer; /* moved in by the answer, out by on_request */
-    bool answered;
-    bool suspended; /* on_request suspended the connection; the answer resumes it */
-    int refs;       /* the exchange's and the answerer's */
-    struct deferred *prev, *next; /* the server's list, for its stop */
-};
-
-/* Guards every struct deferred and the servers' lists of them (a leaf lock). */
-static pthread_mutex_t deferred_mu = PTHREAD_MUTEX_INITIALIZER;
-
-struct exchange {
-    struct evd_buf body;
-    int too_large;
-    int64_t start_ms;
-    char request_id[72];
-    struct evd_resp resp;
-    /* An upload route (EVD_ROUTE_UPLOAD): routed when the headers arrive. */
-    const struct evd_route *upload_route;
-    struct evd_req upload_req;
-    size_t upload_bytes;
-    bool upload_answered; /* resp holds the answer already; the rest of the body is dropped */
-    /* An upload with an Idempotency-Key: the SHA-256 of its bytes as they come. */
-    struct evd_sha256 upload_hash;
-    bool upload_hashing;
-    struct deferred *defer;    /* the handler deferred its answer */
-    const char *route_name;    /* of a deferred request, for its log line */
-};
+pthread_mutex_t evd_http_deferred_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *query_lookup(void *conn, const char *key)
 {
@@ -229,8 +145,7 @@ static const struct evd_route *route_of(struct evd_http *h, struct MHD_Connectio
     return route;
 }
 
-/* Releases what an answer that will not be sent holds: its body or its stream. */
-static void resp_drop(struct evd_resp *r)
+void evd_http_resp_drop(struct evd_resp *r)
 {
     free(r->body);
     if (r->stream_free != NULL)
@@ -241,11 +156,11 @@ static void resp_drop(struct evd_resp *r)
 /* Frees a deferred answer nobody refers to any more. */
 static void deferred_free(struct deferred *d)
 {
-    resp_drop(&d->answer);
+    evd_http_resp_drop(&d->answer);
     free(d);
 }
 
-/* Drops one reference under deferred_mu; true when it was the last (the caller frees). */
+/* Drops one reference under evd_http_deferred_mu; true when it was the last (the caller frees). */
 static bool deferred_unref_locked(struct deferred *d)
 {
     if (--d->refs > 0)
@@ -267,7 +182,7 @@ static void deferred_answer(struct evd_deferred *base, struct evd_resp *answer)
     struct deferred *d = (struct deferred *)base;
     bool resume = false;
     struct evd_resp late = {0};
-    pthread_mutex_lock(&deferred_mu);
+    pthread_mutex_lock(&evd_http_deferred_mu);
     if (d->answered) {
         late = *answer; /* the server answered 503 when it stopped */
     } else {
@@ -279,14 +194,14 @@ static void deferred_answer(struct evd_deferred *base, struct evd_resp *answer)
     memset(answer, 0, sizeof(*answer));
     struct MHD_Connection *conn = d->conn;
     bool last = deferred_unref_locked(d);
-    pthread_mutex_unlock(&deferred_mu);
+    pthread_mutex_unlock(&evd_http_deferred_mu);
     /* Still suspended until this call, so MHD cannot have freed the connection, nor the
      * exchange its reference. */
     if (resume)
         MHD_resume_connection(conn);
     if (last)
         deferred_free(d);
-    resp_drop(&late);
+    evd_http_resp_drop(&late);
 }
 
 struct defer_ctx {
@@ -308,14 +223,21 @@ static struct evd_deferred *defer_request(void *arg)
     d->h = x->h;
     d->conn = x->conn;
     d->refs = 2;
-    pthread_mutex_lock(&deferred_mu);
+    pthread_mutex_lock(&evd_http_deferred_mu);
     d->next = x->h->deferreds;
     if (d->next != NULL)
         d->next->prev = d;
     x->h->deferreds = d;
-    pthread_mutex_unlock(&deferred_mu);
+    pthread_mutex_unlock(&evd_http_deferred_mu);
     x->ex->defer = d;
     return &d->base;
+}
+
+struct evd_deferred *evd_http_defer(struct evd_http *h, struct exchange *ex,
+                                    struct MHD_Connection *c)
+{
+    struct defer_ctx dctx = {h, ex, c};
+    return defer_request(&dctx);
 }
 
 /* After the handler of a deferred request: suspends the connection unless the answer is
@@ -323,7 +245,7 @@ static struct evd_deferred *defer_request(void *arg)
 static bool deferred_ready(struct exchange *ex, struct MHD_Connection *c)
 {
     struct deferred *d = ex->defer;
-    pthread_mutex_lock(&deferred_mu);
+    pthread_mutex_lock(&evd_http_deferred_mu);
     bool ready = d->answered;
     if (ready) {
         free(ex->resp.body);
@@ -333,290 +255,8 @@ static bool deferred_ready(struct exchange *ex, struct MHD_Connection *c)
         d->suspended = true;
         MHD_suspend_connection(c);
     }
-    pthread_mutex_unlock(&deferred_mu);
+    pthread_mutex_unlock(&evd_http_deferred_mu);
     return ready;
-}
-
-/*
- * A request on the handler pool: a copy of what its handler may read (the request line,
- * the path parameters, the body, a snapshot of its headers and query arguments), so that
- * it reads nothing of libmicrohttpd's, which may free the connection once the server has
- * stopped and answered 503 itself. The exchange's deferral carries the answer back.
- */
-struct call {
-    struct evd_pool_job job; /* first */
-    struct evd_req req;      /* its strings point into this call */
-    const struct evd_route *route;
-    struct deferred *defer; /* the exchange's; answered here unless the handler took it */
-    bool taken;             /* the handler took the deferral (evd_req_defer) */
-    /* An upload's end, instead of the route's handler: the call owns the state. */
-    const struct evd_upload_ops *upload;
-    void *upload_state;
-    char method[16];
-    char request_id[72];
-    char *path;
-    /* The request's Idempotency-Key (a route flagged EVD_ROUTE_IDEMPOTENT), or "". */
-    char idem_key[256];
-    char upload_sha256[65]; /* an upload's bytes, hashed as they came ("": none) */
-    /* The headers and query arguments: a kind byte ('h' or 'q'), the key and its NUL,
-     * a presence byte ('=' or '-': an argument without a value), the value and its NUL. */
-    struct evd_buf values;
-};
-
-static const char *call_lookup(const struct call *k, char kind, const char *key)
-{
-    const char *p = k->values.data, *end = p + k->values.len;
-    while (p != NULL && p < end) {
-        char kd = *p++;
-        const char *name = p;
-        p += strlen(p) + 1;
-        bool has = *p++ == '=';
-        const char *value = p;
-        p += strlen(p) + 1;
-        /* Case-insensitive and the first of a name, as libmicrohttpd's own lookup. */
-        if (kd == kind && strcasecmp(name, key) == 0)
-            return has ? value : NULL;
-    }
-    return NULL;
-}
-
-static const char *call_query(void *conn, const char *key)
-{
-    return call_lookup(conn, 'q', key);
-}
-
-static const char *call_header(void *conn, const char *name)
-{
-    return call_lookup(conn, 'h', name);
-}
-
-/* evd_req's defer_fn on the pool: the exchange's deferral, which the call holds. */
-static struct evd_deferred *call_defer(void *arg)
-{
-    struct call *k = arg;
-    /* An idempotent request's answer is recorded by the call, which must see it. */
-    if (k->taken || k->idem_key[0] != '\0')
-        return NULL;
-    k->taken = true;
-    return &k->defer->base;
-}
-
-static enum MHD_Result call_value(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  const char *value)
-{
-    struct call *k = cls;
-    char kd = kind == MHD_HEADER_KIND ? 'h' : 'q';
-    bool ok = evd_buf_append(&k->values, &kd, 1) == 0 &&
-              evd_buf_append(&k->values, key, strlen(key) + 1) == 0 &&
-              evd_buf_append(&k->values, value != NULL ? "=" : "-", 1) == 0 &&
-              evd_buf_append(&k->values, value != NULL ? value : "", value ? strlen(value) + 1 : 1) ==
-                  0;
-    return ok ? MHD_YES : MHD_NO;
-}
-
-static void call_free(struct call *k)
-{
-    if (k == NULL)
-        return;
-    json_decref(k->req.body);
-    if (k->upload != NULL)
-        k->upload->free(k->upload_state);
-    evd_buf_free(&k->values);
-    free(k->path);
-    free(k);
-}
-
-/* A call for `req` (routed; its body is stolen), or NULL when out of memory. */
-static struct call *call_new(struct MHD_Connection *c, const struct evd_route *route,
-                             const struct evd_req *req)
-{
-    struct call *k = calloc(1, sizeof(*k));
-    if (k == NULL)
-        return NULL;
-    k->route = route;
-    k->req = *req;
-    k->req.body = NULL;
-    k->path = strdup(req->path);
-    snprintf(k->method, sizeof(k->method), "%s", req->method);
-    snprintf(k->request_id, sizeof(k->request_id), "%s", req->request_id);
-    int n = MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, call_value, k);
-    bool whole = n >= 0 && MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
-                                                     NULL, NULL) == n;
-    if (k->path == NULL || !whole) {
-        call_free(k);
-        return NULL;
-    }
-    k->req.method = k->method;
-    k->req.path = k->path;
-    k->req.request_id = k->request_id;
-    k->req.conn = k;
-    k->req.query_fn = call_query;
-    k->req.header_fn = call_header;
-    k->req.defer_fn = call_defer;
-    k->req.defer_ctx = k;
-    return k;
-}
-
-/* True when the server has answered the call's request itself (it stopped). */
-static bool call_dropped(const struct call *k)
-{
-    pthread_mutex_lock(&deferred_mu);
-    bool dropped = k->defer->answered;
-    pthread_mutex_unlock(&deferred_mu);
-    return dropped;
-}
-
-/* Runs the call's handler, or its upload's end, into *resp. */
-static void call_handle(struct call *k, struct evd_resp *resp)
-{
-    if (k->upload != NULL)
-        k->upload->end(k->upload_state, &k->req, resp);
-    else
-        k->route->fn(&k->req, resp);
-}
-
-/* The value of response header `name` in r, or NULL. */
-static const char *resp_header(const struct evd_resp *r, const char *name)
-{
-    for (size_t i = 0; i < r->nheaders; i++)
-        if (strcasecmp(r->header_names[i], name) == 0)
-            return r->header_values[i];
-    return NULL;
-}
-
-/*
- * An idempotent request (docs/idempotency.md): the key is claimed for the body's
- * fingerprint; the first request runs and its answer is recorded, a repeat gets that
- * answer again with Idempotent-Replayed: true, and one with another body a 422.
- */
-static void call_idempotent(struct call *k, struct evd_resp *resp)
-{
-    char fingerprint[65];
-    bool canonical = false;
-    if (k->upload != NULL) {
-        canonical = k->upload->fingerprint != NULL &&
-                    k->upload->fingerprint(k->upload_state, fingerprint);
-        if (!canonical)
-            snprintf(fingerprint, sizeof(fingerprint), "%s", k->upload_sha256);
-    } else if (k->req.body != NULL) {
-        if (evd_canonical_sha256(k->req.body, fingerprint) != 0) {
-            evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
-            return;
-        }
-    } else {
-        evd_sha256_hex("", 0, fingerprint);
-    }
-    const char *auth = call_header(k, "Authorization");
-    const char *token = auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0 ? auth + 7 : "";
-    struct evd_idem t;
-    struct evd_err err = {0};
-    enum evd_code rc = evd_idem_begin(k->req.ctx->engine, token, k->method, k->path, k->idem_key,
-                                      fingerprint, &t, &err);
-    if (rc != EVD_OK) {
-        evd_resp_error(resp, &err);
-    } else if (t.outcome == EVD_IDEM_REPLAY) {
-        /* The content types evald answers with are static strings; another is a header. */
-        static const char *const known[] = {"application/json", "application/problem+json"};
-        const char *ct = NULL;
-        for (size_t i = 0; t.content_type != NULL && i < sizeof(known) / sizeof(*known); i++)
-            if (strcmp(t.content_type, known[i]) == 0)
-                ct = known[i];
-        evd_resp_raw(resp, t.status, ct, t.body ? t.body : "", t.body ? strlen(t.body) : 0);
-        if (ct == NULL && t.content_type != NULL)
-            evd_resp_header(resp, "Content-Type", t.content_type);
-        if (t.location != NULL)
-            evd_resp_header(resp, "Location", t.location);
-        evd_resp_header(resp, "Idempotent-Replayed", "true");
-        /* A replayed problem gains this request's id, as any problem does. */
-        if (t.status >= 400)
-            resp->error = EVD_EINVAL;
-    } else {
-        call_handle(k, resp);
-        char *body = resp->stream == NULL && resp->body != NULL ? strndup(resp->body, resp->len)
-                                                                : NULL;
-        int status = resp->stream == NULL && (resp->body == NULL || body != NULL) ? resp->status
-                                                                                 : 0;
-        evd_idem_end(&t, status, resp_header(resp, "Location"), resp->content_type, body);
-        free(body);
-        return;
-    }
-    evd_idem_end(&t, 0, NULL, NULL, NULL);
-}
-
-/* The pool's job: runs the handler (or the upload's end) and answers, unless the handler
- * took the deferral to answer later itself. */
-static void call_run(struct evd_pool_job *job)
-{
-    struct call *k = (struct call *)job;
-    struct evd_resp resp = {.status = 500};
-    /* A request the server answered 503 when it stopped is not run at all: its client
-     * was told that nothing was done. */
-    if (call_dropped(k)) {
-        evd_deferred_answer(&k->defer->base, &resp);
-        call_free(k);
-        return;
-    }
-    if (k->idem_key[0] != '\0')
-        call_idempotent(k, &resp);
-    else
-        call_handle(k, &resp);
-    if (!k->taken) {
-        if (resp.body == NULL && resp.stream == NULL)
-            evd_resp_problem(&resp, EVD_EINTERNAL, "the handler produced no response");
-        evd_deferred_answer(&k->defer->base, &resp);
-    } else {
-        resp_drop(&resp);
-    }
-    call_free(k);
-}
-
-/* Hands the request to the pool: takes the exchange's deferral (on_request then suspends
- * the connection) and queues the call. False when out of memory (the request's body is
- * then still the caller's). */
-static bool call_submit(struct evd_http *h, struct exchange *ex, struct MHD_Connection *c,
-                        const struct evd_route *route, const struct evd_req *req, json_t *body,
-                        const struct evd_upload_ops *upload, void *upload_state)
-{
-    struct call *k = call_new(c, route, req);
-    if (k == NULL)
-        return false;
-    const char *key = (route->flags & EVD_ROUTE_IDEMPOTENT)
-                          ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key")
-                          : NULL;
-    if (key != NULL)
-        snprintf(k->idem_key, sizeof(k->idem_key), "%s", key); /* checked: at most 255 */
-    if (ex->upload_hashing) {
-        evd_sha256_final_hex(&ex->upload_hash, k->upload_sha256);
-        evd_sha256_free(&ex->upload_hash);
-        ex->upload_hashing = false;
-    }
-    struct defer_ctx dctx = {h, ex, c};
-    k->defer = (struct deferred *)defer_request(&dctx);
-    if (k->defer == NULL) {
-        call_free(k);
-        return false;
-    }
-    k->req.body = body;
-    k->upload = upload;
-    k->upload_state = upload_state;
-    k->job.run = call_run;
-    evd_pool_submit(h->pool, &k->job, (route->flags & EVD_ROUTE_URGENT) != 0);
-    return true;
-}
-
-/* False after answering 400 in *resp: the route honours Idempotency-Key and the request
- * has one that is not 1 to 255 visible ASCII characters. */
-static bool idempotency_key_ok(const struct evd_route *route, struct MHD_Connection *c,
-                               struct evd_resp *resp)
-{
-    if (!(route->flags & EVD_ROUTE_IDEMPOTENT))
-        return true;
-    const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
-    if (key == NULL || evd_idem_key_valid(key))
-        return true;
-    evd_resp_problem(resp, EVD_EINVAL,
-                     "Idempotency-Key must be 1 to 255 visible ASCII characters");
-    return false;
 }
 
 /* Fills ex->resp for the request, or hands it to the pool (ex->defer is then set); never
@@ -641,7 +281,7 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
     if (route == NULL)
         return;
     *route_name = route->pattern;
-    if (!idempotency_key_ok(route, c, resp))
+    if (!evd_http_idempotency_key_ok(route, c, resp))
         return;
     if (ex->too_large) {
         evd_resp_problem(resp, EVD_ETOOLARGE, "request body exceeds the 1 MiB limit");
@@ -665,7 +305,7 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         }
     }
     if (!(route->flags & EVD_ROUTE_INLINE)) {
-        if (!call_submit(h, ex, c, route, &req, body, NULL, NULL)) {
+        if (!evd_http_call_submit(h, ex, c, route, &req, body, NULL, NULL)) {
             json_decref(body);
             evd_resp_problem(resp, EVD_ENOMEM, "out of memory");
         }
@@ -679,164 +319,13 @@ static void dispatch(struct evd_http *h, struct exchange *ex, struct MHD_Connect
         evd_resp_problem(resp, EVD_EINTERNAL, "the handler produced no response");
 }
 
-/*
- * Streams. A stream's function may read the database (an event stream's state, an
- * export's next records), so it runs on the handler pool, one read at a time, into the
- * live's piece; the HTTP thread only copies the piece out. While a read runs, or while the
- * stream has paused and no wake has come, the connection is suspended. Under streams_mu:
- *   reader (HTTP thread)  piece left: copy it; ended: end; paused and not woken, or a read
- *                         running: suspend; else: suspend and queue a read;
- *   read (pool)           stores what the stream gave; resumes the connection unless the
- *                         stream paused and no wake came meanwhile; frees an orphan;
- *   wake (any thread)     marks it woken; resumes it when suspended and no read runs;
- *   done (HTTP thread)    unlinks it; frees it, or leaves it to the running read.
- */
-static void live_free(struct live *l)
-{
-    if (l->resp.stream_free)
-        l->resp.stream_free(l->resp.stream_cls); /* no wake after this returns */
-    free(l->piece);
-    free(l);
-}
-
-/* The stream's wake function (evd_stream_wake_fn); any thread. */
-static void stream_wake(void *token)
-{
-    struct live *l = token;
-    bool resume = false;
-    pthread_mutex_lock(&l->h->streams_mu);
-    l->woken = true;
-    if (l->suspended && l->state != PIECE_READING) {
-        l->suspended = false;
-        resume = true;
-    }
-    pthread_mutex_unlock(&l->h->streams_mu);
-    /* Still suspended until this call, so MHD cannot have freed the connection. */
-    if (resume)
-        MHD_resume_connection(l->conn);
-}
-
-/* The pool's job: reads the stream's next piece. */
-static void stream_read(struct evd_pool_job *job)
-{
-    struct live *l = (struct live *)job;
-    struct evd_http *h = l->h;
-    pthread_mutex_lock(&h->streams_mu);
-    bool skip = l->closing || l->orphaned;
-    pthread_mutex_unlock(&h->streams_mu);
-    /* No reader touches the piece while a read runs. */
-    if (!skip && l->piece == NULL && (l->piece = malloc(LIVE_PIECE)) == NULL)
-        evd_log(EVD_LOG_WARN, "could not allocate a stream's buffer; the stream is cut", NULL);
-    ssize_t n = skip              ? EVD_STREAM_END
-                : l->piece == NULL ? EVD_STREAM_ABORT
-                                   : l->resp.stream(l->resp.stream_cls, l->piece, LIVE_PIECE);
-    if (n <= 0) {
-        free(l->piece);
-        l->piece = NULL;
-    }
-    bool resume = false;
-    pthread_mutex_lock(&h->streams_mu);
-    if (n > 0) {
-        l->piece_len = (size_t)n;
-        l->piece_off = 0;
-        l->state = PIECE_NONE;
-    } else {
-        l->state = n == EVD_STREAM_PAUSE   ? PIECE_PAUSED
-                   : n == EVD_STREAM_ABORT ? PIECE_FAILED
-                                           : PIECE_END;
-    }
-    bool orphan = l->orphaned;
-    if (!orphan && l->suspended && (l->state != PIECE_PAUSED || l->woken || l->closing)) {
-        l->suspended = false;
-        resume = true;
-    }
-    struct MHD_Connection *conn = l->conn;
-    pthread_mutex_unlock(&h->streams_mu);
-    if (orphan)
-        live_free(l);
-    else if (resume)
-        MHD_resume_connection(conn);
-}
-
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    struct live *l = cls;
-    ssize_t ret = 0;
-    pthread_mutex_lock(&l->h->streams_mu);
-    if (l->piece_off < l->piece_len) {
-        size_t n = l->piece_len - l->piece_off;
-        if (n > max)
-            n = max;
-        memcpy(buf, l->piece + l->piece_off, n);
-        l->piece_off += n;
-        ret = (ssize_t)n;
-    } else if (l->state == PIECE_FAILED) {
-        ret = MHD_CONTENT_READER_END_WITH_ERROR; /* no last chunk: a truncated body */
-    } else if (l->state == PIECE_END || l->closing) {
-        ret = MHD_CONTENT_READER_END_OF_STREAM;
-    } else if (l->state == PIECE_READING || (l->state == PIECE_PAUSED && !l->woken)) {
-        l->suspended = true;
-        MHD_suspend_connection(l->conn);
-    } else {
-        l->woken = false;
-        l->state = PIECE_READING;
-        l->suspended = true;
-        MHD_suspend_connection(l->conn);
-        evd_pool_submit(l->h->pool, &l->read, false);
-    }
-    pthread_mutex_unlock(&l->h->streams_mu);
-    return ret; /* 0: nothing now; MHD reads again once resumed */
-}
-
-static void stream_done(void *cls)
-{
-    struct live *l = cls;
-    struct evd_http *h = l->h;
-    pthread_mutex_lock(&h->streams_mu);
-    if (l->prev != NULL)
-        l->prev->next = l->next;
-    else
-        h->streams = l->next;
-    if (l->next != NULL)
-        l->next->prev = l->prev;
-    bool reading = l->state == PIECE_READING;
-    l->orphaned = reading;
-    pthread_mutex_unlock(&h->streams_mu);
-    if (!reading)
-        live_free(l);
-}
-
 static enum MHD_Result respond(struct evd_http *h, struct MHD_Connection *c, struct exchange *ex)
 {
     struct evd_resp *r = &ex->resp;
     struct MHD_Response *mr;
     if (r->stream != NULL) {
-        /* The streaming state outlives the exchange: hand a copy to MHD. */
-        struct live *l = calloc(1, sizeof(*l));
-        if (l == NULL)
+        if ((mr = evd_http_stream_response(h, c, r, &r)) == NULL)
             return MHD_NO;
-        l->read.run = stream_read;
-        l->resp = *r;
-        l->h = h;
-        l->conn = c;
-        r->stream_free = NULL;
-        r->stream = NULL;
-        pthread_mutex_lock(&h->streams_mu);
-        l->next = h->streams;
-        if (h->streams != NULL)
-            h->streams->prev = l;
-        h->streams = l;
-        pthread_mutex_unlock(&h->streams_mu);
-        if (l->resp.stream_attach != NULL)
-            l->resp.stream_attach(l->resp.stream_cls, stream_wake, l);
-        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, l,
-                                               stream_done);
-        if (mr == NULL) {
-            stream_done(l);
-            return MHD_NO;
-        }
-        r = &l->resp;
     } else {
         mr = MHD_create_response_from_buffer_with_free_callback(r->len, r->body, free);
         if (mr == NULL)
@@ -889,7 +378,7 @@ static void upload_open(struct evd_http *h, struct exchange *ex, struct MHD_Conn
         .conn = c,
     };
     if (route_of(h, c, url, method, &ex->upload_req, &ex->resp) == NULL ||
-        !idempotency_key_ok(route, c, &ex->resp)) {
+        !evd_http_idempotency_key_ok(route, c, &ex->resp)) {
         ex->upload_answered = true;
         return;
     }
@@ -924,7 +413,7 @@ static enum MHD_Result upload_step(struct evd_http *h, struct exchange *ex,
     }
     if (!ex->upload_answered) {
         /* The end writes what was uploaded: on the pool, which then owns the state. */
-        if (call_submit(h, ex, c, ex->upload_route, &ex->upload_req, NULL, ops,
+        if (evd_http_call_submit(h, ex, c, ex->upload_route, &ex->upload_req, NULL, ops,
                         ex->resp.upload_state)) {
             ex->resp.upload = NULL;
             ex->resp.upload_state = NULL;
@@ -1125,9 +614,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
         return;
     atomic_fetch_sub(&h->exchanges, 1);
     if (ex->defer != NULL) {
-        pthread_mutex_lock(&deferred_mu);
+        pthread_mutex_lock(&evd_http_deferred_mu);
         bool last = deferred_unref_locked(ex->defer);
-        pthread_mutex_unlock(&deferred_mu);
+        pthread_mutex_unlock(&evd_http_deferred_mu);
         if (last)
             deferred_free(ex->defer);
     }
@@ -1272,29 +761,15 @@ void evd_http_stop(struct evd_http *h)
     if (h == NULL)
         return;
     /* MHD must not stop with a connection suspended: end every stream, resuming those
-     * that wait. A resume is made outside the lock, as in stream_wake. */
-    for (;;) {
-        struct MHD_Connection *c = NULL;
-        pthread_mutex_lock(&h->streams_mu);
-        for (struct live *l = h->streams; l != NULL; l = l->next) {
-            l->closing = true;
-            if (c == NULL && l->suspended) {
-                l->suspended = false;
-                c = l->conn;
-            }
-        }
-        pthread_mutex_unlock(&h->streams_mu);
-        if (c == NULL)
-            break;
-        MHD_resume_connection(c);
-    }
+     * that wait. */
+    evd_http_streams_close(h);
     /* Deferred answers still to come: answered 503 here, and resumed; their late answers
      * are dropped (deferred_answer). They leave the server's list, which goes with it. The
      * threads get a moment to send those answers before the daemon stops. */
     bool resumed = false;
     for (;;) {
         struct MHD_Connection *c = NULL;
-        pthread_mutex_lock(&deferred_mu);
+        pthread_mutex_lock(&evd_http_deferred_mu);
         for (struct deferred *d = h->deferreds; d != NULL; d = d->next) {
             if (!d->answered) {
                 evd_resp_problem(&d->answer, EVD_EUNAVAIL, "the service is shutting down");
@@ -1311,7 +786,7 @@ void evd_http_stop(struct evd_http *h)
                 d->h = NULL;
             h->deferreds = NULL;
         }
-        pthread_mutex_unlock(&deferred_mu);
+        pthread_mutex_unlock(&evd_http_deferred_mu);
         if (c == NULL)
             break;
         MHD_resume_connection(c);
