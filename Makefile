@@ -85,7 +85,7 @@ fuzz: fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BUILD)
 
 fuzz-smoke: fuzz-build
-	@FUZZ_SECONDS=60 FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_BUILD)
+	@FUZZ_SECONDS=45 FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suites that exercise evald's threads (engine workers, writer and keeper, starters and
-# the HTTP server's deferred answers, its handler pool and stream reads, idempotent
-# requests that wait for each other, the rate limiters of two processes, webhook
+# the HTTP server's deferred answers, its handler pool and stream reads (every request of
+# every suite goes through them), idempotent requests that wait for each other, the rate limiters of two processes, webhook
 # delivery, sessions, the iii adapter, the common thread queue) under ThreadSanitizer, in
 # build-tsan. The integration suites run the TSan evald and evald-stub binaries;
 # tests/support/itest.c fails a suite when a child's stderr holds a report, the TSan
@@ -18,7 +18,7 @@ scripts/deps.sh
 # GCC by default (its TSan runtime, libtsan2, comes with it); TSAN_CC=clang works as well.
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="${TSAN_CC:-gcc}" -DCMAKE_BUILD_TYPE=Debug -DEVALD_TSAN=ON >/dev/null
 suites=(test_engine test_webhooks test_sessions test_run_functions test_starts test_rate_limits
-        test_idempotency test_db_restart test_adapter_conn test_adapter_proto test_adapter_ws
+        test_idempotency test_adapter_conn test_adapter_proto test_adapter_ws
         test_webhook_core test_queue test_pool)
 cmake --build "$build" -j "$jobs" --target evald evald-stub "${suites[@]}"
 
@@ -41,7 +41,7 @@ rm -rf "$build/test-logs"
 mkdir -p "$build/test-logs"
 status=0
 ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}" \
-  -R '^(unit/test_(adapter_.*|webhook_core|queue|pool)|integration/test_(engine|webhooks|sessions|run_functions|starts|rate_limits|idempotency|db_restart))$' || status=$?
+  -R '^(unit/test_(adapter_.*|webhook_core|queue|pool)|integration/test_(engine|webhooks|sessions|run_functions|starts|rate_limits|idempotency))$' || status=$?
 # The iii suite (Node) keeps evald's stderr to itself: there the reports go to files.
 TSAN_OPTIONS="$TSAN_OPTIONS log_path=$build/test-logs/iii-tsan" \
   ctest --test-dir "$build" --output-on-failure -R '^iii/adapter$' || status=$?
