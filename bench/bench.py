@@ -337,17 +337,19 @@ class Evald:
 
 
 def stop_all(opts, work, procs, db=None):
-    """The end of a run of a side-by-side script: stops each of procs (None is skipped),
-    drops db unless --keep, keeps the logs (keep_logs) and removes the work folder unless
-    --keep."""
+    """The end of a measured run: stops each of procs in order (None is skipped: samplers,
+    evald, the stub), then, unless --keep, drops db, keeps the logs (keep_logs) and removes
+    the work folder; with --keep says where they are."""
     for p in procs:
         if p:
             p.stop()
-    if db and not opts.keep:
-        db.drop()
-    keep_logs(work)
     if not opts.keep:
+        if db:
+            db.drop()
+        keep_logs(work)
         shutil.rmtree(work, ignore_errors=True)
+    else:
+        log("kept", work, "and database", db.name if db else "")
 
 
 def ab_parser(doc):
@@ -546,19 +548,7 @@ def run_evald_workload(opts, n, c, latency, mode):
                         "tables_bytes_per_run": (runs_b + evals_b + jobs_b + events_b) / n})
         return res
     finally:
-        if sampler:
-            sampler.stop()
-        if ev:
-            ev.stop()
-        if stub:
-            stub.stop()
-        if db and not opts.keep:
-            db.drop()
-        if not opts.keep:
-            keep_logs(work)
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            log("kept", work, "and database", db.name if db else "")
+        stop_all(opts, work, (sampler, ev, stub), db)
 
 
 def wait_ready(port, deadline_s=30.0):

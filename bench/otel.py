@@ -279,23 +279,7 @@ def one_run(opts, export, rec, rnd=0):
         res["problems"] = problems
         return res
     finally:
-        if perf:
-            perf.stop()
-        if peak:
-            peak.stop()
-        if sampler:
-            sampler.stop()
-        if ev:
-            ev.stop()
-        if stub:
-            stub.stop()
-        if db and not opts.keep:
-            db.drop()
-        if not opts.keep:
-            bench.keep_logs(work)
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            bench.log("kept", work, "and database", db.name if db else "")
+        bench.stop_all(opts, work, (perf, peak, sampler, ev, stub), db)
 
 
 def mib(kb):
