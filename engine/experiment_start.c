@@ -38,6 +38,9 @@ struct evd_experiment_upload {
     struct evd_buf canon;
     /* The first element that is not JSON, and the first case the reader refused. */
     struct evd_err malformed, refused;
+    /* The rest of the body, parsed once (parse_rest), for the fingerprint and the end. */
+    json_t *request;
+    struct evd_err request_err;
 };
 
 /* The splitter's element: parsed, hashed and handed to the reader. A failure is kept, not
@@ -107,30 +110,40 @@ void evd_experiment_upload_free(struct evd_experiment_upload *u)
     evd_dataset_upload_free(u->cases);
     evd_sha256_free(&u->cases_hash);
     evd_buf_free(&u->canon);
+    json_decref(u->request);
     free(u);
 }
 
-/* The rest of the body, parsed (new reference), or NULL with the parse's error. */
-static json_t *parse_rest(const struct evd_experiment_upload *u, struct evd_err *err)
+/* The rest of the body, parsed once (borrowed from u), or NULL with its refusal: an empty
+ * body is not a JSON object, anything else that does not parse is malformed JSON. */
+static const json_t *parse_rest(struct evd_experiment_upload *u, struct evd_err *err)
 {
-    size_t len = 0;
-    const char *rest = evd_json_split_rest(u->split, &len);
-    json_error_t jerr;
-    json_t *body = json_loadb(rest, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (body == NULL)
-        evd_err_set(err, EVD_EINVAL, "malformed JSON: %s at line %d column %d", jerr.text,
-                    jerr.line, jerr.column);
-    return body;
+    if (u->request == NULL && u->request_err.code == EVD_OK) {
+        size_t len = 0;
+        const char *rest = evd_json_split_rest(u->split, &len);
+        size_t blank = 0;
+        while (blank < len && (rest[blank] == ' ' || rest[blank] == '\t' ||
+                               rest[blank] == '\r' || rest[blank] == '\n'))
+            blank++;
+        json_error_t jerr;
+        if (blank == len)
+            evd_err_set(&u->request_err, EVD_EINVAL, "request body must be a JSON object");
+        else if ((u->request = json_loadb(rest, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+                                          &jerr)) == NULL)
+            evd_err_set(&u->request_err, EVD_EINVAL, "malformed JSON: %s at line %d column %d",
+                        jerr.text, jerr.line, jerr.column);
+    }
+    if (u->request == NULL && err != NULL)
+        *err = u->request_err;
+    return u->request;
 }
 
 bool evd_experiment_upload_fingerprint(struct evd_experiment_upload *u, char out[65])
 {
-    struct evd_err err = {0};
-    json_t *rest = parse_rest(u, &err);
+    const json_t *rest = parse_rest(u, NULL);
     char rest_sha[65], cases_sha[65];
     bool ok = rest != NULL && u->malformed.code == EVD_OK &&
               evd_canonical_sha256(rest, rest_sha) == 0;
-    json_decref(rest);
     if (!ok)
         return false;
     evd_sha256_update(&u->cases_hash, "]", 1);
@@ -392,24 +405,16 @@ enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json
                                           ? u->engine->opts.max_concurrency
                                           : 256),
     };
-    json_t *body = NULL, *normalized = NULL;
-    const json_t *inline_cases = NULL;
+    json_t *normalized = NULL;
+    const json_t *body = NULL, *inline_cases = NULL;
     enum evd_code rc;
     if (u->malformed.code != EVD_OK) {
         if (err != NULL)
             *err = u->malformed;
         return u->malformed.code;
     }
-    size_t len = 0;
-    const char *rest = evd_json_split_rest(u->split, &len);
-    size_t blank = 0;
-    while (blank < len && strchr(" \t\r\n", rest[blank]) != NULL)
-        blank++;
-    if (blank == len)
-        return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
     if ((body = parse_rest(u, err)) == NULL)
         return EVD_EINVAL;
-    /* An empty body is refused as the request's validation words it. */
     if ((rc = evd_experiment_request(body, &lim, &normalized, &inline_cases, err)) != EVD_OK)
         goto out;
     if (inline_cases != NULL) {
@@ -432,7 +437,6 @@ enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json
     }
     rc = start(u->engine, normalized, inline_cases != NULL ? u->cases : NULL, response, err);
 out:
-    json_decref(body);
     json_decref(normalized);
     return rc;
 }
