@@ -670,7 +670,8 @@ struct evd_http *evd_http_start(const struct evd_http_options *opts, struct evd_
         return NULL;
     }
     h->opts = *opts;
-    h->pool = evd_pool_start(opts->handler_threads > 0 ? opts->handler_threads : 16, err);
+    h->pool = evd_pool_start(opts->handler_threads > 0 ? opts->handler_threads : 16,
+                             "evald_http_handlers", err);
     if (h->pool == NULL) {
         freeaddrinfo(ai);
         free(h);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/prometheus.h"
 
 struct evd_pool {
     pthread_mutex_t mu;
@@ -17,10 +18,22 @@ struct evd_pool {
     struct evd_pool_job *head, *tail;
     struct evd_pool_job *urgent_tail; /* the last urgent job queued, or NULL */
     size_t queued, running;
+    /* The gauges of queued and running jobs ("" for none); set under mu, so that they
+     * follow the counts in order. */
+    char queued_gauge[96], busy_gauge[96];
     bool stopping;
     unsigned nthreads;
     pthread_t *threads;
 };
+
+/* Publishes the counts (under mu). */
+static void gauges(struct evd_pool *p)
+{
+    if (p->queued_gauge[0] == '\0')
+        return;
+    evd_metrics_gauge(p->queued_gauge, (double)p->queued);
+    evd_metrics_gauge(p->busy_gauge, (double)p->running);
+}
 
 static void *pool_main(void *arg)
 {
@@ -39,17 +52,19 @@ static void *pool_main(void *arg)
             p->urgent_tail = NULL;
         p->queued--;
         p->running++;
+        gauges(p);
         pthread_mutex_unlock(&p->mu);
         job->next = NULL;
         job->run(job);
         pthread_mutex_lock(&p->mu);
         p->running--;
+        gauges(p);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-struct evd_pool *evd_pool_start(unsigned threads, struct evd_err *err)
+struct evd_pool *evd_pool_start(unsigned threads, const char *metrics, struct evd_err *err)
 {
     struct evd_pool *p = calloc(1, sizeof(*p));
     if (threads == 0)
@@ -61,8 +76,13 @@ struct evd_pool *evd_pool_start(unsigned threads, struct evd_err *err)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
         return NULL;
     }
+    if (metrics != NULL) {
+        snprintf(p->queued_gauge, sizeof(p->queued_gauge), "%s_queued", metrics);
+        snprintf(p->busy_gauge, sizeof(p->busy_gauge), "%s_busy", metrics);
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    gauges(p);
     for (unsigned i = 0; i < threads; i++) {
         if (pthread_create(&p->threads[i], NULL, pool_main, p) != 0)
             break;
@@ -106,6 +126,7 @@ void evd_pool_submit(struct evd_pool *p, struct evd_pool_job *job, bool urgent)
         p->tail = job;
     }
     p->queued++;
+    gauges(p);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }

@@ -26,8 +26,12 @@ struct evd_pool_job {
 
 struct evd_pool;
 
-/* Starts `threads` threads (at least 1). NULL with *err set when none could start. */
-struct evd_pool *evd_pool_start(unsigned threads, struct evd_err *err);
+/*
+ * Starts `threads` threads (at least 1). With `metrics` (e.g. "evald_http_handlers") the
+ * pool keeps the gauges <metrics>_queued and <metrics>_busy of common/prometheus.h up to
+ * date; NULL for none. NULL with *err set when no thread could start.
+ */
+struct evd_pool *evd_pool_start(unsigned threads, const char *metrics, struct evd_err *err);
 /* Queues `job` (its run set by the caller). */
 void evd_pool_submit(struct evd_pool *p, struct evd_pool_job *job, bool urgent);
 /* Jobs queued and not started, and jobs running, now (for /metrics). */

@@ -43,7 +43,7 @@ static void hold(struct evd_pool_job *job)
 START_TEST(urgent_jobs_go_before_the_queued_ones_in_their_own_order)
 {
     struct evd_err err = {0};
-    struct evd_pool *p = evd_pool_start(1, &err);
+    struct evd_pool *p = evd_pool_start(1, NULL, &err);
     ck_assert_ptr_nonnull(p);
     norder = 0;
     atomic_store(&release, false);
@@ -100,7 +100,7 @@ static void *submit_many(void *arg)
 START_TEST(every_job_runs_once)
 {
     struct evd_err err = {0};
-    struct evd_pool *p = evd_pool_start(8, &err);
+    struct evd_pool *p = evd_pool_start(8, NULL, &err);
     ck_assert_ptr_nonnull(p);
     atomic_store(&ran, 0);
     struct submitter s = {p, 5000};
