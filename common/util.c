@@ -73,6 +73,34 @@ int evd_hex_value(char c)
     return -1;
 }
 
+char *evd_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid)
+{
+    *invalid = false;
+    char *out = malloc(n + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? evd_hex_value(s[i + 1]) : -1;
+        int lo = i + 2 < n ? evd_hex_value(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+            free(out);
+            *invalid = true;
+            return NULL;
+        }
+        out[o++] = (char)(hi << 4 | lo);
+        i += 2;
+    }
+    out[o] = '\0';
+    if (outlen != NULL)
+        *outlen = o;
+    return out;
+}
+
 void evd_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];

@@ -25,6 +25,12 @@ void evd_new_id(const char *prefix, char *out, size_t outsz);
 void evd_hex_encode(const unsigned char *in, size_t n, char *out);
 /* The value of hex digit c (either case), or -1 when c is not one. */
 int evd_hex_value(char c);
+/*
+ * Percent-decodes s[0..n) into a malloc'd NUL-terminated string, its length in *outlen
+ * (may be NULL; a decoded %00 is a NUL inside it). NULL with *invalid set when a '%' is not
+ * followed by two hex digits, NULL with *invalid clear on ENOMEM.
+ */
+char *evd_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid);
 
 /* Lowercase hex SHA-256 of data into out[65]. */
 void evd_sha256_hex(const void *data, size_t len, char out[65]);

@@ -102,36 +102,6 @@ static void trim(const char *s, size_t *b, size_t *e)
         (*e)--;
 }
 
-/* A new NUL-terminated copy of s[0..n) with every %XY decoded, its length in *outlen (a
- * decoded %00 is a NUL inside it); NULL with *bad set when a '%' is not followed by two hex
- * digits, NULL with *bad clear without memory. */
-static char *percent_decode(const char *s, size_t n, size_t *outlen, bool *bad)
-{
-    *bad = false;
-    char *out = malloc(n + 1);
-    if (out == NULL)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%') {
-            out[o++] = s[i];
-            continue;
-        }
-        int hi = i + 2 < n ? evd_hex_value(s[i + 1]) : -1;
-        int lo = i + 2 < n ? evd_hex_value(s[i + 2]) : -1;
-        if (hi < 0 || lo < 0) {
-            free(out);
-            *bad = true;
-            return NULL;
-        }
-        out[o++] = (char)(hi << 4 | lo);
-        i += 2;
-    }
-    out[o] = '\0';
-    *outlen = o;
-    return out;
-}
-
 /* One key=value pair of a k=v,k2=v2 list: key trimmed (not decoded), value trimmed and
  * percent-decoded (new; the decoded value may hold NUL bytes: *vlen is its length). */
 struct kv {
@@ -170,7 +140,7 @@ static enum evd_code each_pair(const char *name, const char *list,
             trim(p, &vb, &ve);
             bool bad;
             struct kv kv = {p + kb, ke - kb, NULL, 0};
-            kv.value = percent_decode(p + vb, ve - vb, &kv.vlen, &bad);
+            kv.value = evd_pct_decode(p + vb, ve - vb, &kv.vlen, &bad);
             if (kv.value == NULL && bad)
                 return evd_err_set(err, EVD_EINVAL, "%s: pair %zu has an invalid percent-encoding",
                                    name, i);

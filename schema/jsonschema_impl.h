@@ -83,11 +83,6 @@ void evd_js_dump_string(struct evd_sbuf *b, const char *s, size_t n);
 
 /* Resolves `ref` against `base` (either may be relative or empty); malloc'd, NULL on ENOMEM. */
 char *evd_uri_resolve(const char *base, const char *ref);
-/*
- * Percent-decodes s[0..n) into a malloc'd NUL-terminated string. Returns NULL with
- * *invalid set on a bad escape, NULL with *invalid clear on ENOMEM.
- */
-char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid);
 /* Syntax checks for the `format` keyword. */
 bool evd_uri_is_uri(const char *s, size_t n, bool iri);
 bool evd_uri_is_reference(const char *s, size_t n, bool iri);

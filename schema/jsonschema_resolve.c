@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 /* ---- indexing of $id ------------------------------------------------------------------- */
 
 static bool add_res(struct cctx *c, const char *uri, json_t *schema, const char *base)
@@ -252,7 +254,7 @@ json_t *evd_jsc_resolve_ref(struct cctx *c, const char *uri, char **outbase)
     const char *frag = hash ? hash + 1 : "";
     json_t *target = NULL;
     bool invalid = false;
-    char *fragdec = evd_uri_pct_decode(frag, strlen(frag), NULL, &invalid);
+    char *fragdec = evd_pct_decode(frag, strlen(frag), NULL, &invalid);
     if (fragdec == NULL) {
         free(docpart);
         if (invalid)

@@ -200,36 +200,6 @@ char *evd_uri_resolve(const char *base, const char *ref)
     return out;
 }
 
-char *evd_uri_pct_decode(const char *s, size_t n, size_t *outlen, bool *invalid)
-{
-    *invalid = false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%')
-            continue;
-        if (i + 2 >= n || !is_hex((unsigned char)s[i + 1]) || !is_hex((unsigned char)s[i + 2])) {
-            *invalid = true;
-            return NULL;
-        }
-        i += 2;
-    }
-    char *out = malloc(n + 1);
-    if (out == NULL)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%') {
-            out[o++] = s[i];
-            continue;
-        }
-        out[o++] = (char)(evd_hex_value(s[i + 1]) * 16 + evd_hex_value(s[i + 2]));
-        i += 2;
-    }
-    out[o] = '\0';
-    if (outlen != NULL)
-        *outlen = o;
-    return out;
-}
-
 /* ---- syntax checks ------------------------------------------------------------------- */
 
 static bool is_unreserved(int c)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define XF_MAX_DEPTH 64    /* owner nesting beyond this travels as JSON text */
 #define TEXT_DESC_MAX 4000 /* bytes of a JSON-text field's description */
 
@@ -220,7 +222,7 @@ static char *local_pointer(const char *ref, bool *nomem)
     if (ref[0] != '#' || (ref[1] != '\0' && ref[1] != '/'))
         return NULL;
     bool invalid = false;
-    char *ptr = evd_uri_pct_decode(ref + 1, strlen(ref + 1), NULL, &invalid);
+    char *ptr = evd_pct_decode(ref + 1, strlen(ref + 1), NULL, &invalid);
     if (ptr == NULL && !invalid)
         *nomem = true;
     return ptr;
