@@ -3,7 +3,8 @@
 if(TARGET test_cli)
   target_link_libraries(test_cli PRIVATE evald_cli_lib)
 endif()
-foreach(t unit/test_cli integration/test_cli_run integration/test_cli_experiment)
+foreach(t unit/test_cli integration/test_cli_run integration/test_cli_experiment
+          integration/test_cli_experiment_errors)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "EVALD_CLI_BIN=$<TARGET_FILE:evald-cli>")
   endif()

@@ -3,7 +3,7 @@
  * exit codes (0, 1, 2 with the file and line of a refusal, 4 for a dead server within
  * its timeout), dataset uploads, the progress view as plain lines in a pipe and redrawn
  * in a pseudo-terminal (script(1)), --detach, and global options after the command.
- * Experiment commands are tested with experiments (tests/integration/test_experiments*).
+ * Experiment commands are tested with experiments (tests/integration/test_cli_experiment*).
  */
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>

@@ -1,10 +1,12 @@
 /*
  * End-to-end tests of the durable engine: real PostgreSQL, real evald processes and
- * evald-stub over loopback. Covers the balanced plan and the report, the function
- * mirror against the seed contract, refused input that writes nothing, cancel,
- * delete, rerun, SSE, crash recovery, scale-out and graceful hand-back.
+ * evald-stub over loopback. Covers the balanced plan and the report, pairs in flight with
+ * concurrency, the function mirror against the seed contract, refused input that writes
+ * nothing, cancel, delete, rerun, and SSE: the streams that follow progress, end at SIGTERM,
+ * read again after a failed read and find a change that came without its notification.
+ * Crash recovery, scale-out, graceful hand-back and batched finalization are in
+ * test_engine_recovery.c; the fixture is tests/support/engine_fixtures.c.
  */
-#define _GNU_SOURCE /* asprintf */
 #include <check.h>
 #include <curl/curl.h>
 #include <libpq-fe.h>
@@ -16,39 +18,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "tests/support/engine_fixtures.h"
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
-
-static char db_url[1024];
-static char db_name[64];
-static struct evd_t_proc stub;
-static char env_base[300], env_key[] = "OPENAI_API_KEY=stub-key";
-
-static void setup(void)
-{
-    evd_t_db_create(db_url, sizeof(db_url), db_name);
-    ck_assert_int_eq(evd_t_stub_start(&stub, NULL, NULL), 0);
-    snprintf(env_base, sizeof(env_base), "OPENAI_BASE_URL=%s/v1", stub.base);
-}
-
-static void teardown(void)
-{
-    evd_t_stop(&stub, SIGTERM, 5000);
-    evd_t_db_drop(db_name);
-}
-
-/* evald with the stub as provider, quick sweeps and leases, plus extra settings. */
-static void start_evald(struct evd_t_proc *p, const char *extra1, const char *extra2)
-{
-    char *env[8] = {env_base, env_key, "EVALD_SWEEP_INTERVAL_MS=300", "EVALD_LEASE_MS=1500"};
-    size_t n = 4;
-    if (extra1)
-        env[n++] = (char *)extra1;
-    if (extra2)
-        env[n++] = (char *)extra2;
-    env[n] = NULL;
-    ck_assert_int_eq(evd_t_evald_start(p, db_url, env), 0);
-}
 
 static const char PROMPT_REQUEST[] =
     "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
@@ -58,43 +30,6 @@ static const char PROMPT_REQUEST[] =
     "\"evaluator\":{\"function_id\":\"eval::assert::normalized_text\",\"arguments\":{"
     "\"expected\":\"OK\"}},\"runs\":3}";
 
-/* A two-run request whose prompts carry `tag` (stub scripts match on it). */
-static char *small_request(const char *tag, int runs, int concurrency)
-{
-    char *s = NULL;
-    if (asprintf(&s,
-                 "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
-                 "\"openai\"},\"control\":{\"prompt\":\"%s control: Reply with exactly OK.\"},"
-                 "\"treatment\":{\"prompt\":\"%s treatment: Reply with exactly OK.\"},"
-                 "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":"
-                 "{\"expected\":\"OK\"}},\"runs\":%d,\"concurrency\":%d}",
-                 tag, tag, runs, concurrency) < 0)
-        return NULL;
-    return s;
-}
-
-static char *start_eval(const char *base, const char *body)
-{
-    long status = 0;
-    json_t *r = evd_t_call(base, "eval::start", body, &status);
-    ck_assert_msg(status == 200, "eval::start answered %ld", status);
-    ck_assert(evd_t_valid_response("eval::start", r));
-    char *id = strdup(json_string_value(json_object_get(r, "evaluation_id")));
-    json_decref(r);
-    return id;
-}
-
-static json_t *result_of(const char *base, const char *id)
-{
-    char body[128];
-    snprintf(body, sizeof(body), "{\"evaluation_id\":\"%s\"}", id);
-    long status = 0;
-    json_t *r = evd_t_call(base, "eval::result", body, &status);
-    ck_assert_int_eq(status, 200);
-    ck_assert(evd_t_valid_response("eval::result", r));
-    return r;
-}
-
 static void sha256_of(const char *s, char out[65])
 {
     evd_sha256_hex(s, strlen(s), out);
@@ -103,12 +38,12 @@ static void sha256_of(const char *s, char out[65])
 START_TEST(balanced_prompt_comparison_end_to_end)
 {
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *id = start_eval(p.base, PROMPT_REQUEST);
+    et_start_evald(&p, NULL, NULL);
+    char *id = et_start_eval(p.base, PROMPT_REQUEST);
     ck_assert(strncmp(id, "eval_", 5) == 0 && strlen(id) == 37);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
 
-    json_t *res = result_of(p.base, id);
+    json_t *res = et_result_of(p.base, id);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "completed");
     json_t *report = json_object_get(res, "report");
     ck_assert_ptr_nonnull(report);
@@ -272,7 +207,7 @@ static const struct bad_case bad_cases[] = {
 START_TEST(refused_input_writes_nothing)
 {
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
+    et_start_evald(&p, NULL, NULL);
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const struct bad_case *c = &bad_cases[i];
         long status = 0;
@@ -304,8 +239,8 @@ START_TEST(refused_input_writes_nothing)
     snprintf(url, sizeof(url), "%s/v1/evaluations/eval_x", p.base);
     json_decref(evd_t_http_json("GET", url, NULL, &status));
     ck_assert_int_eq(status, 404);
-    char *n = evd_t_sql(db_url, "SELECT (SELECT count(*) FROM evaluations) + (SELECT count(*)"
-                                " FROM runs) + (SELECT count(*) FROM jobs)");
+    char *n = evd_t_sql(et_db_url, "SELECT (SELECT count(*) FROM evaluations) + (SELECT count(*)"
+                                   " FROM runs) + (SELECT count(*) FROM jobs)");
     ck_assert_str_eq(n, "0");
     free(n);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
@@ -315,7 +250,7 @@ END_TEST
 START_TEST(builtin_evaluators_behind_the_mirror)
 {
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
+    et_start_evald(&p, NULL, NULL);
     static const char METRICS[] = "\"metrics\":{\"root_session_id\":\"s\",\"complete\":true,"
                                   "\"by_session\":[],\"totals\":{\"sessions\":1,\"turns\":1,"
                                   "\"function_calls\":0,\"function_call_errors\":0}}";
@@ -357,32 +292,15 @@ static const char SLOW_SCRIPT[] =
     "\"text\":\"late\"}}],\"default\":{\"reply\":{\"text\":\"OK\"},\"usage\":{\"input_tokens\":"
     "10,\"output_tokens\":2}}}";
 
-/* Waits until the evaluation has an active run. */
-static void wait_active(const char *base, const char *id)
-{
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/evaluations/%s/status", base, id);
-    for (int i = 0; i < 200; i++) {
-        long code;
-        json_t *s = evd_t_http_json("GET", url, NULL, &code);
-        bool active = json_is_object(json_object_get(s, "active"));
-        json_decref(s);
-        if (active)
-            return;
-        usleep(50000);
-    }
-    ck_abort_msg("evaluation %s never had an active run", id);
-}
-
 START_TEST(cancel_delete_and_rerun)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, SLOW_SCRIPT), 200);
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, SLOW_SCRIPT), 200);
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *body = small_request("SLOW", 2, 1);
-    char *id = start_eval(p.base, body);
+    et_start_evald(&p, NULL, NULL);
+    char *body = et_small_request("SLOW", 2, 1);
+    char *id = et_start_eval(p.base, body);
     free(body);
-    wait_active(p.base, id);
+    et_wait_active(p.base, id);
 
     /* Delete of a live evaluation: 409, nothing changes. */
     char url[256], req[128];
@@ -408,7 +326,7 @@ START_TEST(cancel_delete_and_rerun)
     ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "cancelled");
     json_decref(r);
 
-    json_t *res = result_of(p.base, id);
+    json_t *res = et_result_of(p.base, id);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "cancelled");
     ck_assert_ptr_nonnull(json_object_get(res, "report"));
     json_t *run0 = json_array_get(json_object_get(json_object_get(res, "progress"), "runs"), 0);
@@ -418,16 +336,16 @@ START_TEST(cancel_delete_and_rerun)
     json_decref(res);
     /* The in-flight provider call was abandoned: its late answer changed nothing. */
     usleep(300000);
-    res = result_of(p.base, id);
+    res = et_result_of(p.base, id);
     run0 = json_array_get(json_object_get(json_object_get(res, "progress"), "runs"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(run0, "status")), "cancelled");
     json_decref(res);
-    char *events = evd_t_sql(db_url, "SELECT count(*) FROM completion_events");
+    char *events = evd_t_sql(et_db_url, "SELECT count(*) FROM completion_events");
     ck_assert_str_eq(events, "1");
     free(events);
 
     /* Rerun reversed: a new id whose plan starts with treatment. */
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[]}"), 200);
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[]}"), 200);
     snprintf(req, sizeof(req), "{\"evaluation_id\":\"%s\",\"reverse_order\":true}", id);
     r = evd_t_call(p.base, "eval::rerun", req, &status);
     ck_assert_int_eq(status, 200);
@@ -435,7 +353,7 @@ START_TEST(cancel_delete_and_rerun)
     const char *rid = json_string_value(json_object_get(r, "evaluation_id"));
     ck_assert_str_ne(rid, id);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, rid, 30000), "completed");
-    res = result_of(p.base, rid);
+    res = et_result_of(p.base, rid);
     json_t *rreq = json_object_get(res, "request");
     ck_assert_str_eq(json_string_value(json_object_get(rreq, "execution_order")),
                      "balanced_treatment_first");
@@ -472,8 +390,8 @@ static bool last_status_is(const char *body, const char *want)
 START_TEST(server_sent_events_follow_progress)
 {
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *id = start_eval(p.base, PROMPT_REQUEST);
+    et_start_evald(&p, NULL, NULL);
+    char *id = et_start_eval(p.base, PROMPT_REQUEST);
     char url[256];
     snprintf(url, sizeof(url), "%s/v1/evaluations/%s/events", p.base, id);
     struct evd_t_resp r;
@@ -493,130 +411,26 @@ START_TEST(server_sent_events_follow_progress)
 }
 END_TEST
 
-static json_t *stub_stats(void)
-{
-    char url[256];
-    snprintf(url, sizeof(url), "%s/_stub/stats", stub.base);
-    long code;
-    return evd_t_http_json("GET", url, NULL, &code);
-}
-
-/* Every run of every evaluation appears once, and completed. */
-static void assert_all_complete(const char *base, char **ids, int n, int runs_each)
-{
-    for (int i = 0; i < n; i++) {
-        ck_assert_str_eq(evd_t_wait_terminal(base, ids[i], 60000), "completed");
-        json_t *res = result_of(base, ids[i]);
-        json_t *runs = json_object_get(json_object_get(res, "report"), "runs");
-        ck_assert_int_eq(json_array_size(runs), 2 * runs_each);
-        for (size_t k = 0; k < json_array_size(runs); k++) {
-            json_t *r = json_array_get(runs, k);
-            ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "completed");
-            for (size_t j = 0; j < k; j++)
-                ck_assert_str_ne(json_string_value(json_object_get(r, "run_id")),
-                                 json_string_value(
-                                     json_object_get(json_array_get(runs, j), "run_id")));
-        }
-        json_decref(res);
-    }
-}
-
-START_TEST(crash_recovery_completes_every_evaluation)
-{
-    /* Every call takes 400 ms, so a kill -9 lands mid-call. */
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":400,"
-                                              "\"reply\":{\"text\":\"OK\"}}}"),
-                     200);
-    struct evd_t_proc p;
-    start_evald(&p, "EVALD_WORKERS=8", NULL);
-    char *ids[10];
-    for (int i = 0; i < 10; i++) {
-        char tag[16];
-        snprintf(tag, sizeof(tag), "crash%d", i);
-        char *body = small_request(tag, 2, 1);
-        ids[i] = start_eval(p.base, body);
-        free(body);
-    }
-    usleep(700000);
-    ck_assert_int_eq(evd_t_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
-    char *running = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE status = 'running'");
-    ck_assert_int_gt(atoi(running), 0);
-    free(running);
-    start_evald(&p, "EVALD_WORKERS=8", NULL);
-    assert_all_complete(p.base, ids, 10, 2);
-    /* Interrupted runs were attempted again, and the attempts are recorded. */
-    char *retried = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE attempt > 1");
-    ck_assert_int_gt(atoi(retried), 0);
-    free(retried);
-    char *events = evd_t_sql(db_url, "SELECT count(*) FROM completion_events");
-    ck_assert_str_eq(events, "10");
-    free(events);
-    /* The provider never saw one run executed twice at the same time. */
-    json_t *stats = stub_stats();
-    ck_assert_int_le(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
-    json_decref(stats);
-    for (int i = 0; i < 10; i++)
-        free(ids[i]);
-    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
-}
-END_TEST
-
-START_TEST(three_processes_share_the_work)
-{
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":60,"
-                                              "\"reply\":{\"text\":\"OK\"}}}"),
-                     200);
-    struct evd_t_proc p[3];
-    for (int i = 0; i < 3; i++)
-        start_evald(&p[i], "EVALD_WORKERS=4", "EVALD_LOG_LEVEL=debug");
-    char *ids[30];
-    for (int i = 0; i < 30; i++) {
-        char tag[16];
-        snprintf(tag, sizeof(tag), "scale%d", i);
-        char *body = small_request(tag, 1, 1);
-        ids[i] = start_eval(p[i % 3].base, body);
-        free(body);
-    }
-    assert_all_complete(p[0].base, ids, 30, 1);
-    /* No run executed twice: one attempt each, never two calls at once. */
-    char *multi = evd_t_sql(db_url, "SELECT count(*) FROM runs WHERE attempt <> 1");
-    ck_assert_str_eq(multi, "0");
-    free(multi);
-    json_t *stats = stub_stats();
-    ck_assert_int_le(json_integer_value(json_object_get(stats, "max_in_flight_per_session")), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(stats, "requests")), 60);
-    json_decref(stats);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(evd_t_stop(&p[i], SIGTERM, 10000), 0);
-    /* Work was spread: every process started runs (its debug log says so). */
-    for (int i = 0; i < 3; i++)
-        ck_assert_msg(evd_t_log_count(&p[i], "\"run started\"") > 0, "process %d ran nothing",
-                      i);
-    for (int i = 0; i < 30; i++)
-        free(ids[i]);
-}
-END_TEST
-
 START_TEST(pairs_in_flight_with_concurrency)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":1000,"
-                                              "\"reply\":{\"text\":\"OK\"}}}"),
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[],\"default\":{\"latency_ms\":1000,"
+                                                 "\"reply\":{\"text\":\"OK\"}}}"),
                      200);
-    ck_assert_int_eq(evd_t_stub_reset(&stub), 200);
+    ck_assert_int_eq(evd_t_stub_reset(&et_stub), 200);
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *body = small_request("conc", 4, 4);
-    char *id = start_eval(p.base, body);
+    et_start_evald(&p, NULL, NULL);
+    char *body = et_small_request("conc", 4, 4);
+    char *id = et_start_eval(p.base, body);
     free(body);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
     /* Four pairs at once, each pair's runs one after the other: the stub saw four calls in
      * flight together, never more (counted at the stub, not timed: a 1 s call leaves room
      * for a slow claim on a loaded machine). */
-    json_t *stats = stub_stats();
+    json_t *stats = evd_t_stub_stats(&et_stub);
     ck_assert_int_eq(json_integer_value(json_object_get(stats, "max_in_flight")), 4);
     ck_assert_int_eq(json_integer_value(json_object_get(stats, "requests")), 8);
     json_decref(stats);
-    json_t *res = result_of(p.base, id);
+    json_t *res = et_result_of(p.base, id);
     json_t *runs = json_object_get(json_object_get(res, "report"), "runs");
     /* Inside each pair the planned order held: the second started after the first ended. */
     for (size_t k = 0; k < json_array_size(runs); k += 2) {
@@ -625,29 +439,6 @@ START_TEST(pairs_in_flight_with_concurrency)
                          json_integer_value(json_object_get(a, "completed_at")));
     }
     json_decref(res);
-    free(id);
-    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
-}
-END_TEST
-
-START_TEST(graceful_stop_hands_runs_back)
-{
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[],\"default\":{\"latency_ms\":1500,"
-                                              "\"reply\":{\"text\":\"OK\"}}}"),
-                     200);
-    struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *body = small_request("handback", 1, 1);
-    char *id = start_eval(p.base, body);
-    free(body);
-    wait_active(p.base, id);
-    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
-    start_evald(&p, NULL, NULL);
-    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
-    /* The handed-back attempt did not count. */
-    char *attempts = evd_t_sql(db_url, "SELECT max(attempt) FROM runs");
-    ck_assert_str_eq(attempts, "1");
-    free(attempts);
     free(id);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
 }
@@ -668,12 +459,12 @@ static void *read_stream(void *arg)
 
 START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, SLOW_SCRIPT), 200);
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, SLOW_SCRIPT), 200);
     struct evd_t_proc p;
-    start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
+    et_start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
     char url[256];
     snprintf(url, sizeof(url), "%s/v1/functions/eval::start", p.base);
-    char *body = small_request("SLOW", 1, 1);
+    char *body = et_small_request("SLOW", 1, 1);
     const char *auth[] = {"Authorization: Bearer stream-token-0123456789", NULL};
     struct evd_t_resp r;
     evd_t_http("POST", url, auth, body, strlen(body), &r);
@@ -698,7 +489,7 @@ START_TEST(sigterm_ends_open_streams_and_exits_cleanly)
     ck_assert(strstr(a.resp.body, "event: status") != NULL);
     evd_t_resp_free(&a.resp);
     /* Without the token the stream is refused. */
-    start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
+    et_start_evald(&p, "EVALD_API_TOKEN=stream-token-0123456789", NULL);
     snprintf(url, sizeof(url), "%s/v1/evaluations/%s/events", p.base, id);
     evd_t_http("GET", url, NULL, NULL, 0, &r);
     ck_assert_int_eq(r.status, 401);
@@ -749,9 +540,9 @@ static void *read_live(void *arg)
 static bool stream_retry_try(void)
 {
     struct evd_t_proc p;
-    start_evald(&p, "EVALD_DB_POOL_SIZE=1", NULL);
-    char *body = small_request("RETRY", 1, 1);
-    char *id = start_eval(p.base, body);
+    et_start_evald(&p, "EVALD_DB_POOL_SIZE=1", NULL);
+    char *body = et_small_request("RETRY", 1, 1);
+    char *id = et_start_eval(p.base, body);
     free(body);
     struct live_stream st = {.rc = CURLE_OK};
     pthread_mutex_init(&st.mu, NULL);
@@ -762,7 +553,7 @@ static bool stream_retry_try(void)
     pthread_create(&ts, NULL, read_live, &st);
     usleep(300 * 1000);
     /* The listing of datasets waits for a lock the test holds, on the pool's connection. */
-    PGconn *lock = PQconnectdb(db_url);
+    PGconn *lock = PQconnectdb(et_db_url);
     ck_assert_int_eq(PQstatus(lock), CONNECTION_OK);
     PGresult *lr = PQexec(lock, "BEGIN; LOCK TABLE datasets IN ACCESS EXCLUSIVE MODE");
     ck_assert_msg(PQresultStatus(lr) == PGRES_COMMAND_OK, "%s", PQerrorMessage(lock));
@@ -776,7 +567,7 @@ static bool stream_retry_try(void)
     char *status = NULL;
     for (int64_t t0 = evd_mono_ms(); evd_mono_ms() - t0 < 20000; usleep(100 * 1000)) {
         free(status);
-        status = evd_t_sql(db_url, q);
+        status = evd_t_sql(et_db_url, q);
         if (status != NULL && strcmp(status, "completed") == 0)
             break;
     }
@@ -824,10 +615,10 @@ static bool stream_retry_try(void)
  */
 START_TEST(a_stream_reads_again_after_a_failed_read)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
-                                              "\"RETRY\"},\"latency_ms\":1500,\"reply\":{"
-                                              "\"text\":\"OK\"}}],\"default\":{\"reply\":"
-                                              "{\"text\":\"OK\"}}}"),
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
+                                                 "\"RETRY\"},\"latency_ms\":1500,\"reply\":{"
+                                                 "\"text\":\"OK\"}}],\"default\":{\"reply\":"
+                                                 "{\"text\":\"OK\"}}}"),
                      200);
     /* With 8 HTTP threads, three tries that all prove nothing come once in 512 runs. */
     int tries = 0;
@@ -846,16 +637,16 @@ END_TEST
  */
 START_TEST(a_change_without_its_notification_reaches_a_stream_at_its_keepalive)
 {
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
-                                              "\"LOST\"},\"latency_ms\":40000,\"reply\":{"
-                                              "\"text\":\"late\"}}]}"),
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[{\"when\":{\"prompt_contains\":"
+                                                 "\"LOST\"},\"latency_ms\":40000,\"reply\":{"
+                                                 "\"text\":\"late\"}}]}"),
                      200);
     struct evd_t_proc p;
-    start_evald(&p, NULL, NULL);
-    char *body = small_request("LOST", 1, 1);
-    char *id = start_eval(p.base, body);
+    et_start_evald(&p, NULL, NULL);
+    char *body = et_small_request("LOST", 1, 1);
+    char *id = et_start_eval(p.base, body);
     free(body);
-    wait_active(p.base, id);
+    et_wait_active(p.base, id);
     struct stream_arg st = {.rc = -1};
     snprintf(st.url, sizeof(st.url), "%s/v1/evaluations/%s/events", p.base, id);
     pthread_t t;
@@ -866,7 +657,7 @@ START_TEST(a_change_without_its_notification_reaches_a_stream_at_its_keepalive)
              "UPDATE evaluations SET status = 'cancelled', updated_at = updated_at + 1"
              " WHERE id = '%s' RETURNING status",
              id);
-    char *status = evd_t_sql(db_url, q);
+    char *status = evd_t_sql(et_db_url, q);
     ck_assert_str_eq(status, "cancelled");
     free(status);
     int64_t t0 = evd_mono_ms();
@@ -886,164 +677,19 @@ START_TEST(a_change_without_its_notification_reaches_a_stream_at_its_keepalive)
 }
 END_TEST
 
-/*
- * A burst of evaluations finishing together is finalized in batches, by the finalizer and
- * its helper, and an evaluation whose finalization fails holds back no other.
- *
- * Triggers of the test's own on `evaluations` record which backend and transaction
- * completed each evaluation, hold the first one (`slow`) for 3 s, so that the others,
- * finishing meanwhile, queue up behind it, and refuse one (`refused`). The sweeper runs
- * only every 5 s, so that the finalizer and its helper do the work.
- */
-START_TEST(a_burst_of_finishes_is_finalized_in_batches)
-{
-    enum { N = 100 };
-    ck_assert_int_eq(evd_t_stub_script(&stub, "{\"default\":{\"latency_ms\":500,\"reply\":"
-                                              "{\"text\":\"OK\"}}}"),
-                     200);
-    char *env[] = {env_base, env_key, "EVALD_SWEEP_INTERVAL_MS=5000", "EVALD_LEASE_MS=3000",
-                   "EVALD_MAX_CONCURRENCY=128", NULL};
-    struct evd_t_proc p;
-    ck_assert_int_eq(evd_t_evald_start(&p, db_url, env), 0);
-    /* The triggers exist before any evaluation does, so that every finish is recorded
-     * however slowly the starts go (a sanitizer build, a loaded machine); the two they single
-     * out are named in t_targets as soon as they exist, a second before they can finish.
-     * The slow one's 3 s hold begins once every start is done (t_release), so that the
-     * others finish during it however long the starts took. */
-    char *ok = evd_t_sql(
-        db_url,
-        "CREATE TABLE t_finals (id text, pid integer, xid xid8, stmt timestamptz);"
-        "CREATE TABLE t_targets (id text PRIMARY KEY, what text NOT NULL);"
-        "CREATE TABLE t_release (at timestamptz);"
-        "CREATE FUNCTION t_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        " IF EXISTS (SELECT 1 FROM t_targets WHERE id = NEW.id AND what = 'slow') THEN"
-        " WHILE NOT EXISTS (SELECT 1 FROM t_release)"
-        " AND clock_timestamp() < statement_timestamp() + interval '60 s' LOOP"
-        " PERFORM pg_sleep(0.05); END LOOP;"
-        " PERFORM pg_sleep(3); END IF;"
-        " IF EXISTS (SELECT 1 FROM t_targets WHERE id = NEW.id AND what = 'refused') THEN"
-        " RAISE EXCEPTION 'refused by the test'; END IF;"
-        " RETURN NEW; END $$;"
-        "CREATE FUNCTION t_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        " INSERT INTO t_finals VALUES (NEW.id, pg_backend_pid(), pg_current_xact_id(),"
-        " statement_timestamp());"
-        " RETURN NEW; END $$;"
-        "CREATE TRIGGER t_hold BEFORE UPDATE ON evaluations FOR EACH ROW"
-        " WHEN (NEW.status = 'completed') EXECUTE FUNCTION t_hold();"
-        "CREATE TRIGGER t_record AFTER UPDATE ON evaluations FOR EACH ROW"
-        " WHEN (NEW.status = 'completed') EXECUTE FUNCTION t_record();"
-        "SELECT 'created'");
-    ck_assert_str_eq(ok, "created");
-    free(ok);
-    char *body = small_request("burst", 1, 1);
-    char *slow = start_eval(p.base, body);
-    static char *ids[N];
-    ids[0] = start_eval(p.base, body);
-    const char *refused = ids[0];
-    char *sql = NULL;
-    ck_assert_int_ge(asprintf(&sql,
-                              "INSERT INTO t_targets VALUES ('%s', 'slow'), ('%s', 'refused');"
-                              "SELECT count(*) FROM evaluations WHERE status = 'completed'",
-                              slow, refused),
-                     0);
-    char *done = evd_t_sql(db_url, sql);
-    free(sql);
-    ck_assert_str_eq(done, "0"); /* named before either could finish (1 s at the least) */
-    free(done);
-    for (int i = 1; i < N; i++)
-        ids[i] = start_eval(p.base, body);
-    free(body);
-    ok = evd_t_sql(db_url, "INSERT INTO t_release VALUES (now()); SELECT 'released'");
-    ck_assert_str_eq(ok, "released");
-    free(ok);
-
-    /* Every evaluation but the refused one completes; the refused one waits, its runs
-     * written. */
-    char q[300];
-    snprintf(q, sizeof(q),
-             "SELECT count(*) FROM evaluations WHERE status = 'completed' AND id <> '%s'",
-             refused);
-    char *n = NULL;
-    for (int64_t t0 = evd_mono_ms(); evd_mono_ms() - t0 < 60000; usleep(100 * 1000)) {
-        free(n);
-        n = evd_t_sql(db_url, q);
-        if (n != NULL && atoi(n) == N)
-            break;
-    }
-    ck_assert_msg(n != NULL && atoi(n) == N, "%s of %d completed", n ? n : "?", N);
-    free(n);
-    snprintf(q, sizeof(q),
-             "SELECT status || ' ' || terminal_runs || '/' || total_runs FROM evaluations"
-             " WHERE id = '%s'",
-             refused);
-    char *st = evd_t_sql(db_url, q);
-    ck_assert_str_eq(st, "running 2/2");
-    free(st);
-
-    /* In batches (fewer transactions than evaluations), by more than one backend: the
-     * finalizer and its helper (the sweeper's next pass is seconds away); and, but for the
-     * batch the refused one fell in, each batch's reports written by one statement
-     * (evald_finish_evals), not one each. */
-    snprintf(q, sizeof(q),
-             "SELECT count(*) || ' ' || count(DISTINCT xid) || ' ' || count(DISTINCT pid) || ' '"
-             " || count(DISTINCT (xid, stmt)) FROM t_finals WHERE id NOT IN ('%s', '%s')",
-             slow, refused);
-    char *shape = evd_t_sql(db_url, q);
-    int finals = 0, xacts = 0, backends = 0, statements = 0;
-    ck_assert_int_eq(sscanf(shape, "%d %d %d %d", &finals, &xacts, &backends, &statements), 4);
-    fprintf(stderr,
-            "%d evaluations finalized in %d transactions and %d statements by %d backends\n",
-            finals, xacts, statements, backends);
-    ck_assert_msg(finals == N - 1 && xacts <= N / 2 && backends >= 2 &&
-                      statements <= xacts + 32,
-                  "%d evaluations: %d transactions, %d statements, %d backends", finals, xacts,
-                  statements, backends);
-    free(shape);
-
-    /* Once it may, the sweeper completes the refused one; every completion event once. */
-    ok = evd_t_sql(db_url, "DROP TRIGGER t_hold ON evaluations; SELECT 'dropped'");
-    ck_assert_str_eq(ok, "dropped");
-    free(ok);
-    ck_assert_str_eq(evd_t_wait_terminal(p.base, refused, 30000), "completed");
-    json_t *res = result_of(p.base, refused);
-    json_t *report = json_object_get(res, "report");
-    ck_assert_int_eq(json_integer_value(json_object_get(
-                         json_object_get(report, "control_aggregate"), "passed")),
-                     1);
-    ck_assert_int_eq(json_integer_value(json_object_get(
-                         json_object_get(report, "treatment_aggregate"), "passed")),
-                     1);
-    json_decref(res);
-    char *events = evd_t_sql(db_url, "SELECT count(*) || ' ' || count(DISTINCT evaluation_id)"
-                                     " FROM completion_events");
-    char want[32];
-    snprintf(want, sizeof(want), "%d %d", N + 1, N + 1);
-    ck_assert_str_eq(events, want);
-    free(events);
-    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
-    free(slow);
-    for (int i = 0; i < N; i++)
-        free(ids[i]);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 180);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, et_setup, et_teardown);
     tcase_add_test(tc, balanced_prompt_comparison_end_to_end);
     tcase_add_test(tc, refused_input_writes_nothing);
     tcase_add_test(tc, builtin_evaluators_behind_the_mirror);
     tcase_add_test(tc, cancel_delete_and_rerun);
     tcase_add_test(tc, server_sent_events_follow_progress);
-    tcase_add_test(tc, crash_recovery_completes_every_evaluation);
-    tcase_add_test(tc, three_processes_share_the_work);
     tcase_add_test(tc, pairs_in_flight_with_concurrency);
-    tcase_add_test(tc, graceful_stop_hands_runs_back);
     tcase_add_test(tc, sigterm_ends_open_streams_and_exits_cleanly);
-    tcase_add_test(tc, a_burst_of_finishes_is_finalized_in_batches);
     tcase_add_test(tc, a_stream_reads_again_after_a_failed_read);
     tcase_add_test(tc, a_change_without_its_notification_reaches_a_stream_at_its_keepalive);
     suite_add_tcase(s, tc);

@@ -1,259 +1,25 @@
 /*
  * Integration tests of the agent loop against a real evald-stub child process and a local
  * tool server, once per wire kind (OpenAI Responses, Anthropic Messages, Chat Completions):
- * plain text, function calls, a denied function, 429 with Retry-After, 401, max_turns, a
- * token budget, cancellation and timeouts. The requests evald sent are read back from
- * /_stub/requests and checked field by field. Runs without fork so that the stub and the
- * tool server started once serve every test.
+ * plain text and a follow-up message, function calls (native, agent_trigger and dispatched),
+ * denied, failing and slow functions, max_turns, token and cost budgets, ask mode, json
+ * output and concurrent runs. The requests evald sent are read back from /_stub/requests and
+ * checked field by field. Retries, errors, cancellation and timeouts are in
+ * test_harness_loop_faults.c; the fixture is tests/support/harness_loop_fixture.h. Runs
+ * without fork so that the stub and the tool server started once serve every test.
  */
 #include <check.h>
-#include <curl/curl.h>
-#include <math.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/util.h"
 #include "harness/harness.h"
 #include "schema/jsonschema.h"
+#include "tests/support/harness_loop_fixture.h"
 #include "tests/support/harness_support.h"
-#include "tests/support/itest.h"
 #include "tests/support/testutil.h"
-
-#define KEY "sk-evald-test-SECRETVALUE-0123456789"
-#define WRONG_KEY "sk-evald-wrong-OTHERSECRET-9876543210"
-
-static struct evd_t_proc stub;
-static bool ready;
-static struct evd_providers *providers;       /* right key */
-static struct evd_providers *wrong_providers; /* wrong key */
-static char prices_path[64], provs_path[64];
-static char openai_base[192];
-
-struct kind_case {
-    const char *api;      /* stub api name */
-    const char *provider; /* evald provider */
-    const char *model;
-};
-
-static const struct kind_case kinds[] = {
-    {"responses", "openai", "gpt-test"},
-    {"messages", "anthropic", "claude-test"},
-    {"chat", "local", "local-test"},
-};
-#define NKINDS 3
-
-static const char *cur_key;
-
-static const char *env_get(void *ctx, const char *name)
-{
-    (void)ctx;
-    if (strcmp(name, "OPENAI_API_KEY") == 0 || strcmp(name, "ANTHROPIC_API_KEY") == 0 ||
-        strcmp(name, "LOCAL_KEY") == 0)
-        return cur_key;
-    if (strcmp(name, "OPENAI_BASE_URL") == 0)
-        return openai_base;
-    if (strcmp(name, "ANTHROPIC_BASE_URL") == 0)
-        return stub.base;
-    if (strcmp(name, "EVALD_PRICES_FILE") == 0)
-        return prices_path;
-    if (strcmp(name, "EVALD_PROVIDERS_FILE") == 0)
-        return provs_path;
-    return NULL;
-}
-
-static bool write_file(char *path, const char *text)
-{
-    strcpy(path, "/tmp/evd_hx_it_XXXXXX");
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return false;
-    bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-    close(fd);
-    return ok;
-}
-
-static void setup_all(void)
-{
-    struct evd_err err;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    json_object_seed(0);
-    if (evd_t_stub_start(&stub, NULL, KEY) != 0)
-        return;
-    if (!hs_tools_start()) {
-        evd_t_stop(&stub, SIGTERM, 5000);
-        return;
-    }
-    snprintf(openai_base, sizeof(openai_base), "%s/v1", stub.base);
-    bool ok = write_file(
-        prices_path,
-        "{\"prices\":[{\"providers\":[\"openai\",\"anthropic\",\"local\"],"
-        "\"model\":\"gpt-test\",\"input_usd_per_mtok\":1,\"cached_input_usd_per_mtok\":0.5,"
-        "\"cache_write_usd_per_mtok\":2,\"output_usd_per_mtok\":10},"
-        "{\"providers\":[\"anthropic\"],\"model\":\"claude-test\",\"input_usd_per_mtok\":1,"
-        "\"cached_input_usd_per_mtok\":0.5,\"cache_write_usd_per_mtok\":2,"
-        "\"output_usd_per_mtok\":10}]}");
-    char provs[512];
-    snprintf(provs, sizeof(provs),
-             "{\"providers\":[{\"name\":\"local\",\"kind\":\"openai-chat\",\"base_url\":\"%s/v1\","
-             "\"api_key_env\":\"LOCAL_KEY\",\"models\":[{\"id\":\"local-test\","
-             "\"input_usd_per_mtok\":1,\"cached_input_usd_per_mtok\":0.5,"
-             "\"cache_write_usd_per_mtok\":2,\"output_usd_per_mtok\":10}]}]}",
-             stub.base);
-    ok = ok && write_file(provs_path, provs);
-    if (!ok)
-        return;
-    cur_key = KEY;
-    if (evd_providers_load(env_get, NULL, &providers, &err) != EVD_OK) {
-        fprintf(stderr, "providers: %s\n", err.msg);
-        return;
-    }
-    cur_key = WRONG_KEY;
-    if (evd_providers_load(env_get, NULL, &wrong_providers, &err) != EVD_OK) {
-        fprintf(stderr, "providers: %s\n", err.msg);
-        return;
-    }
-    ready = true;
-}
-
-static void teardown_all(void)
-{
-    evd_providers_free(providers);
-    evd_providers_free(wrong_providers);
-    if (ready) {
-        hs_tools_stop();
-        evd_t_stop(&stub, SIGTERM, 5000);
-        unlink(prices_path);
-        unlink(provs_path);
-    }
-    curl_global_cleanup();
-}
-
-/* ---- per-test helpers ------------------------------------------------------------------ */
-
-#define NEED_STUB()                                                                                \
-    do {                                                                                           \
-        if (!ready) {                                                                              \
-            fprintf(stderr, "SKIPPED: %s needs evald-stub\n", __func__);                           \
-            return;                                                                                \
-        }                                                                                          \
-    } while (0)
-
-static void script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void script(const char *fmt, ...)
-{
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    json_error_t je;
-    json_t *s = json_loads(buf, 0, &je);
-    ck_assert_msg(s != NULL, "bad test script: %s: %s", je.text, buf);
-    ck_assert_int_eq(evd_t_stub_script(&stub, buf), 200);
-    json_decref(s);
-    ck_assert_int_eq(evd_t_stub_reset(&stub), 200);
-    hs_tools_reset();
-}
-
-struct run_args {
-    const struct kind_case *k;
-    const char *session;
-    const char *prompt;
-    const char *system_prompt;
-    const char *model_extra; /* JSON fields merged into model, or NULL */
-    const char *limits;      /* JSON or NULL */
-    const char *functions;   /* JSON or NULL */
-    const char *output;      /* JSON or NULL */
-    json_t *conversation;    /* borrowed or NULL */
-    const struct evd_providers *providers;
-    const struct evd_harness_dispatch *dispatch;
-};
-
-static json_t *tools_json(void)
-{
-    char buf[1024];
-    snprintf(buf, sizeof(buf),
-             "[{\"id\":\"math::add\",\"description\":\"Adds two integers\",\"url\":\"%s/add\","
-             "\"timeout_ms\":5000,\"request_schema\":{\"type\":\"object\",\"properties\":"
-             "{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},\"required\":"
-             "[\"a\",\"b\"]}},"
-             "{\"id\":\"net::fetch\",\"description\":\"Echoes\",\"url\":\"%s/echo\","
-             "\"timeout_ms\":5000,\"request_schema\":{\"type\":\"object\"}},"
-             "{\"id\":\"slow\",\"description\":\"Sleeps\",\"url\":\"%s/slow\","
-             "\"timeout_ms\":500,\"request_schema\":{\"type\":\"object\"}}]",
-             hs_tools_base(), hs_tools_base(), hs_tools_base());
-    return json_loads(buf, 0, NULL);
-}
-
-static json_t *maybe(const char *text)
-{
-    if (text == NULL)
-        return NULL;
-    json_t *v = json_loads(text, 0, NULL);
-    ck_assert_msg(v != NULL, "bad test JSON: %s", text);
-    return v;
-}
-
-static void run(const struct run_args *a, struct evd_harness_outcome *out,
-                struct evd_cancel *cancel)
-{
-    json_t *model = json_pack("{s:s,s:s}", "model", a->k->model, "provider", a->k->provider);
-    json_t *extra = maybe(a->model_extra);
-    if (extra != NULL)
-        json_object_update(model, extra);
-    json_t *limits = maybe(a->limits), *functions = maybe(a->functions), *output = maybe(a->output),
-           *tools = tools_json();
-    struct evd_harness_input in = {
-        .session_id = a->session ? a->session : "sess-it",
-        .prompt = a->prompt ? a->prompt : "Hi",
-        .system_prompt = a->system_prompt,
-        .model = model,
-        .limits = limits,
-        .functions = functions,
-        .output = output,
-        .tools = tools,
-        .conversation = a->conversation,
-        .dispatch = a->dispatch,
-    };
-    struct evd_err err;
-    ck_assert_int_eq(
-        evd_harness_run(a->providers ? a->providers : providers, &in, cancel, out, &err), EVD_OK);
-    json_decref(model);
-    json_decref(extra);
-    json_decref(limits);
-    json_decref(functions);
-    json_decref(output);
-    json_decref(tools);
-}
-
-#define JS(o, k) json_string_value(json_object_get((o), (k)))
-#define JI(o, k) json_integer_value(json_object_get((o), (k)))
-
-/* The last n requests the stub received (new reference). */
-static json_t *last_requests(int n)
-{
-    json_t *r = evd_t_stub_requests(&stub, n);
-    ck_assert_ptr_nonnull(r);
-    json_t *arr = json_incref(json_object_get(r, "requests"));
-    json_decref(r);
-    return arr;
-}
-
-static double price(int64_t in, int64_t cached, int64_t write, int64_t o)
-{
-    return ((double)in * 1 + (double)cached * 0.5 + (double)write * 2 + (double)o * 10) / 1e6;
-}
-
-static void assert_completed(const struct evd_harness_outcome *o)
-{
-    ck_assert_msg(o->status == EVD_HARNESS_COMPLETED, "status %s: %s",
-                  evd_harness_status_name(o->status), o->result_error ? o->result_error : "");
-}
 
 /* Validates metrics against the seed's SessionMetricsResponseV1 when ../shared is present. */
 static void assert_seed_metrics_shape(json_t *metrics)
@@ -280,21 +46,21 @@ static void assert_seed_metrics_shape(json_t *metrics)
 START_TEST(plain_text)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\",\"session\":\"sess-plain\"},\"reply\":"
-           "{\"text\":\"OK\"},\"usage\":{\"input_tokens\":12,\"cached_tokens\":4,"
-           "\"cache_write_tokens\":2,\"output_tokens\":3,\"reasoning_tokens\":1}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[{\"when\":{\"api\":\"%s\",\"session\":\"sess-plain\"},\"reply\":"
+              "{\"text\":\"OK\"},\"usage\":{\"input_tokens\":12,\"cached_tokens\":4,"
+              "\"cache_write_tokens\":2,\"output_tokens\":3,\"reasoning_tokens\":1}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .session = "sess-plain",
-                         .prompt = "Reply with exactly OK.",
-                         .system_prompt = "Be terse.",
-                         .model_extra = "{\"system_prompt_strategy\":\"override\","
-                                        "\"thinking_level\":\"low\"}",
-                         .limits = "{\"execution\":{\"max_output_tokens_per_call\":77}}"};
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    struct hl_run_args a = {.k = k,
+                            .session = "sess-plain",
+                            .prompt = "Reply with exactly OK.",
+                            .system_prompt = "Be terse.",
+                            .model_extra = "{\"system_prompt_strategy\":\"override\","
+                                           "\"thinking_level\":\"low\"}",
+                            .limits = "{\"execution\":{\"max_output_tokens_per_call\":77}}"};
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_str_eq(json_string_value(o.output), "OK");
     json_t *tot = json_object_get(o.metrics, "totals");
     ck_assert_int_eq(JI(tot, "sessions"), 1);
@@ -308,8 +74,8 @@ START_TEST(plain_text)
         ck_assert_ptr_null(json_object_get(tot, "reasoning_tokens")); /* not reported */
     else
         ck_assert_int_eq(JI(tot, "reasoning_tokens"), 1);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(12, 4, 2, 3),
-                            1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")),
+                            hl_price(12, 4, 2, 3), 1e-12);
     ck_assert(json_is_true(json_object_get(o.metrics, "complete")));
     assert_seed_metrics_shape(o.metrics);
     ck_assert_str_eq(JS(o.metrics, "root_session_id"), "sess-plain");
@@ -329,7 +95,7 @@ START_TEST(plain_text)
     free(dump);
 
     /* What evald sent, field by field against the provider's documented request shape. */
-    json_t *reqs = last_requests(1);
+    json_t *reqs = hl_last_requests(1);
     json_t *req = json_array_get(reqs, 0);
     json_t *h = json_object_get(req, "headers"), *b = json_object_get(req, "body");
     ck_assert_str_eq(JS(req, "api"), k->api);
@@ -376,12 +142,12 @@ START_TEST(plain_text)
     /* A follow-up message replays the conversation. */
     json_t *conv = json_incref(o.conversation);
     evd_harness_outcome_clear(&o);
-    struct run_args a2 = {
+    struct hl_run_args a2 = {
         .k = k, .session = "sess-plain", .prompt = "Again.", .conversation = conv};
-    run(&a2, &o, NULL);
-    assert_completed(&o);
+    hl_run(&a2, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_int_eq(json_array_size(o.conversation), 4);
-    reqs = last_requests(1);
+    reqs = hl_last_requests(1);
     b = json_object_get(json_array_get(reqs, 0), "body");
     if (strcmp(k->api, "responses") == 0) {
         /* user, the reasoning item replayed, the assistant answer, the new user message */
@@ -401,7 +167,7 @@ START_TEST(plain_text)
 }
 END_TEST
 
-static void two_calls(const struct kind_case *k, bool native)
+static void two_calls(const struct hl_kind_case *k, bool native)
 {
     char call1[160], call2[160];
     if (native) {
@@ -415,25 +181,25 @@ static void two_calls(const struct kind_case *k, bool native)
                  "{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":\"math::add\","
                  "\"payload\":{\"a\":5,\"b\":7}}}");
     }
-    script("{\"rules\":["
-           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
-           "{\"tool_calls\":[%s]},\"usage\":{\"input_tokens\":10,\"output_tokens\":5}},"
-           "{\"when\":{\"tool_result_contains\":\"\\\"sum\\\":5\"},\"times\":1,\"reply\":"
-           "{\"tool_calls\":[%s]},\"usage\":{\"input_tokens\":20,\"cached_tokens\":6,"
-           "\"output_tokens\":5}},"
-           "{\"when\":{\"tool_result_contains\":\"\\\"sum\\\":12\"},\"reply\":{\"text\":"
-           "\"The answer is 12\"},\"usage\":{\"input_tokens\":30,\"output_tokens\":4}}]}",
-           k->api, call1, call2);
+    hl_script("{\"rules\":["
+              "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+              "{\"tool_calls\":[%s]},\"usage\":{\"input_tokens\":10,\"output_tokens\":5}},"
+              "{\"when\":{\"tool_result_contains\":\"\\\"sum\\\":5\"},\"times\":1,\"reply\":"
+              "{\"tool_calls\":[%s]},\"usage\":{\"input_tokens\":20,\"cached_tokens\":6,"
+              "\"output_tokens\":5}},"
+              "{\"when\":{\"tool_result_contains\":\"\\\"sum\\\":12\"},\"reply\":{\"text\":"
+              "\"The answer is 12\"},\"usage\":{\"input_tokens\":30,\"output_tokens\":4}}]}",
+              k->api, call1, call2);
     struct evd_harness_outcome o;
     char functions[128];
     snprintf(functions, sizeof(functions), "{\"allow\":[\"math::*\"],\"expose\":\"%s\"}",
              native ? "native" : "agent_trigger");
-    struct run_args a = {.k = k,
-                         .prompt = "Add 2 and 3, then add 7.",
-                         .functions = functions,
-                         .model_extra = "{\"mode\":\"agent\"}"};
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    struct hl_run_args a = {.k = k,
+                            .prompt = "Add 2 and 3, then add 7.",
+                            .functions = functions,
+                            .model_extra = "{\"mode\":\"agent\"}"};
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_str_eq(json_string_value(o.output), "The answer is 12");
     json_t *tot = json_object_get(o.metrics, "totals");
     ck_assert_int_eq(JI(tot, "turns"), 3);
@@ -442,8 +208,8 @@ static void two_calls(const struct kind_case *k, bool native)
     ck_assert_int_eq(JI(tot, "input_tokens"), 66);
     ck_assert_int_eq(JI(tot, "output_tokens"), 14);
     ck_assert_int_eq(JI(tot, "cache_read_tokens"), 6);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")), price(60, 6, 0, 14),
-                            1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(tot, "cost_usd")),
+                            hl_price(60, 6, 0, 14), 1e-12);
     ck_assert_int_eq(hs_tools_calls("/add"), 2);
     json_t *last = hs_tools_last("/add");
     ck_assert_int_eq(JI(last, "a"), 5);
@@ -457,7 +223,7 @@ static void two_calls(const struct kind_case *k, bool native)
     ck_assert_int_eq(json_array_size(o.spans), 6);
 
     /* The tools offered and the tool result sent back, in each wire's own shape. */
-    json_t *reqs = last_requests(3);
+    json_t *reqs = hl_last_requests(3);
     ck_assert_int_eq(json_array_size(reqs), 3);
     json_t *b0 = json_object_get(json_array_get(reqs, 0), "body");
     json_t *b1 = json_object_get(json_array_get(reqs, 1), "body");
@@ -504,34 +270,34 @@ static void two_calls(const struct kind_case *k, bool native)
 START_TEST(two_function_calls_native)
 {
     NEED_STUB();
-    two_calls(&kinds[_i], true);
+    two_calls(&hl_kinds[_i], true);
 }
 END_TEST
 
 START_TEST(two_function_calls_agent_trigger)
 {
     NEED_STUB();
-    two_calls(&kinds[_i], false);
+    two_calls(&hl_kinds[_i], false);
 }
 END_TEST
 
 START_TEST(denied_function_is_an_error_result)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":["
-           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
-           "{\"tool_calls\":[{\"name\":\"net_fetch\",\"arguments\":{\"url\":\"x\"}}]},"
-           "\"usage\":{\"input_tokens\":5,\"output_tokens\":5}},"
-           "{\"when\":{\"tool_result_contains\":\"not allowed\"},\"reply\":{\"text\":"
-           "\"denied\"},\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":["
+              "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+              "{\"tool_calls\":[{\"name\":\"net_fetch\",\"arguments\":{\"url\":\"x\"}}]},"
+              "\"usage\":{\"input_tokens\":5,\"output_tokens\":5}},"
+              "{\"when\":{\"tool_result_contains\":\"not allowed\"},\"reply\":{\"text\":"
+              "\"denied\"},\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .functions = "{\"allow\":[\"*\"],\"deny\":[\"net::*\"],"
-                                      "\"expose\":\"native\"}"};
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    struct hl_run_args a = {.k = k,
+                            .functions = "{\"allow\":[\"*\"],\"deny\":[\"net::*\"],"
+                                         "\"expose\":\"native\"}"};
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_str_eq(json_string_value(o.output), "denied");
     json_t *tot = json_object_get(o.metrics, "totals");
     ck_assert_int_eq(JI(tot, "function_calls"), 1);
@@ -542,7 +308,7 @@ START_TEST(denied_function_is_an_error_result)
     ck_assert_str_eq(JS(fc, "status"), "error");
     ck_assert_str_eq(JS(fc, "error"), "function net::fetch is not allowed by the function policy");
     /* Only allowed functions were offered: math::add and slow, never net::fetch. */
-    json_t *reqs = last_requests(2);
+    json_t *reqs = hl_last_requests(2);
     json_t *tools = json_object_get(json_object_get(json_array_get(reqs, 0), "body"), "tools");
     ck_assert_int_eq(json_array_size(tools), 2);
     char *dump = json_dumps(tools, 0);
@@ -556,20 +322,20 @@ END_TEST
 START_TEST(failing_and_slow_tools_are_error_results)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":["
-           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
-           "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
-           "\"slow\",\"payload\":{}}},{\"name\":\"agent_trigger\",\"arguments\":"
-           "{\"function_id\":\"nope\",\"payload\":{}}},{\"name\":\"agent_trigger\","
-           "\"arguments\":{\"function_id\":\"math::add\",\"payload\":{\"a\":\"two\"}}}]}},"
-           "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"done\"}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":["
+              "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+              "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
+              "\"slow\",\"payload\":{}}},{\"name\":\"agent_trigger\",\"arguments\":"
+              "{\"function_id\":\"nope\",\"payload\":{}}},{\"name\":\"agent_trigger\","
+              "\"arguments\":{\"function_id\":\"math::add\",\"payload\":{\"a\":\"two\"}}}]}},"
+              "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"done\"}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .functions = "{\"allow\":[\"*\"]}"};
+    struct hl_run_args a = {.k = k, .functions = "{\"allow\":[\"*\"]}"};
     int64_t t0 = evd_mono_ms();
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_int_lt(evd_mono_ms() - t0, 2500); /* the slow tool's 500 ms timeout held */
     json_t *tot = json_object_get(o.metrics, "totals");
     ck_assert_int_eq(JI(tot, "function_calls"), 3);
@@ -587,122 +353,19 @@ START_TEST(failing_and_slow_tools_are_error_results)
 }
 END_TEST
 
-START_TEST(rate_limit_then_success)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"times\":1,\"fault\":{\"status\":429,"
-           "\"retry_after_s\":1}}],\"default\":{\"reply\":{\"text\":\"OK\"},\"usage\":"
-           "{\"input_tokens\":3,\"output_tokens\":1}}}",
-           k->api);
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k};
-    int64_t t0 = evd_mono_ms();
-    run(&a, &o, NULL);
-    int64_t took = evd_mono_ms() - t0;
-    assert_completed(&o);
-    ck_assert_int_ge(took, 1000); /* Retry-After: 1 was honoured */
-    ck_assert_int_lt(took, 5000);
-    json_t *gen = json_array_get(json_object_get(o.transcript, "generations"), 0);
-    ck_assert_int_eq(JI(gen, "attempts"), 2);
-    ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "turns"), 1);
-    ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "input_tokens"), 3);
-    json_t *stats = evd_t_stub_stats(&stub);
-    ck_assert_int_eq(JI(stats, "requests"), 2);
-    ck_assert_int_eq(JI(json_object_get(stats, "by_status"), "429"), 1);
-    ck_assert_int_eq(JI(json_object_get(stats, "by_status"), "200"), 1);
-    json_decref(stats);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
-START_TEST(server_error_and_truncation_are_retried)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"times\":1,\"fault\":{\"status\":500}},"
-           "{\"when\":{\"api\":\"%s\"},\"times\":1,\"fault\":{\"truncate\":true}}],"
-           "\"default\":{\"reply\":{\"text\":\"OK\"}}}",
-           k->api, k->api);
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k};
-    run(&a, &o, NULL);
-    assert_completed(&o);
-    json_t *gen = json_array_get(json_object_get(o.transcript, "generations"), 0);
-    ck_assert_int_eq(JI(gen, "attempts"), 3);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
-START_TEST(huge_header_is_named_not_retried)
-{
-    /* A 1 MiB header line: the run fails at once with what happened and the limit, not
-     * "could not reach …: Out of memory". */
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"header_bytes\":1048576}}],"
-           "\"default\":{\"reply\":{\"text\":\"OK\"}}}",
-           k->api);
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k};
-    run(&a, &o, NULL);
-    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
-    ck_assert_str_eq(o.phase, "send");
-    char want[160];
-    snprintf(want, sizeof(want),
-             "provider %s sent a response header too large (a header line longer than 102400 "
-             "bytes)",
-             k->provider);
-    ck_assert_str_eq(o.result_error, want);
-    json_t *stats = evd_t_stub_stats(&stub);
-    ck_assert_int_eq(JI(stats, "requests"), 1);
-    json_decref(stats);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
-START_TEST(unauthorized_is_not_retried)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"OK\"}}}");
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .providers = wrong_providers};
-    run(&a, &o, NULL);
-    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
-    ck_assert_str_eq(o.phase, "send");
-    char want[64];
-    snprintf(want, sizeof(want), "%s returned 401: ", k->provider);
-    ck_assert_msg(strncmp(o.result_error, want, strlen(want)) == 0, "%s", o.result_error);
-    ck_assert_ptr_null(strstr(o.result_error, "OTHERSECRET"));
-    ck_assert_ptr_null(strstr(o.result_error, "SECRETVALUE"));
-    char *dump = json_dumps(o.transcript, 0);
-    ck_assert_ptr_null(strstr(dump, "OTHERSECRET"));
-    free(dump);
-    json_t *stats = evd_t_stub_stats(&stub);
-    ck_assert_int_eq(JI(stats, "requests"), 1);
-    json_decref(stats);
-    json_t *tot = json_object_get(o.metrics, "totals");
-    ck_assert_int_eq(JI(tot, "turns"), 0);
-    ck_assert_ptr_null(json_object_get(tot, "input_tokens"));
-    ck_assert_int_eq(JI(json_object_get(o.metrics, "traces"), "error_span_count"), 2);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
 START_TEST(max_turns_reached)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
-           "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":4,"
-           "\"output_tokens\":2}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
+              "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":4,"
+              "\"output_tokens\":2}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
-                         .limits = "{\"execution\":{\"max_turns\":2}}"};
-    run(&a, &o, NULL);
+    struct hl_run_args a = {.k = k,
+                            .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
+                            .limits = "{\"execution\":{\"max_turns\":2}}"};
+    hl_run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
     ck_assert_str_eq(o.phase, "limit");
     ck_assert_str_eq(o.result_error, "max_turns 2 reached before a final answer");
@@ -719,16 +382,16 @@ END_TEST
 START_TEST(token_budget_stops_before_a_tool_runs)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
-           "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":40,"
-           "\"output_tokens\":20}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
+              "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":40,"
+              "\"output_tokens\":20}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
-                         .limits = "{\"execution\":{\"max_total_tokens\":50}}"};
-    run(&a, &o, NULL);
+    struct hl_run_args a = {.k = k,
+                            .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
+                            .limits = "{\"execution\":{\"max_total_tokens\":50}}"};
+    hl_run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
     ck_assert_str_eq(o.phase, "limit");
     ck_assert_str_eq(o.result_error, "total tokens 60 exceeded max_total_tokens 50 before "
@@ -744,16 +407,16 @@ END_TEST
 START_TEST(cost_budget_stops_before_a_tool_runs)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
-           "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":1000,"
-           "\"output_tokens\":1000}}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"reply\":{\"tool_calls\":[{\"name\":"
+              "\"math_add\",\"arguments\":{\"a\":1,\"b\":1}}]},\"usage\":{\"input_tokens\":1000,"
+              "\"output_tokens\":1000}}]}",
+              k->api);
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
-                         .limits = "{\"execution\":{\"max_cost_usd\":0.005}}"};
-    run(&a, &o, NULL);
+    struct hl_run_args a = {.k = k,
+                            .functions = "{\"allow\":[\"math::add\"],\"expose\":\"native\"}",
+                            .limits = "{\"execution\":{\"max_cost_usd\":0.005}}"};
+    hl_run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
     ck_assert_str_eq(o.phase, "limit");
     ck_assert_msg(strstr(o.result_error, "cost $0.011000 exceeded max_cost_usd $0.005000") != NULL,
@@ -766,16 +429,16 @@ END_TEST
 START_TEST(ask_mode_offers_no_functions)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"fine\"}}}");
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"fine\"}}}");
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k,
-                         .system_prompt = "",
-                         .functions = "{\"allow\":[\"*\"],\"expose\":\"native\"}",
-                         .model_extra = "{\"mode\":\"ask\"}"};
-    run(&a, &o, NULL);
-    assert_completed(&o);
-    json_t *reqs = last_requests(1);
+    struct hl_run_args a = {.k = k,
+                            .system_prompt = "",
+                            .functions = "{\"allow\":[\"*\"],\"expose\":\"native\"}",
+                            .model_extra = "{\"mode\":\"ask\"}"};
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
+    json_t *reqs = hl_last_requests(1);
     json_t *b = json_object_get(json_array_get(reqs, 0), "body");
     ck_assert_ptr_null(json_object_get(b, "tools"));
     char *dump = json_dumps(b, 0);
@@ -790,129 +453,24 @@ END_TEST
 START_TEST(json_output_is_decoded)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[],\"default\":{\"reply\":{\"json\":{\"verdict\":\"GREEN\",\"n\":2}}}}");
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script("{\"rules\":[],\"default\":{\"reply\":{\"json\":{\"verdict\":\"GREEN\",\"n\":2}}}}");
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .output = "{\"type\":\"json\"}"};
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    struct hl_run_args a = {.k = k, .output = "{\"type\":\"json\"}"};
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert(json_is_object(o.output));
     ck_assert_str_eq(JS(o.output, "verdict"), "GREEN");
     evd_harness_outcome_clear(&o);
     /* Not JSON twice: one repair turn, then the run fails with the code alone. */
-    script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"not json\"}}}");
-    run(&a, &o, NULL);
+    hl_script("{\"rules\":[],\"default\":{\"reply\":{\"text\":\"not json\"}}}");
+    hl_run(&a, &o, NULL);
     ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
     ck_assert_str_eq(o.phase, "await");
     ck_assert(o.output_invalid);
     ck_assert_str_eq(o.result_error,
                      "not_json: return exactly one JSON object, without prose or code fences");
     ck_assert_int_eq(json_array_size(json_object_get(o.transcript, "generations")), 2);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
-struct cancel_ctx {
-    const struct kind_case *k;
-    struct evd_cancel *cancel;
-    struct evd_harness_outcome out;
-    int64_t returned_at;
-};
-
-static void *run_thread(void *arg)
-{
-    struct cancel_ctx *c = arg;
-    struct run_args a = {.k = c->k, .session = "sess-cancel"};
-    run(&a, &c->out, c->cancel);
-    c->returned_at = evd_mono_ms();
-    return NULL;
-}
-
-START_TEST(cancel_interrupts_a_call)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"stall\":true}}]}", k->api);
-    struct cancel_ctx c = {.k = k, .cancel = evd_cancel_new()};
-    pthread_t t;
-    pthread_create(&t, NULL, run_thread, &c);
-    /* Wait until the stub holds the request, then cancel. */
-    for (int i = 0; i < 100; i++) {
-        json_t *stats = evd_t_stub_stats(&stub);
-        json_int_t inflight = JI(stats, "in_flight");
-        json_decref(stats);
-        if (inflight > 0)
-            break;
-        usleep(20 * 1000);
-    }
-    usleep(200 * 1000);
-    int64_t t0 = evd_mono_ms();
-    evd_cancel_trigger(c.cancel);
-    pthread_join(t, NULL);
-    /* The trigger wakes the call's poll (which otherwise looks only once a second). */
-    ck_assert_int_lt(c.returned_at - t0, 500);
-    ck_assert_int_eq(c.out.status, EVD_HARNESS_CANCELLED);
-    ck_assert_str_eq(c.out.phase, "cancel");
-    evd_harness_outcome_clear(&c.out);
-    evd_cancel_free(c.cancel);
-}
-END_TEST
-
-START_TEST(cancel_interrupts_backoff)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"status\":429,"
-           "\"retry_after_s\":30}}]}",
-           k->api);
-    struct cancel_ctx c = {.k = k, .cancel = evd_cancel_new()};
-    pthread_t t;
-    pthread_create(&t, NULL, run_thread, &c);
-    usleep(400 * 1000);
-    int64_t t0 = evd_mono_ms();
-    evd_cancel_trigger(c.cancel);
-    pthread_join(t, NULL);
-    ck_assert_int_lt(c.returned_at - t0, 1000);
-    ck_assert_int_eq(c.out.status, EVD_HARNESS_CANCELLED);
-    evd_harness_outcome_clear(&c.out);
-    evd_cancel_free(c.cancel);
-}
-END_TEST
-
-START_TEST(stalled_call_hits_invocation_timeout)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"stall\":true}}]}", k->api);
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .limits = "{\"execution\":{\"invocation_timeout_seconds\":1}}"};
-    int64_t t0 = evd_mono_ms();
-    run(&a, &o, NULL);
-    int64_t took = evd_mono_ms() - t0;
-    ck_assert_int_ge(took, 900);
-    ck_assert_int_lt(took, 2500);
-    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
-    ck_assert_str_eq(o.phase, "send");
-    char want[96];
-    snprintf(want, sizeof(want), "%s call exceeded 1s invocation timeout", k->provider);
-    ck_assert_str_eq(o.result_error, want);
-    evd_harness_outcome_clear(&o);
-}
-END_TEST
-
-START_TEST(scenario_timeout_ends_the_run)
-{
-    NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":[{\"when\":{\"api\":\"%s\"},\"fault\":{\"stall\":true}}]}", k->api);
-    struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .limits = "{\"execution\":{\"scenario_timeout_seconds\":1}}"};
-    int64_t t0 = evd_mono_ms();
-    run(&a, &o, NULL);
-    ck_assert_int_lt(evd_mono_ms() - t0, 2500);
-    ck_assert_int_eq(o.status, EVD_HARNESS_FAILED);
-    ck_assert_str_eq(o.phase, "await");
-    ck_assert_str_eq(o.result_error, "run exceeded 1s scenario timeout");
     evd_harness_outcome_clear(&o);
 }
 END_TEST
@@ -934,29 +492,30 @@ static json_t *double_it(void *ctx, const char *function_id, json_t *payload, in
 START_TEST(dispatch_functions_are_callable)
 {
     NEED_STUB();
-    const struct kind_case *k = &kinds[_i];
-    script("{\"rules\":["
-           "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
-           "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
-           "\"iii::double\",\"payload\":{\"n\":21}}}]}},"
-           "{\"when\":{\"tool_result_contains\":\"\\\"doubled\\\":42\"},\"reply\":{\"text\":\"42\"}"
-           "}]}",
-           k->api);
+    const struct hl_kind_case *k = &hl_kinds[_i];
+    hl_script(
+        "{\"rules\":["
+        "{\"when\":{\"api\":\"%s\",\"has_tool_result\":false},\"times\":1,\"reply\":"
+        "{\"tool_calls\":[{\"name\":\"agent_trigger\",\"arguments\":{\"function_id\":"
+        "\"iii::double\",\"payload\":{\"n\":21}}}]}},"
+        "{\"when\":{\"tool_result_contains\":\"\\\"doubled\\\":42\"},\"reply\":{\"text\":\"42\"}"
+        "}]}",
+        k->api);
     json_t *fns = json_loads("[{\"id\":\"iii::double\",\"description\":\"Doubles n\","
                              "\"request_schema\":{\"type\":\"object\",\"properties\":{\"n\":"
                              "{\"type\":\"integer\"}}}}]",
                              0, NULL);
     struct evd_harness_dispatch d = {fns, double_it, NULL};
     struct evd_harness_outcome o;
-    struct run_args a = {.k = k, .functions = "{\"allow\":[\"iii::*\"]}", .dispatch = &d};
+    struct hl_run_args a = {.k = k, .functions = "{\"allow\":[\"iii::*\"]}", .dispatch = &d};
     dispatch_calls = 0;
-    run(&a, &o, NULL);
-    assert_completed(&o);
+    hl_run(&a, &o, NULL);
+    hl_assert_completed(&o);
     ck_assert_str_eq(json_string_value(o.output), "42");
     ck_assert_int_eq(dispatch_calls, 1);
     ck_assert_int_eq(JI(json_object_get(o.metrics, "totals"), "function_calls"), 1);
     /* The agent_trigger tool lists the function and its payload schema. */
-    json_t *reqs = last_requests(2);
+    json_t *reqs = hl_last_requests(2);
     json_t *tool = json_array_get(
         json_object_get(json_object_get(json_array_get(reqs, 0), "body"), "tools"), 0);
     char *dump = json_dumps(tool, 0);
@@ -969,7 +528,7 @@ START_TEST(dispatch_functions_are_callable)
 END_TEST
 
 struct par_ctx {
-    const struct kind_case *k;
+    const struct hl_kind_case *k;
     char session[32];
     struct evd_harness_outcome out;
 };
@@ -977,32 +536,32 @@ struct par_ctx {
 static void *par_run(void *arg)
 {
     struct par_ctx *c = arg;
-    struct run_args a = {.k = c->k, .session = c->session};
-    run(&a, &c->out, NULL);
+    struct hl_run_args a = {.k = c->k, .session = c->session};
+    hl_run(&a, &c->out, NULL);
     return NULL;
 }
 
 START_TEST(concurrent_runs_share_the_registry)
 {
     NEED_STUB();
-    script("{\"rules\":[],\"default\":{\"latency_ms\":100,\"reply\":{\"text\":\"OK\"},"
-           "\"usage\":{\"input_tokens\":2,\"output_tokens\":1}}}");
+    hl_script("{\"rules\":[],\"default\":{\"latency_ms\":100,\"reply\":{\"text\":\"OK\"},"
+              "\"usage\":{\"input_tokens\":2,\"output_tokens\":1}}}");
     struct par_ctx c[6];
     pthread_t t[6];
     for (int i = 0; i < 6; i++) {
         memset(&c[i], 0, sizeof(c[i]));
-        c[i].k = &kinds[i % NKINDS];
+        c[i].k = &hl_kinds[i % NKINDS];
         snprintf(c[i].session, sizeof(c[i].session), "sess-par-%d", i);
         pthread_create(&t[i], NULL, par_run, &c[i]);
     }
     for (int i = 0; i < 6; i++) {
         pthread_join(t[i], NULL);
-        assert_completed(&c[i].out);
+        hl_assert_completed(&c[i].out);
         ck_assert_str_eq(JS(c[i].out.metrics, "root_session_id"), c[i].session);
         ck_assert_int_eq(JI(json_object_get(c[i].out.metrics, "totals"), "input_tokens"), 2);
         evd_harness_outcome_clear(&c[i].out);
     }
-    json_t *stats = evd_t_stub_stats(&stub);
+    json_t *stats = evd_t_stub_stats(&hl_stub);
     ck_assert_int_eq(JI(stats, "requests"), 6);
     ck_assert_int_eq(JI(stats, "max_in_flight_per_session"), 1);
     ck_assert_int_ge(JI(stats, "max_in_flight"), 2);
@@ -1028,31 +587,18 @@ static Suite *suite(void)
     tcase_add_test(tc, concurrent_runs_share_the_registry);
     tcase_add_loop_test(tc, dispatch_functions_are_callable, 0, NKINDS);
     suite_add_tcase(s, tc);
-    tc = tcase_create("faults");
-    tcase_set_timeout(tc, 60);
-    /* A 429 holds the process's limiter of that provider: each case starts afresh. */
-    tcase_add_checked_fixture(tc, evd_hx_limiter_forget, NULL);
-    tcase_add_loop_test(tc, rate_limit_then_success, 0, NKINDS);
-    tcase_add_loop_test(tc, server_error_and_truncation_are_retried, 0, NKINDS);
-    tcase_add_loop_test(tc, unauthorized_is_not_retried, 0, NKINDS);
-    tcase_add_loop_test(tc, huge_header_is_named_not_retried, 0, NKINDS);
-    tcase_add_loop_test(tc, cancel_interrupts_a_call, 0, NKINDS);
-    tcase_add_loop_test(tc, cancel_interrupts_backoff, 0, NKINDS);
-    tcase_add_loop_test(tc, stalled_call_hits_invocation_timeout, 0, NKINDS);
-    tcase_add_loop_test(tc, scenario_timeout_ends_the_run, 0, 1);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    setup_all();
+    hl_setup_all();
     SRunner *sr = srunner_create(suite());
     /* One stub and one tool server serve every test: no fork. */
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    teardown_all();
+    hl_teardown_all();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
