@@ -70,6 +70,11 @@ struct evd_engine {
     atomic_bool stopping;
     int wake_pipe[2]; /* written once at stop; wakes every poll */
 
+    /* The kinds of job its workers run (engine/jobs.c): the core calls a kind only through
+     * this table. */
+    const struct evd_job_kind *kinds;
+    size_t nkinds;
+
     pthread_t *workers;
     struct worker_arg *worker_args;
     size_t nworkers;
@@ -212,6 +217,26 @@ void evd_engine_wake(struct evd_engine *e, long n);
 int evd_engine_reserve_idle(struct evd_engine *e, int want);
 void evd_engine_hand_ready(struct evd_engine *e, int reserved, const struct evd_store_claimed *jobs,
                            size_t n);
+/* Announces `n` new jobs (at least one) to the idle workers: the keeper's notifications. */
+void evd_engine_announce(struct evd_engine *e, long n);
+/* An idle worker's wait (engine/wake.c): until a wake-up is announced, a batch of starts
+ * hands over a job it claimed, timeout_ms pass or the engine stops. True when it took a
+ * wake-up: it then owes evd_engine_claim_done its claim's end. */
+bool evd_engine_wait_for_work(struct evd_engine *e, int timeout_ms);
+/* The oldest job a batch of starts handed over, into *out; false when none. */
+bool evd_engine_take_ready(struct evd_engine *e, struct evd_store_claimed *out);
+/* The end of a claim of a worker that was idle (woken) or found work (more: another job
+ * was due): wakes one more worker for a backlog, unless a wake-up is on its way. */
+void evd_engine_claim_done(struct evd_engine *e, bool woken, bool more);
+
+/* The threads' bodies, started by evd_engine_start (engine/engine.c). */
+struct worker_arg {
+    struct evd_engine *e;
+    long index;
+};
+void *evd_engine_worker_main(void *arg);  /* engine/workers.c; arg: struct worker_arg */
+void *evd_engine_keeper_main(void *arg);  /* engine/keeper.c */
+void *evd_engine_sweeper_main(void *arg); /* engine/keeper.c */
 /* The starter thread's body (engine/starter.c), started with the workers. */
 void *evd_engine_starter_main(void *arg);
 /* What a start hands to the starter gets back: rc, the jobs it enqueued, and err when
@@ -269,15 +294,15 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
  * kind. `attempt` is the attempt the claim started (kind 'run' in the ordinary case: the
  * claim and the start are one statement), 0 when the kind starts its own work; the
  * outcome of a run goes to the writer thread with `h` as the worker's handover. A new
- * kind is one entry and its function; docs/architecture.md says where it goes.
+ * kind is one entry and its function; docs/engine.md says where it goes.
  */
 struct evd_job_kind {
     const char *name; /* jobs.kind */
     void (*process)(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, struct evd_handover *h);
 };
-/* The entry of kind `name`, or NULL (a newer evald's kind: the job is left alone). */
-const struct evd_job_kind *evd_engine_job_kind(const char *name);
+extern const struct evd_job_kind evd_engine_kinds[];
+extern const size_t evd_engine_nkinds;
 
 /* What a start checks beyond the request's shape (engine/eval_functions.c): the model
  * resolves to a provider, the output schema compiles, and something can run the evaluator

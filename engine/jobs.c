@@ -30,16 +30,9 @@ static void process_cell(struct evd_engine *e, struct evd_wconn *w, const struct
     evd_engine_process_cell(e, w, job);
 }
 
-static const struct evd_job_kind KINDS[] = {
+const struct evd_job_kind evd_engine_kinds[] = {
     {"run", process_run},         /* an evaluation run (engine/runner.c) */
     {"session", process_session}, /* a session turn (engine/session_runner.c) */
     {"cell", process_cell},       /* an experiment case (engine/cells.c) */
 };
-
-const struct evd_job_kind *evd_engine_job_kind(const char *name)
-{
-    for (size_t i = 0; i < sizeof(KINDS) / sizeof(KINDS[0]); i++)
-        if (strcmp(KINDS[i].name, name) == 0)
-            return &KINDS[i];
-    return NULL;
-}
+const size_t evd_engine_nkinds = sizeof(evd_engine_kinds) / sizeof(evd_engine_kinds[0]);
