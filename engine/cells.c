@@ -25,6 +25,7 @@
 #include "domain/plan.h"
 #include "domain/run.h"
 #include "engine/internal.h"
+#include "engine/lifecycle.h"
 #include "engine/scenario.h"
 #include "store/db.h"
 #include "store/experiments.h"
@@ -43,26 +44,6 @@ struct case_ctx {
     bool rescore;    /* a re-score: the cells score their stored outputs again (rescore.c) */
     struct evd_limits limits;
 };
-
-struct cell_progress {
-    struct evd_wconn *w;
-    const struct case_ctx *x;
-    int position;
-    int attempt;
-};
-
-static void on_progress(void *ctx, json_t *metrics)
-{
-    struct cell_progress *p = ctx;
-    struct evd_err err = {0};
-    bool had;
-    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
-    if (c == NULL || evd_store_cell_progress(c, p->x->experiment_id, p->x->case_index,
-                                             p->position, p->attempt, metrics, &err) != EVD_OK)
-        evd_log(EVD_LOG_DEBUG, "could not record cell progress", "experiment_id",
-                p->x->experiment_id, "error", err.msg, NULL);
-    evd_wconn_return(p->w, had);
-}
 
 /* A running cell's run object: the API's fields, and the seed's for the evaluator input. */
 static json_t *cell_run_new(const struct case_ctx *x, int position, unsigned arm,
@@ -214,16 +195,57 @@ static bool fail_exhausted(struct case_ctx *x, struct pending *p, int position, 
     int64_t now = evd_now_ms();
     json_t *run = cell_run_new(x, position, arm, repeat, now);
     char msg[160];
-    snprintf(msg, sizeof(msg),
-             "run was interrupted %d times (its process crashed, or was stopped or cut off "
-             "from the database past its lease); attempts exhausted",
-             attempt);
+    evd_attempt_exhausted_message(msg, sizeof(msg), attempt);
     if (run == NULL || evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0) {
         json_decref(run);
         return false;
     }
     return finish_cell(x, p, position, attempt, run, NULL);
 }
+
+/* What a cell's attempt is to the lifecycle (engine/lifecycle.h). */
+struct cell_ctx {
+    const struct case_ctx *x;
+    const struct evd_scenario *scenario;
+    json_t *run;
+    int64_t started_at;
+    struct evd_scenario_outcome out;
+};
+
+static void cell_execute(struct evd_attempt *a)
+{
+    struct cell_ctx *k = a->kind;
+    if (k->x->rescore)
+        evd_engine_rescore_cell(a->e, a->w, k->scenario, k->x->case_index, a->position, k->run,
+                                a->cancel, &k->out);
+    else
+        evd_scenario_run(a->e, a->w, k->scenario, k->run, a->cancel, k->started_at, &k->out);
+    a->not_started = k->out.not_started;
+    a->interrupted = k->out.interrupted;
+}
+
+static enum evd_code cell_progress(PGconn *c, const struct evd_attempt *a, json_t *metrics,
+                                   struct evd_err *err)
+{
+    const struct cell_ctx *k = a->kind;
+    return evd_store_cell_progress(c, a->subject_id, k->x->case_index, a->position, a->attempt,
+                                   metrics, err);
+}
+
+static enum evd_code cell_hand_back(PGconn *c, const struct evd_attempt *a, struct evd_err *err)
+{
+    const struct cell_ctx *k = a->kind;
+    return evd_store_cell_hand_back(c, a->job->id, a->e->owner, a->subject_id, k->x->case_index,
+                                    a->position, a->attempt, err);
+}
+
+static const struct evd_attempt_ops CELL_OPS = {
+    .what = "experiment run",
+    .id_key = "experiment_id",
+    .execute = cell_execute,
+    .progress = cell_progress,
+    .hand_back = cell_hand_back,
+};
 
 enum cell_end { CELL_FINISHED, CELL_STOP };
 
@@ -236,35 +258,23 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     uint32_t repeat;
     unsigned arm;
     evd_plan_cell_at(x->arms, (uint32_t)position, &repeat, &arm);
-    json_t *variant = NULL, *evaluator = NULL, *run = NULL;
-    struct evd_cancel *cancel = NULL;
-    struct evd_scenario_outcome out = {0};
+    json_t *variant = NULL, *evaluator = NULL;
+    struct cell_ctx k = {.x = x, .started_at = evd_now_ms()};
+    struct evd_attempt a = {.slot = -1};
     enum cell_end end = CELL_STOP;
-    int slot = -1;
-    int64_t started_at = evd_now_ms();
     if (evd_experiment_cell(x->request, x->body, arm, &variant, &evaluator, &err) != EVD_OK) {
         /* Checked at the start for every case: only a change of the rules gets here. */
-        run = cell_run_new(x, position, arm, repeat, started_at);
-        if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0) {
+        json_t *run = cell_run_new(x, position, arm, repeat, k.started_at);
+        if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0)
             end = finish_cell(x, p, position, attempt, run, NULL) ? CELL_FINISHED : CELL_STOP;
-            run = NULL; /* finish_cell's */
-        }
+        else
+            json_decref(run);
         goto out;
     }
-    run = cell_run_new(x, position, arm, repeat, started_at);
-    cancel = evd_cancel_new();
-    if (run == NULL || cancel == NULL)
+    if ((k.run = cell_run_new(x, position, arm, repeat, k.started_at)) == NULL)
         goto out;
-    /* The in-flight registry knows a cell by its experiment id and case. */
-    struct evd_store_job reg = *job;
-    snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", x->experiment_id);
-    int64_t deadline = evd_mono_ms() + (int64_t)x->limits.scenario_timeout_seconds * 1000;
-    slot = evd_engine_inflight_add(e, &reg, attempt, cancel, deadline);
-
-    struct cell_progress pctx = {w, x, position, attempt};
     const json_t *sp = json_object_get(variant, "system_prompt");
-    const json_t *ev = evaluator;
-    const char *run_id = json_string_value(json_object_get(run, "run_id"));
+    const char *run_id = json_string_value(json_object_get(k.run, "run_id"));
     struct evd_scenario_trace trace = {
         .owner_key = "evald.experiment_id",
         .owner_id = x->experiment_id,
@@ -276,12 +286,22 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .case_id = json_string_value(json_object_get(x->body, "id")),
     };
     evd_trace_for_run(x->experiment_id, run_id, attempt, &trace.ctx);
-    char trace_hex[33], span_hex[17];
-    evd_trace_hex(&trace.ctx, trace_hex, span_hex);
-    evd_log_set_trace(trace_hex, span_hex);
+    a = (struct evd_attempt){
+        .ops = &CELL_OPS,
+        .e = e,
+        .w = w,
+        .job = job,
+        .subject_id = x->experiment_id,
+        .position = position,
+        .attempt = attempt,
+        .timeout_ms = (int64_t)x->limits.scenario_timeout_seconds * 1000,
+        .trace = &trace.ctx,
+        .kind = &k,
+        .slot = -1,
+    };
     const struct evd_scenario scenario = {
         .subject_id = x->experiment_id,
-        .session_id = json_string_value(json_object_get(run, "session_id")),
+        .session_id = json_string_value(json_object_get(k.run, "session_id")),
         .prompt = json_string_value(json_object_get(variant, "prompt")),
         .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
         .model = json_object_get(x->request, "model"),
@@ -290,60 +310,44 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .functions = json_object_get(x->request, "functions"),
         .output = json_object_get(x->request, "output"),
         .metadata = json_object_get(x->request, "metadata"),
-        .evaluator_function_id = json_string_value(json_object_get(ev, "function_id")),
-        .evaluator_arguments = json_object_get(ev, "arguments"),
-        .progress = on_progress,
-        .progress_ctx = &pctx,
+        .evaluator_function_id = json_string_value(json_object_get(evaluator, "function_id")),
+        .evaluator_arguments = json_object_get(evaluator, "arguments"),
+        .progress = evd_attempt_progress,
+        .progress_ctx = &a,
         .judge_metrics = true,
         .trace = &trace,
     };
-    if (x->rescore)
-        evd_engine_rescore_cell(e, w, &scenario, x->case_index, position, run, cancel, &out);
-    else
-        evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
-    enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
-    slot = -1;
-    if (out.not_started)
-        goto out; /* the lease runs out and the cell is tried again */
-    if (reason == REASON_LEASE && !out.interrupted)
-        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
-    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
-        if (reason == REASON_LEASE)
-            evd_log(EVD_LOG_WARN, "lease not renewed in time; experiment run handed back",
-                    "experiment_id", x->experiment_id, NULL);
-        PGconn *c = evd_wconn_get(w, &err);
-        if (c != NULL && evd_db_ensure(c) &&
-            evd_store_cell_hand_back(c, job->id, e->owner, x->experiment_id, x->case_index,
-                                     position, attempt, &err) != EVD_OK)
-            evd_log(EVD_LOG_WARN, "could not hand an experiment run back; its lease runs out",
-                    "experiment_id", x->experiment_id, "error", err.msg, NULL);
-        goto out;
-    }
-    if (reason == REASON_CANCELLED)
-        goto out; /* cancelled, or the job taken away: nothing to write */
-    if (reason == REASON_DEADLINE) {
+    k.scenario = &scenario;
+    switch (evd_attempt_run(&a)) {
+    case EVD_ATTEMPT_FINISHED:
+        break;
+    case EVD_ATTEMPT_TIMED_OUT: {
         int64_t now = evd_now_ms();
         char msg[128];
         snprintf(msg, sizeof(msg), "run exceeded %llus wall-clock limit",
                  (unsigned long long)x->limits.scenario_timeout_seconds);
-        json_t *fresh = cell_run_new(x, position, arm, repeat, started_at);
+        json_t *fresh = cell_run_new(x, position, arm, repeat, k.started_at);
         if (fresh == NULL)
             goto out;
-        evd_run_record_outcome(fresh, NULL, out.metrics, (uint64_t)(now - started_at), now);
+        evd_run_record_outcome(fresh, NULL, k.out.metrics, (uint64_t)(now - k.started_at), now);
         evd_run_fail(fresh, EVD_PHASE_AWAIT, NULL, msg, now);
-        json_decref(run);
-        run = fresh;
+        json_decref(k.run);
+        k.run = fresh;
+        break;
     }
-    end = finish_cell(x, p, position, attempt, run, json_incref(out.transcript)) ? CELL_FINISHED
-                                                                                : CELL_STOP;
-    run = NULL; /* finish_cell's */
+    case EVD_ATTEMPT_CANCELLED:   /* cancelled, or the job taken away: nothing to write */
+    case EVD_ATTEMPT_HANDED_BACK: /* another attempt runs it */
+    case EVD_ATTEMPT_DROPPED:     /* the lease runs out and the cell is tried again */
+        goto out;
+    }
+    end = finish_cell(x, p, position, attempt, k.run, json_incref(k.out.transcript))
+              ? CELL_FINISHED
+              : CELL_STOP;
+    k.run = NULL; /* finish_cell's */
 out:
-    evd_log_set_trace(NULL, NULL);
-    if (slot >= 0)
-        evd_engine_inflight_remove(e, slot);
-    evd_scenario_outcome_clear(&out);
-    evd_cancel_free(cancel);
-    json_decref(run);
+    evd_attempt_clear(&a);
+    evd_scenario_outcome_clear(&k.out);
+    json_decref(k.run);
     json_decref(variant);
     json_decref(evaluator);
     return end;

@@ -23,6 +23,7 @@
 #include "domain/request.h"
 #include "domain/run.h"
 #include "engine/internal.h"
+#include "engine/lifecycle.h"
 #include "engine/scenario.h"
 #include "store/db.h"
 #include "store/jobs.h"
@@ -59,10 +60,7 @@ static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store
         json_t *run = json_array_get(runs, (size_t)job->run_position - 1);
         bool written = false, finalize = false;
         char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "run was interrupted %d times (its process crashed, or was stopped or cut off "
-                 "from the database past its lease); attempts exhausted",
-                 st.attempt);
+        evd_attempt_exhausted_message(msg, sizeof(msg), st.attempt);
         if (run == NULL ||
             evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
             evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
@@ -88,49 +86,49 @@ rollback:
     return 0;
 }
 
-/*
- * Gives the run back (at shutdown, or when its lease could not be renewed in time):
- * pending again, this attempt not counted, the job free for anyone at once. Only while
- * this process still holds the lease and the run this attempt: a run taken over is left
- * to its new owner.
- */
-static void hand_back(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                      int attempt)
-{
-    struct evd_err err = {0};
-    PGconn *c = evd_wconn_get(w, &err);
-    if (c == NULL || !evd_db_ensure(c)) {
-        evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
-                job->evaluation_id, NULL);
-        return;
-    }
-    if (evd_store_job_hand_back(c, job->id, e->owner, job->evaluation_id, job->run_position,
-                                attempt, &err) != EVD_OK)
-        evd_log(EVD_LOG_WARN, "could not hand a run back; its lease runs out", "evaluation_id",
-                job->evaluation_id, "error", err.msg, NULL);
-}
-
-struct run_progress {
-    struct evd_wconn *w;
-    const char *evaluation_id;
-    int position;
-    int attempt;
+/* What a run's attempt is to the lifecycle (engine/lifecycle.h). */
+struct run_ctx {
+    const struct evd_scenario *scenario;
+    json_t *run;
+    bool rescore;
+    int64_t started_at;
+    struct evd_scenario_outcome out;
 };
 
-/* Harness progress callback: keeps the running run's metrics snapshot for comparisons. */
-static void on_progress(void *ctx, json_t *metrics)
+static void run_execute(struct evd_attempt *a)
 {
-    struct run_progress *p = ctx;
-    struct evd_err err = {0};
-    bool had;
-    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
-    if (c == NULL ||
-        evd_store_run_progress(c, p->evaluation_id, p->position, p->attempt, metrics, &err) !=
-            EVD_OK)
-        evd_log(EVD_LOG_DEBUG, "could not record run progress", "evaluation_id", p->evaluation_id,
-                "error", err.msg, NULL);
-    evd_wconn_return(p->w, had);
+    struct run_ctx *r = a->kind;
+    char att[16];
+    snprintf(att, sizeof(att), "%d", a->attempt);
+    evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", a->subject_id, "run_id",
+            json_string_value(json_object_get(r->run, "run_id")), "attempt", att, NULL);
+    if (r->rescore)
+        evd_engine_rescore_run(a->e, a->w, r->scenario, a->position, r->run, a->cancel, &r->out);
+    else
+        evd_scenario_run(a->e, a->w, r->scenario, r->run, a->cancel, r->started_at, &r->out);
+    a->not_started = r->out.not_started;
+    a->interrupted = r->out.interrupted;
 }
+
+static enum evd_code run_progress(PGconn *c, const struct evd_attempt *a, json_t *metrics,
+                                  struct evd_err *err)
+{
+    return evd_store_run_progress(c, a->subject_id, a->position, a->attempt, metrics, err);
+}
+
+static enum evd_code run_hand_back(PGconn *c, const struct evd_attempt *a, struct evd_err *err)
+{
+    return evd_store_job_hand_back(c, a->job->id, a->e->owner, a->subject_id, a->position,
+                                   a->attempt, err);
+}
+
+static const struct evd_attempt_ops RUN_OPS = {
+    .what = "run",
+    .id_key = "evaluation_id",
+    .execute = run_execute,
+    .progress = run_progress,
+    .hand_back = run_hand_back,
+};
 
 /*
  * The stored request of a claimed run's evaluation, decoded (new reference): the claim
@@ -179,7 +177,10 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
     if ((ev.request = request_of(job, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
-        hand_back(e, w, job, attempt);
+        struct evd_attempt a = {.ops = &RUN_OPS, .e = e, .w = w, .job = job,
+                                .subject_id = job->evaluation_id,
+                                .position = job->run_position, .attempt = attempt};
+        evd_attempt_hand_back(&a);
         return;
     }
     execute(e, w, job, attempt, &ev, h);
@@ -193,31 +194,23 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
 {
     struct evd_err err = {0};
     const struct evd_store_eval ev = *evp;
-    struct evd_scenario_outcome out = {0};
     struct evd_request_view view;
-    json_t *run = NULL;
-    struct evd_cancel *cancel = NULL;
-    int slot = -1;
+    struct run_ctx r = {.rescore = ev.rescore};
 
     if (evd_request_view_trusted(ev.request, &view, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
                 err.msg, NULL);
-        goto out;
+        return;
     }
     struct evd_plan_entry entry = evd_plan_entry_at(view.order, (size_t)job->run_position - 1);
-    run = evd_run_new(ev.id, &entry);
+    if ((r.run = evd_run_new(ev.id, &entry)) == NULL)
+        return; /* the lease runs out and the run is tried again */
     const json_t *variant = entry.role == EVD_ROLE_CONTROL ? view.control : view.treatment;
     json_t *sp = json_object_get(variant, "system_prompt");
-    cancel = evd_cancel_new();
-    if (run == NULL || cancel == NULL)
-        goto out;
-    int64_t started_at = evd_now_ms();
-    evd_run_mark_running(run, started_at);
-    int64_t deadline = evd_mono_ms() + (int64_t)view.limits.scenario_timeout_seconds * 1000;
-    slot = evd_engine_inflight_add(e, job, attempt, cancel, deadline);
+    r.started_at = evd_now_ms();
+    evd_run_mark_running(r.run, r.started_at);
 
-    struct run_progress pctx = {w, ev.id, job->run_position, attempt};
-    const char *run_id = json_string_value(json_object_get(run, "run_id"));
+    const char *run_id = json_string_value(json_object_get(r.run, "run_id"));
     struct evd_scenario_trace trace = {
         .owner_key = "evald.evaluation_id",
         .owner_id = ev.id,
@@ -228,12 +221,23 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
         .attempt = attempt,
     };
     evd_trace_for_run(ev.id, run_id, attempt, &trace.ctx);
-    char trace_hex[33], span_hex[17];
-    evd_trace_hex(&trace.ctx, trace_hex, span_hex);
-    evd_log_set_trace(trace_hex, span_hex);
+    struct evd_attempt a = {
+        .ops = &RUN_OPS,
+        .e = e,
+        .w = w,
+        .job = job,
+        .subject_id = ev.id,
+        .position = job->run_position,
+        .attempt = attempt,
+        .timeout_ms = (int64_t)view.limits.scenario_timeout_seconds * 1000,
+        .trace = &trace.ctx,
+        .keep_slot = true, /* the keeper renews the lease until the writer has written it */
+        .kind = &r,
+        .slot = -1,
+    };
     const struct evd_scenario scenario = {
         .subject_id = ev.id,
-        .session_id = json_string_value(json_object_get(run, "session_id")),
+        .session_id = json_string_value(json_object_get(r.run, "session_id")),
         .prompt = json_string_value(json_object_get(variant, "prompt")),
         .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
         .model = view.model,
@@ -244,65 +248,48 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
         .metadata = view.metadata,
         .evaluator_function_id = view.evaluator_function_id,
         .evaluator_arguments = view.evaluator_arguments,
-        .progress = on_progress,
-        .progress_ctx = &pctx,
+        .progress = evd_attempt_progress,
+        .progress_ctx = &a,
         .trace = &trace,
     };
-    char att[16];
-    snprintf(att, sizeof(att), "%d", attempt);
-    evd_log(EVD_LOG_DEBUG, "run started", "evaluation_id", ev.id, "run_id",
-            json_string_value(json_object_get(run, "run_id")), "attempt", att, NULL);
-    if (ev.rescore)
-        evd_engine_rescore_run(e, w, &scenario, job->run_position, run, cancel, &out);
-    else
-        evd_scenario_run(e, w, &scenario, run, cancel, started_at, &out);
-    if (out.not_started)
-        goto out; /* the lease runs out and the run is tried again */
+    r.scenario = &scenario;
 
-    /* The slot stays registered, so that the keeper renews the lease until the writer
-     * has written the outcome. */
-    enum inflight_reason reason = evd_engine_inflight_hold(e, slot);
-    if (reason == REASON_LEASE && !out.interrupted)
-        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
-
-    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
-        if (reason == REASON_LEASE)
-            evd_log(EVD_LOG_WARN, "lease not renewed in time; run handed back", "evaluation_id",
-                    ev.id, NULL);
-        hand_back(e, w, job, attempt);
-        goto out;
-    }
-    if (reason == REASON_CANCELLED)
-        goto out; /* the run was cancelled, or the job taken away: nothing to write */
-    int64_t now = evd_now_ms();
-    if (reason == REASON_DEADLINE) {
+    switch (evd_attempt_run(&a)) {
+    case EVD_ATTEMPT_FINISHED:
+        break;
+    case EVD_ATTEMPT_TIMED_OUT: {
+        int64_t now = evd_now_ms();
         char msg[128];
         snprintf(msg, sizeof(msg), "run exceeded %llus wall-clock limit",
                  (unsigned long long)view.limits.scenario_timeout_seconds);
         json_t *fresh = evd_run_new(ev.id, &entry);
         if (fresh == NULL)
             goto out;
-        evd_run_mark_running(fresh, started_at);
-        evd_run_record_outcome(fresh, NULL, out.metrics, (uint64_t)(now - started_at), now);
+        evd_run_mark_running(fresh, r.started_at);
+        evd_run_record_outcome(fresh, NULL, r.out.metrics, (uint64_t)(now - r.started_at), now);
         evd_run_fail(fresh, EVD_PHASE_AWAIT, NULL, msg, now);
-        json_decref(run);
-        run = fresh;
+        json_decref(r.run);
+        r.run = fresh;
+        break;
+    }
+    case EVD_ATTEMPT_CANCELLED:   /* the run was cancelled, or the job taken away */
+    case EVD_ATTEMPT_HANDED_BACK: /* another attempt runs it */
+    case EVD_ATTEMPT_DROPPED:     /* the lease runs out and the run is tried again */
+        goto out;
     }
     /* The writer thread writes it, with other workers' runs, in one transaction; this
      * worker claims its next run meanwhile. */
-    char *record = evd_store_finish_record(ev.id, job->run_position, attempt, run, out.transcript);
+    char *record =
+        evd_store_finish_record(ev.id, job->run_position, attempt, r.run, r.out.transcript);
     if (record != NULL) {
-        evd_engine_write_later(e, record, ev.id, json_string_value(json_object_get(run, "status")),
-                               slot, h);
-        slot = -1; /* the writer's now */
+        evd_engine_write_later(e, record, ev.id,
+                               json_string_value(json_object_get(r.run, "status")), a.slot, h);
+        a.slot = -1; /* the writer's now */
     } else
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",
                 "out of memory", NULL);
 out:
-    evd_log_set_trace(NULL, NULL);
-    if (slot >= 0)
-        evd_engine_inflight_remove(e, slot);
-    evd_scenario_outcome_clear(&out);
-    evd_cancel_free(cancel);
-    json_decref(run);
+    evd_attempt_clear(&a);
+    evd_scenario_outcome_clear(&r.out);
+    json_decref(r.run);
 }

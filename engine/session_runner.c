@@ -22,30 +22,10 @@
 #include "common/util.h"
 #include "domain/session.h"
 #include "engine/internal.h"
+#include "engine/lifecycle.h"
 #include "store/db.h"
 #include "store/sessions.h"
 #include "store/tools.h"
-
-struct progress_ctx {
-    struct evd_wconn *w;
-    const char *session_id;
-    int seq;
-    int attempt;
-};
-
-/* Harness progress callback: keeps the running snapshot (autocommit, one statement). */
-static void on_progress(void *ctx, json_t *metrics)
-{
-    struct progress_ctx *p = ctx;
-    struct evd_err err = {0};
-    bool had;
-    PGconn *c = evd_wconn_borrow(p->w, &had, &err);
-    if (c == NULL ||
-        evd_store_turn_progress(c, p->session_id, p->seq, p->attempt, metrics, &err) != EVD_OK)
-        evd_log(EVD_LOG_DEBUG, "could not record turn progress", "session_id", p->session_id,
-                "error", err.msg, NULL);
-    evd_wconn_return(p->w, had);
-}
 
 /* Ends a turn without running it (attempts exhausted), and folds it into the session. */
 static enum evd_code fail_turn(PGconn *c, const struct evd_store_session *s, int seq, int attempt,
@@ -82,10 +62,7 @@ static int start_attempt(PGconn *c, const struct evd_store_job *job, struct evd_
         goto rollback;
     if (turn->attempt >= EVD_MAX_ATTEMPTS) {
         char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "turn was interrupted %d times (lost lease or stopped process); attempts "
-                 "exhausted",
-                 turn->attempt);
+        evd_attempt_exhausted_message(msg, sizeof(msg), turn->attempt);
         if (fail_turn(c, s, job->run_position, turn->attempt, msg, now, err) != EVD_OK ||
             evd_store_job_delete(c, job->id, err) != EVD_OK ||
             evd_store_notify(c, EVD_CHANNEL_EVENTS, s->id, err) != EVD_OK)
@@ -173,16 +150,75 @@ static void write_late_transcript(PGconn *c, const char *id, int seq, int attemp
     evd_store_session_clear(&s);
 }
 
+/* What a turn's attempt is to the lifecycle (engine/lifecycle.h). */
+struct turn_ctx {
+    const struct evd_store_session *s;
+    const struct evd_harness_input *in;
+    const struct evd_trace_ctx *trace;
+    struct evd_harness_outcome out;
+    struct evd_err err;
+    int64_t wall;
+};
+
+static void turn_execute(struct evd_attempt *a)
+{
+    struct turn_ctx *t = a->kind;
+    /* The turn's trace (docs/otel.md): a root span like a run's, keyed by session and turn. */
+    const char *title = t->s->title;
+    char root_name[sizeof("invoke_agent ") + 4 * EVD_SESSION_TITLE_MAX];
+    snprintf(root_name, sizeof(root_name), "invoke_agent %s", title ? title : "session");
+    struct evd_span *root = evd_trace_enabled()
+                                ? evd_span_new(t->trace, false, root_name, EVD_SPAN_INTERNAL,
+                                               evd_now_ns())
+                                : NULL;
+    evd_span_set_str(root, "gen_ai.operation.name", "invoke_agent");
+    evd_span_set_str(root, "gen_ai.agent.name", title ? title : "session");
+    evd_span_set_str(root, "gen_ai.conversation.id", a->subject_id);
+    evd_span_set_str(root, "evald.session_id", a->subject_id);
+    evd_span_set_int(root, "evald.turn", a->position);
+    evd_span_set_int(root, "evald.attempt", a->attempt);
+    int64_t started = evd_now_ms();
+    evd_harness_run(a->e->opts.providers, t->in, a->cancel, &t->out, &t->err);
+    t->wall = evd_now_ms() - started;
+    if (root != NULL) {
+        root->end_ns = evd_now_ns();
+        if (t->out.status != EVD_HARNESS_COMPLETED)
+            evd_span_fail(root, t->out.phase ? t->out.phase : evd_harness_status_name(t->out.status),
+                          t->out.result_error);
+        evd_span_submit(root);
+    }
+    a->interrupted = t->out.status == EVD_HARNESS_CANCELLED;
+}
+
+static enum evd_code turn_progress(PGconn *c, const struct evd_attempt *a, json_t *metrics,
+                                   struct evd_err *err)
+{
+    return evd_store_turn_progress(c, a->subject_id, a->position, a->attempt, metrics, err);
+}
+
+static enum evd_code turn_hand_back(PGconn *c, const struct evd_attempt *a, struct evd_err *err)
+{
+    return evd_store_turn_hand_back(c, a->subject_id, a->position, a->attempt, a->job->id,
+                                    a->e->owner, err);
+}
+
+static const struct evd_attempt_ops TURN_OPS = {
+    .what = "session turn",
+    .id_key = "session_id",
+    .execute = turn_execute,
+    .progress = turn_progress,
+    .hand_back = turn_hand_back,
+};
+
 void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
                                 const struct evd_store_job *job)
 {
     struct evd_err err = {0};
     struct evd_store_session s = {0};
     struct evd_store_turn turn = {0};
-    struct evd_harness_outcome out = {0};
+    struct turn_ctx t = {.s = &s};
+    struct evd_attempt a = {.slot = -1};
     json_t *tools = NULL, *limits = NULL, *transcript = NULL, *failures = NULL;
-    struct evd_cancel *cancel = NULL;
-    int slot = -1;
     const int seq = job->run_position;
 
     PGconn *c = evd_wconn_get(w, &err);
@@ -195,8 +231,7 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
     }
     tools = evd_store_tools_json(c, &err);
     limits = evd_session_harness_limits(s.config);
-    cancel = evd_cancel_new();
-    if (tools == NULL || limits == NULL || cancel == NULL) {
+    if (tools == NULL || limits == NULL) {
         /* The attempt counts: the lease runs out and the turn is tried again, at most
          * EVD_MAX_ATTEMPTS times in all, like a run. */
         evd_log(EVD_LOG_WARN, "could not prepare session turn", "session_id", s.id, "error",
@@ -207,14 +242,26 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
         json_object_get(json_object_get(s.config, "limits"), "scenario_timeout_seconds"));
     if (timeout_s <= 0)
         timeout_s = 600;
-    /* The in-flight registry knows jobs by subject id: here the session's. */
-    struct evd_store_job reg = *job;
-    snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", s.id);
-    slot = evd_engine_inflight_add(e, &reg, attempt, cancel, evd_mono_ms() + timeout_s * 1000);
-
-    struct progress_ctx pctx = {w, s.id, seq, attempt};
+    char turn_id[24];
+    snprintf(turn_id, sizeof(turn_id), "turn-%d", seq);
+    struct evd_trace_ctx trace;
+    evd_trace_for_run(s.id, turn_id, attempt, &trace);
+    t.trace = &trace;
+    a = (struct evd_attempt){
+        .ops = &TURN_OPS,
+        .e = e,
+        .w = w,
+        .job = job,
+        .subject_id = s.id,
+        .position = seq,
+        .attempt = attempt,
+        .timeout_ms = (int64_t)timeout_s * 1000,
+        .trace = &trace,
+        .kind = &t,
+        .slot = -1,
+    };
     json_t *sp = json_object_get(s.config, "system_prompt");
-    struct evd_harness_input in = {
+    const struct evd_harness_input in = {
         .session_id = s.id,
         .prompt = turn.prompt,
         .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
@@ -225,58 +272,21 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
         .metadata = json_object_get(s.config, "metadata"),
         .tools = tools,
         .conversation = s.conversation,
-        .progress = on_progress,
-        .progress_ctx = &pctx,
+        .progress = evd_attempt_progress,
+        .progress_ctx = &a,
+        .trace = &trace,
     };
-    /* The turn's trace (docs/otel.md): a root span like a run's, keyed by session and turn. */
-    char turn_id[24], th[33], sh[17];
-    snprintf(turn_id, sizeof(turn_id), "turn-%d", seq);
-    struct evd_trace_ctx trace;
-    evd_trace_for_run(s.id, turn_id, attempt, &trace);
-    evd_trace_hex(&trace, th, sh);
-    evd_log_set_trace(th, sh);
-    in.trace = &trace;
-    const char *title = s.title;
-    char root_name[sizeof("invoke_agent ") + 4 * EVD_SESSION_TITLE_MAX];
-    snprintf(root_name, sizeof(root_name), "invoke_agent %s", title ? title : "session");
-    struct evd_span *root = evd_trace_enabled()
-                                ? evd_span_new(&trace, false, root_name, EVD_SPAN_INTERNAL,
-                                               evd_now_ns())
-                                : NULL;
-    evd_span_set_str(root, "gen_ai.operation.name", "invoke_agent");
-    evd_span_set_str(root, "gen_ai.agent.name", title ? title : "session");
-    evd_span_set_str(root, "gen_ai.conversation.id", s.id);
-    evd_span_set_str(root, "evald.session_id", s.id);
-    evd_span_set_int(root, "evald.turn", seq);
-    evd_span_set_int(root, "evald.attempt", attempt);
-    int64_t started = evd_now_ms();
-    evd_wconn_put(w); /* none held while the provider works */
-    evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
-    if (root != NULL) {
-        root->end_ns = evd_now_ns();
-        if (out.status != EVD_HARNESS_COMPLETED)
-            evd_span_fail(root, out.phase ? out.phase : evd_harness_status_name(out.status),
-                          out.result_error);
-        evd_span_submit(root);
-    }
-    enum inflight_reason reason = evd_engine_inflight_remove(e, slot);
-    slot = -1;
-    if (reason == REASON_LEASE && out.status != EVD_HARNESS_CANCELLED)
-        reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
-    int64_t wall = evd_now_ms() - started;
-    transcript = transcript_of(&out);
-
+    t.in = &in;
+    enum evd_attempt_end end = evd_attempt_run(&a);
+    if (end == EVD_ATTEMPT_HANDED_BACK || end == EVD_ATTEMPT_DROPPED)
+        goto out;
+    transcript = transcript_of(&t.out);
     if ((c = evd_wconn_get(w, &err)) == NULL) {
         evd_log(EVD_LOG_WARN, "could not record session turn; its lease runs out", "session_id",
                 s.id, "error", err.msg, NULL);
         goto out;
     }
-    if (reason == REASON_SHUTDOWN || reason == REASON_LEASE) {
-        if (evd_db_ensure(c))
-            evd_store_turn_hand_back(c, s.id, seq, attempt, job->id, e->owner, &err);
-        goto out;
-    }
-    if (reason == REASON_CANCELLED) {
+    if (end == EVD_ATTEMPT_CANCELLED) {
         /* Cancelled by the user (the turn is cancelled, keep its transcript), or the job was
          * taken over (a newer attempt owns the turn: nothing to write). */
         if (transcript != NULL)
@@ -284,23 +294,20 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
         goto out;
     }
     const char *status = "completed";
-    if (reason == REASON_DEADLINE) {
+    if (end == EVD_ATTEMPT_TIMED_OUT) {
         char msg[128];
         snprintf(msg, sizeof(msg), "turn exceeded %llds wall-clock limit", (long long)timeout_s);
         failures = json_pack("[{s:s, s:s}]", "phase", "await", "message", msg);
         status = "failed";
-    } else if (out.status != EVD_HARNESS_COMPLETED) {
-        failures = json_pack("[{s:s, s:s}]", "phase", out.phase ? out.phase : "send", "message",
-                             out.result_error ? out.result_error : "turn failed");
-        status = out.status == EVD_HARNESS_CANCELLED ? "cancelled" : "failed";
+    } else if (t.out.status != EVD_HARNESS_COMPLETED) {
+        failures = json_pack("[{s:s, s:s}]", "phase", t.out.phase ? t.out.phase : "send", "message",
+                             t.out.result_error ? t.out.result_error : "turn failed");
+        status = t.out.status == EVD_HARNESS_CANCELLED ? "cancelled" : "failed";
     }
-    write_outcome(c, s.id, seq, attempt, status, &out, failures, transcript, wall, job->id);
+    write_outcome(c, s.id, seq, attempt, status, &t.out, failures, transcript, t.wall, job->id);
 out:
-    evd_log_set_trace(NULL, NULL);
-    if (slot >= 0)
-        evd_engine_inflight_remove(e, slot);
-    evd_harness_outcome_clear(&out);
-    evd_cancel_free(cancel);
+    evd_attempt_clear(&a);
+    evd_harness_outcome_clear(&t.out);
     json_decref(tools);
     json_decref(limits);
     json_decref(transcript);

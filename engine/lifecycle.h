@@ -1,0 +1,101 @@
+/*
+ * The run lifecycle (engine/lifecycle.c): what every job kind's attempt goes through once
+ * its attempt has started (claim, then the kind's prepare), the same way for an
+ * evaluation run, a session turn and an experiment's cell — and for the next kinds:
+ *
+ *   register   a cancel token in the in-flight registry under the subject's id, with the
+ *              scenario deadline and the claim's lease as its limits (the keeper renews
+ *              the lease, delivers cancels and deadlines to it);
+ *   execute    the kind's provider calls, with no database connection held (the
+ *              lifecycle gives the worker's back first); progress snapshots go through
+ *              evd_attempt_progress, which borrows one for the statement;
+ *   end        what stopped it, as one answer: finished, timed out, cancelled, handed back
+ *              (a stop, or a lease not renewed in time: the kind's hand-back statement,
+ *              made here, with the attempt not counted), or dropped (never started);
+ *   fold       the kind writes its outcome by that answer (the writer's batch for a run,
+ *              the next step for a cell, a transaction of its own for a turn), then
+ *              evd_attempt_clear ends the slot.
+ *
+ * A kind supplies its operations (struct evd_attempt_ops) and its context (kind); it has
+ * no start_attempt, progress writer, hand-back or in-flight bookkeeping of its own.
+ * Threads: an attempt belongs to one worker; execute runs on it.
+ */
+#ifndef EVD_ENGINE_LIFECYCLE_H
+#define EVD_ENGINE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include "store/db.h"
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/trace.h"
+
+struct evd_engine;
+struct evd_wconn;
+struct evd_store_job;
+struct evd_attempt;
+
+/* What ended an attempt. */
+enum evd_attempt_end {
+    EVD_ATTEMPT_FINISHED,    /* it ran to its end: write the outcome */
+    EVD_ATTEMPT_TIMED_OUT,   /* its scenario deadline passed: write it failed, phase await */
+    EVD_ATTEMPT_CANCELLED,   /* cancelled, or its job taken away: nothing to write */
+    EVD_ATTEMPT_HANDED_BACK, /* a stop or a lease not renewed: given back, not counted */
+    EVD_ATTEMPT_DROPPED,     /* it never started (no memory; a kind's own setup failed): the
+                                lease runs out and another attempt runs it */
+};
+
+struct evd_attempt_ops {
+    const char *what;   /* "run", "session turn", "experiment run": for the logs */
+    const char *id_key; /* the log key of subject_id: "evaluation_id", ... */
+    /* The provider work, with the cancel token a->cancel; no connection is held on entry.
+     * Sets a->not_started when nothing ran, a->interrupted when a call was cut short. */
+    void (*execute)(struct evd_attempt *a);
+    /* One progress snapshot, on c (autocommit; NULL: the kind keeps none). */
+    enum evd_code (*progress)(PGconn *c, const struct evd_attempt *a, json_t *metrics,
+                              struct evd_err *err);
+    /* Gives the attempt back on c: pending again, the attempt not counted, the job free,
+     * only while this process holds its lease and the attempt is still a->attempt. */
+    enum evd_code (*hand_back)(PGconn *c, const struct evd_attempt *a, struct evd_err *err);
+};
+
+struct evd_attempt {
+    /* The kind's, set before evd_attempt_run. */
+    const struct evd_attempt_ops *ops;
+    struct evd_engine *e;
+    struct evd_wconn *w;
+    const struct evd_store_job *job; /* its claimed_mono bounds the first lease */
+    const char *subject_id;          /* the registry's key: evaluation, experiment, session */
+    int position;                    /* run position, turn seq, cell position */
+    int attempt;
+    int64_t timeout_ms;                 /* the scenario's wall-clock limit */
+    const struct evd_trace_ctx *trace;  /* the attempt's trace, for the logs (NULL: none) */
+    bool keep_slot; /* a finished attempt keeps its registry slot, and its lease renewed,
+                       until the writer has its outcome (evd_engine_write_later) */
+    void *kind;     /* the kind's context */
+    /* Set by execute. */
+    bool not_started, interrupted;
+    /* The lifecycle's. */
+    struct evd_cancel *cancel;
+    int slot; /* in-flight slot, -1: none (a kind that hands it to the writer sets -1) */
+};
+
+/* Registers, executes and ends the attempt (above); the kind then folds its outcome by
+ * the answer and calls evd_attempt_clear. */
+enum evd_attempt_end evd_attempt_run(struct evd_attempt *a);
+/* Ends what evd_attempt_run left: the slot (unless handed on), the token, the log's
+ * trace. Safe on an attempt that never ran. */
+void evd_attempt_clear(struct evd_attempt *a);
+/* Gives the attempt back now (a claimed attempt that cannot be prepared); logged when
+ * the statement fails: its lease then runs out. */
+void evd_attempt_hand_back(struct evd_attempt *a);
+/* The harness's progress callback (ctx: the struct evd_attempt). */
+void evd_attempt_progress(void *ctx, json_t *metrics);
+/* The failure message of an attempt whose `attempts` were all interrupted. */
+void evd_attempt_exhausted_message(char *buf, size_t n, int attempts);
+
+#endif
