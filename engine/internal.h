@@ -135,7 +135,7 @@ struct evd_engine {
 };
 
 /*
- * A worker's database connection (engine/threads.c): taken from the workers' pool
+ * A worker's database connection (engine/conns.c): taken from the workers' pool
  * (e->wdb) when the worker needs one and given back around provider calls, so that a
  * call in flight holds no connection. evd_wconn_get returns the held one or takes one
  * (waiting up to 5 s; NULL + err when none came), evd_wconn_put gives it back (NULL-safe

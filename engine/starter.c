@@ -2,7 +2,7 @@
  * The starter thread: it creates the evaluations that starts hand it, several in one
  * transaction (evald_create_many, migrations/0016), and in the same transaction claims
  * their first runs for idle workers of this process, whom it reserved beforehand and to
- * whom it then hands the jobs (the ready queue, engine/threads.c). A start costs one
+ * whom it then hands the jobs (the ready queue, engine/wake.c). A start costs one
  * share of a transaction instead of a transaction for the evaluation and one for each
  * first run's claim (docs/engine.md, "Starts").
  *
