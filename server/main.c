@@ -96,7 +96,7 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
  * (EVALD_WORKER_CONNECTIONS, at most one per worker), the pool that the engine's and the
  * webhooks' functions borrow from (for handlers and the adapter), and the service threads
  * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer, the
- * finalizer's helper and analyst (engine/threads.c, writer.c, steps.c, experiments.c), each
+ * finalizer's helper and analyst (engine/engine.c, writer.c, steps.c, experiments.c), each
  * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread when
  * it runs (adapter/deliver.c).
  */
