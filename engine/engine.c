@@ -60,7 +60,7 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     e->renew_state = calloc((size_t)e->ninflight, sizeof(*e->renew_state));
     e->ready_cap = opts->workers > 0 ? (size_t)opts->workers : 0;
     e->ready = e->ready_cap > 0 ? calloc(e->ready_cap, sizeof(*e->ready)) : NULL;
-    long wconns = opts->worker_connections > 0 ? opts->worker_connections : 32;
+    long wconns = opts->worker_connections > 0 ? opts->worker_connections : 16;
     if (opts->workers > 0 && wconns > opts->workers)
         wconns = opts->workers;
     if (e->inflight == NULL || e->renew_ids == NULL || e->renew_state == NULL ||

@@ -51,7 +51,7 @@ struct evd_engine_options {
     struct evd_db *db;                  /* pool for the function calls */
     const struct evd_providers *providers;
     long workers;                       /* worker threads (0 = serve functions only) */
-    long worker_connections;            /* their database connections, shared (0 = 32) */
+    long worker_connections;            /* their database connections, shared (0 = 16) */
     long lease_ms;
     long sweep_interval_ms;
     long max_runs;

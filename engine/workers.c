@@ -31,8 +31,11 @@ void *evd_engine_worker_main(void *arg)
     struct worker_arg *me = arg;
     struct evd_engine *e = me->e;
     struct evd_wconn w = {e, NULL};
-    struct evd_handover h = {0}; /* this worker's finished run with the writer, and what
-                                    the writer's batch claimed for it */
+    /* This worker's finished run with the writer, and what the writer's batch claimed for
+     * it. At the start only the first worker looks for due work (a restart finds the jobs
+     * a crash left behind; a claim that sees more wakes the next worker, and so on): a
+     * thousand workers each claiming at once found nothing and held up start-up. */
+    struct evd_handover h = {.next = me->index == 0 ? EVD_NEXT_UNKNOWN : EVD_NEXT_NOTHING};
     bool idle = true; /* this worker comes from waiting for work, not from a job */
     bool woken = false; /* ... and took a wake-up to come (claim_done) */
     const int idle_ms = me->index < EVD_POLLERS ? 1000 : 30000;

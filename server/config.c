@@ -34,7 +34,7 @@ static const struct setting settings[] = {
      "address:port to serve ([::1]:8080 for IPv6; port 0 picks a free port)"},
     {"EVALD_WORKERS", "workers", K_INT, NULL, 1, 4096, OFF(workers),
      "worker threads per process; unset = EVALD_MAX_CONCURRENCY (the older name of that knob)"},
-    {"EVALD_WORKER_CONNECTIONS", "worker-connections", K_INT, "32", 1, 256,
+    {"EVALD_WORKER_CONNECTIONS", "worker-connections", K_INT, "16", 1, 256,
      OFF(worker_connections),
      "database connections the workers share (a worker holds one only between provider calls)"},
     {"EVALD_SWEEP_INTERVAL_MS", "sweep-interval-ms", K_INT, "15000", 50, 3600000,
@@ -291,4 +291,12 @@ void evd_config_usage(FILE *out)
 long evd_config_workers(const struct evd_config *cfg)
 {
     return cfg->workers > 0 ? cfg->workers : cfg->max_concurrency;
+}
+
+long evd_config_connections(const struct evd_config *cfg, bool iii)
+{
+    long workers = evd_config_workers(cfg);
+    long wconns = cfg->worker_connections < workers ? cfg->worker_connections : workers;
+    return wconns + cfg->db_pool_size + cfg->webhook_workers + EVD_ENGINE_SERVICE_CONNECTIONS +
+           (iii ? 1 : 0);
 }

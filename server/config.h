@@ -72,4 +72,16 @@ bool evd_config_host_is_loopback(const char *host);
 /* The engine's worker threads: EVALD_WORKERS when set, else EVALD_MAX_CONCURRENCY. */
 long evd_config_workers(const struct evd_config *cfg);
 
+/*
+ * The PostgreSQL connections a process opens at most: the workers' shared connections
+ * (EVALD_WORKER_CONNECTIONS, at most one per worker), the pool that the engine's and the
+ * webhooks' functions borrow from (for handlers and the adapter), and the service threads
+ * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer, the
+ * finalizer's helper and analyst (engine/engine.c, writer.c, steps.c, experiments.c), each
+ * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread when
+ * it runs (adapter/deliver.c). At the defaults, 32 whatever EVALD_MAX_CONCURRENCY is.
+ */
+#define EVD_ENGINE_SERVICE_CONNECTIONS 6
+long evd_config_connections(const struct evd_config *cfg, bool iii);
+
 #endif

@@ -91,16 +91,6 @@ static enum evd_code migrate_with_retry(const char *url, struct evd_err *err)
     }
 }
 
-/*
- * The PostgreSQL connections this process opens at most: the workers' shared connections
- * (EVALD_WORKER_CONNECTIONS, at most one per worker), the pool that the engine's and the
- * webhooks' functions borrow from (for handlers and the adapter), and the service threads
- * that hold one each: the engine's keeper (it LISTENs), sweeper, writer, finalizer, the
- * finalizer's helper and analyst (engine/engine.c, writer.c, steps.c, experiments.c), each
- * webhook delivery thread (webhooks/deliver.c), and the iii adapter's delivery thread when
- * it runs (adapter/deliver.c).
- */
-#define ENGINE_SERVICE_CONNECTIONS 6
 
 /* Refuses a configuration that the server cannot serve: it would never become ready.
  * Returns false (and logs the reason) only when the server answered and it does not fit. */
@@ -113,10 +103,10 @@ static bool connections_fit(const struct evd_config *cfg, bool iii)
                 "error", err.msg, NULL);
         return true;
     }
-    long services = ENGINE_SERVICE_CONNECTIONS + (iii ? 1 : 0);
+    long services = EVD_ENGINE_SERVICE_CONNECTIONS + (iii ? 1 : 0);
     long workers = evd_config_workers(cfg);
     long wconns = cfg->worker_connections < workers ? cfg->worker_connections : workers;
-    long need = wconns + cfg->db_pool_size + cfg->webhook_workers + services;
+    long need = evd_config_connections(cfg, iii);
     long allowed = cap.max_connections - cap.reserved - cap.in_use;
     if (need <= allowed)
         return true;

@@ -33,11 +33,13 @@ START_TEST(defaults_match_the_spec)
     ck_assert_str_eq(cfg.listen_host, "127.0.0.1");
     ck_assert_uint_eq(cfg.listen_port, 8080);
     ck_assert(cfg.listen_loopback);
-    /* Workers: EVALD_WORKERS unset, so EVALD_MAX_CONCURRENCY's 256, on 32 connections. */
+    /* Workers: EVALD_WORKERS unset, so EVALD_MAX_CONCURRENCY's 256, on 16 connections;
+     * the process opens at most 32 with its pool, webhook and service threads. */
     ck_assert_int_eq(cfg.workers, 0);
     ck_assert_int_eq(cfg.max_concurrency, 256);
     ck_assert_int_eq(evd_config_workers(&cfg), 256);
-    ck_assert_int_eq(cfg.worker_connections, 32);
+    ck_assert_int_eq(cfg.worker_connections, 16);
+    ck_assert_int_eq(evd_config_connections(&cfg, false), 32);
     ck_assert_int_eq(cfg.sweep_interval_ms, 15000);
     ck_assert_int_eq(cfg.max_runs, 100);
     ck_assert_ptr_null(cfg.api_token);
@@ -55,6 +57,25 @@ START_TEST(defaults_match_the_spec)
     ck_assert_int_eq(cfg.http_max_connections, 16000);
     ck_assert_int_eq(cfg.http_max_connections_per_ip, 256);
     evd_config_free(&cfg);
+}
+END_TEST
+
+/* The connections a process opens stay within 32 at the defaults whatever
+ * EVALD_MAX_CONCURRENCY is, and follow the workers when there are fewer of them. */
+START_TEST(default_connections_bounded_for_any_concurrency)
+{
+    static const char *const counts[] = {"1", "4", "16", "256", "1024", "4096"};
+    static const long expect[] = {1 + 16, 4 + 16, 32, 32, 32, 32};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        const char *env[] = {"EVALD_MAX_CONCURRENCY", counts[i], NULL};
+        char *argv[] = {"evald", NULL};
+        struct evd_config cfg;
+        struct evd_err err = {0};
+        ck_assert_int_eq(load(env, 1, argv, &cfg, &err), EVD_OK);
+        ck_assert_int_eq(evd_config_connections(&cfg, false), expect[i]);
+        ck_assert_int_eq(evd_config_connections(&cfg, true), expect[i] + 1);
+        evd_config_free(&cfg);
+    }
 }
 END_TEST
 
@@ -234,6 +255,7 @@ int main(void)
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, defaults_match_the_spec);
+    tcase_add_test(tc, default_connections_bounded_for_any_concurrency);
     tcase_add_test(tc, flags_override_environment);
     tcase_add_test(tc, secret_key_accepted_in_either_case);
     tcase_add_loop_test(tc, invalid_settings_are_named, 0,
