@@ -4,7 +4,6 @@
  * hand-back and the progress snapshots, in one place.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"

@@ -293,10 +293,14 @@ long evd_config_workers(const struct evd_config *cfg)
     return cfg->workers > 0 ? cfg->workers : cfg->max_concurrency;
 }
 
-long evd_config_connections(const struct evd_config *cfg, bool iii)
+long evd_config_worker_connections(const struct evd_config *cfg)
 {
     long workers = evd_config_workers(cfg);
-    long wconns = cfg->worker_connections < workers ? cfg->worker_connections : workers;
-    return wconns + cfg->db_pool_size + cfg->webhook_workers + EVD_ENGINE_SERVICE_CONNECTIONS +
+    return cfg->worker_connections < workers ? cfg->worker_connections : workers;
+}
+
+long evd_config_connections(const struct evd_config *cfg, bool iii)
+{
+    return evd_config_worker_connections(cfg) + cfg->db_pool_size + cfg->webhook_workers + EVD_ENGINE_SERVICE_CONNECTIONS +
            (iii ? 1 : 0);
 }

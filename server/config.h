@@ -82,6 +82,8 @@ long evd_config_workers(const struct evd_config *cfg);
  * it runs (adapter/deliver.c). At the defaults, 32 whatever EVALD_MAX_CONCURRENCY is.
  */
 #define EVD_ENGINE_SERVICE_CONNECTIONS 6
+/* The workers' shared connections: EVALD_WORKER_CONNECTIONS, at most one per worker. */
+long evd_config_worker_connections(const struct evd_config *cfg);
 long evd_config_connections(const struct evd_config *cfg, bool iii);
 
 #endif

@@ -104,8 +104,7 @@ static bool connections_fit(const struct evd_config *cfg, bool iii)
         return true;
     }
     long services = EVD_ENGINE_SERVICE_CONNECTIONS + (iii ? 1 : 0);
-    long workers = evd_config_workers(cfg);
-    long wconns = cfg->worker_connections < workers ? cfg->worker_connections : workers;
+    long wconns = evd_config_worker_connections(cfg);
     long need = evd_config_connections(cfg, iii);
     long allowed = cap.max_connections - cap.reserved - cap.in_use;
     if (need <= allowed)
