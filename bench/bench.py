@@ -27,7 +27,8 @@ from benchlib import (  # noqa: F401  (re-exported for the scripts that import b
     CLK_TCK, HERE, MODEL, PROMPTS, ROOT, Database, Evald, Proc, Sampler, ab_check, ab_parser,
     call, children_map, cpu_s, db_url, drive_evald, eval_request, evald_plan, free_port,
     keep_logs, log, machine, now_ms, pg_setting, post_back_to_back, postmaster_pid, proc_kb,
-    psql, pss_kb, split_runs, start_back_to_back, start_stub, stop_all, tree, warm_up,
+    psql, pss_kb, split_runs, start_back_to_back, start_stub, Statements, stop_all, tree,
+    warm_up,
 )
 
 PROMPTFOO_ENV = {
@@ -50,6 +51,9 @@ def run_evald_workload(opts, n, c, latency, mode):
         workers = opts.workers or c
         ev = Evald(opts, db, stub, work, max(r for r, _ in plan), workers=workers).start()
         warm_up(ev, workers, plan)
+        stmts = Statements(db) if opts.statements else None
+        if stmts:
+            stmts.reset()
         size0 = int(db.q("SELECT pg_database_size(current_database())"))
         pm = postmaster_pid(opts.pg_data)
         sampler = Sampler(postmaster=pm)
@@ -72,6 +76,8 @@ def run_evald_workload(opts, n, c, latency, mode):
                "pg_pss_kb": sampler.pg_pss_kb or None,
                "cpu_ms_per_call": 1000 * cpu_ev / n,
                "pg_cpu_ms_per_call": 1000 * cpu_pg / n if cpu_pg is not None else None}
+        if stmts:
+            res["statements"] = stmts.read(n)
         if latency == 0:
             db.q("VACUUM ANALYZE")  # settle the visibility map; sizes as a user would see
             sizes = db.q(
@@ -85,6 +91,20 @@ def run_evald_workload(opts, n, c, latency, mode):
         return res
     finally:
         stop_all(opts, work, (sampler, ev, stub), db)
+
+
+def statements_text(st):
+    """pg_stat_statements' figures of one run (Statements.read), as lines."""
+    lines = ["  PostgreSQL a run: %.1f statements (%.2f round trips), %.3f ms, of which "
+             "planning %.3f ms (track = %s)"
+             % (st["statements_per_run"], st["toplevel_per_run"], st["ms_per_run"],
+                st["plan_ms_per_run"], st["track"])]
+    for x in st["top"]:
+        lines.append("    %6.2f/run %8.1f ms%s %s%s"
+                     % (x["calls_per_run"], x["exec_ms"],
+                        " (+%.1f plan)" % x["plan_ms"] if x["plan_ms"] >= 0.05 else "",
+                        "" if x["toplevel"] else "· ", x["query"]))
+    return "\n".join(lines)
 
 
 def wait_ready(port, deadline_s=30.0):
@@ -525,6 +545,9 @@ def main():
     ap.add_argument("--api-runs", type=int, default=3, help="runs of the API workload (W4)")
     ap.add_argument("--startups", type=int, default=0,
                     help="evald start-ups to time (default: max(runs, 5))")
+    ap.add_argument("--statements", action="store_true",
+                    help="per run of evald: PostgreSQL's statements and their time, from "
+                    "pg_stat_statements (the server must preload it; track = all)")
     ap.add_argument("--json", help="write every measurement here")
     ap.add_argument("--keep", action="store_true", help="keep work folders (logs)")
     opts = ap.parse_args()
@@ -569,6 +592,8 @@ def main():
                        r.get("makespan_s", 0), r["peak_rss_kb"] / 1024, r["cpu_ms_per_call"],
                        "%.2f" % r["pg_cpu_ms_per_call"] if r.get("pg_cpu_ms_per_call")
                        else "n/a"))
+                if r.get("statements"):
+                    log(statements_text(r["statements"]))
             except Exception as e:  # a failed run is reported, not hidden
                 failures.append("%s N=%d C=%d L=%d: %s" % (tool, n, c, lat, e))
                 log("FAILED", failures[-1])

@@ -167,6 +167,54 @@ class Database:
             log("could not drop", self.name, e)
 
 
+class Statements:
+    """What PostgreSQL's statements cost one database between two moments, from
+    pg_stat_statements (on a server started with it preloaded, `track = all` to see the
+    statements inside the run functions, `track_planning = on` for planning): reset() at
+    the start, read(n) at the end, per run of n. Unavailable (None from read) where the
+    server lacks the extension."""
+
+    def __init__(self, db):
+        self.db = db
+        self.ok = False
+        try:
+            db.q("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            self.oid = db.q("SELECT oid FROM pg_database WHERE datname = current_database()")
+            self.track = db.q("SHOW pg_stat_statements.track")
+            self.ok = True
+        except RuntimeError as e:
+            log("no pg_stat_statements on this server:", str(e).splitlines()[0])
+
+    def reset(self):
+        if self.ok:
+            self.db.q("SELECT pg_stat_statements_reset(0, %s, 0)" % self.oid)
+
+    def read(self, n, top=40):
+        """Per run: statements (all levels), top-level statements (round trips), their
+        execution and planning time; and the `top` statements by time."""
+        if not self.ok:
+            return None
+        rows = self.db.q(
+            "SELECT toplevel, calls, total_exec_time, total_plan_time,"
+            " regexp_replace(left(query, 90), '\\s+', ' ', 'g')"
+            " FROM pg_stat_statements WHERE dbid = %s"
+            " AND query !~* 'pg_stat_statements'"
+            " ORDER BY total_exec_time + total_plan_time DESC" % self.oid)
+        stmts = []
+        for line in rows.splitlines():
+            top_s, calls, ex, pl, q = line.split("|", 4)
+            stmts.append({"toplevel": top_s == "t", "calls": int(calls), "exec_ms": float(ex),
+                          "plan_ms": float(pl), "query": q})
+        return {"track": self.track,
+                "statements_per_run": sum(x["calls"] for x in stmts) / n,
+                "toplevel_per_run": sum(x["calls"] for x in stmts if x["toplevel"]) / n,
+                # A top-level statement's time includes the statements run inside it.
+                "ms_per_run": sum(x["exec_ms"] + x["plan_ms"] for x in stmts
+                                  if x["toplevel"]) / n,
+                "plan_ms_per_run": sum(x["plan_ms"] for x in stmts) / n,
+                "top": [dict(x, calls_per_run=x["calls"] / n) for x in stmts[:top]]}
+
+
 def pg_setting(server_url, name):
     try:
         return psql(server_url, "SHOW %s" % name)

@@ -76,6 +76,7 @@ def with_evald(opts, workers, fn):
         db = bench.Database(opts.db_server)
         stub = bench.start_stub(opts.stub, opts.latency, work)
         ev = bench.Evald(opts, db, stub, work, 100, workers=workers)
+        ev.db = db
         ev.stub_pid = stub.pid
         ev.env["EVALD_MAX_EXPERIMENT_RUNS"] = "10000000"
         ev.env["EVALD_MAX_DATASET_CASES"] = "100000"
@@ -96,6 +97,9 @@ def e1(opts):
         pm = bench.postmaster_pid(opts.pg_data)
         cpu0_ev, cpu0_stub = bench.cpu_s([ev.proc.pid]), bench.cpu_s([ev.stub_pid])
         cpu0_pg = bench.cpu_s(bench.tree(pm)[1:]) if pm else 0
+        stmts = bench.Statements(ev.db) if opts.statements else None
+        if stmts:
+            stmts.reset()
         xid = experiment(ev.base, opts.cases, opts.repeats, opts.concurrency)
         doc = wait_terminal(ev.base, xid, 3600)
         cpu_ev = bench.cpu_s([ev.proc.pid]) - cpu0_ev
@@ -108,6 +112,7 @@ def e1(opts):
         secs = (doc["completed_at"] - doc["created_at"]) / 1000.0
         n = p["total_runs"]
         return {"runs": n, "seconds": secs, "calls_per_s": n / secs,
+                "statements": stmts.read(n) if stmts else None,
                 "peak_rss_mb": bench.proc_kb(ev.proc.pid, "VmHWM") / 1024.0,
                 "evald_cpu_ms_per_call": 1000.0 * cpu_ev / n,
                 "stub_cpu_ms_per_call": 1000.0 * cpu_stub / n,
@@ -167,6 +172,9 @@ def main():
     ap.add_argument("--reads", type=int, default=500)
     ap.add_argument("--only", default="e1,e2")
     ap.add_argument("--evald-log-level", default="warn")
+    ap.add_argument("--statements", action="store_true",
+                    help="E1: PostgreSQL's statements per run (pg_stat_statements, as "
+                    "bench.py --statements)")
     opts = ap.parse_args()
     if not opts.db_server:
         ap.error("--db-server (or EVALD_BENCH_DATABASE_URL) is required")
@@ -182,6 +190,8 @@ def main():
                r["evald_cpu_ms_per_call"], r["stub_cpu_ms_per_call"],
                "%.2f" % r["pg_cpu_ms_per_call"] if r["pg_cpu_ms_per_call"] is not None
                else "n/a (no --pg-data)"), flush=True)
+        if r.get("statements"):
+            print(bench.statements_text(r["statements"]), flush=True)
     if "e2" in opts.only:
         out["e2"] = e2(opts)
         r = out["e2"]
