@@ -1,10 +1,11 @@
 /*
  * Execution of one claimed case job of an experiment (kind 'cell'): the case's cells, one
- * after another in the planned order (domain/plan.h), each in three phases like an
- * evaluation run (runner.c):
+ * after another in the planned order (domain/plan.h), then the next case's, each in three
+ * phases like an evaluation run (runner.c):
  *   1. evald_cell_next starts the next open cell with attempt+1 and renews the job's
- *      lease, or ends the job when the case is done (then the next cases are scheduled,
- *      and the experiment finished when nothing is left);
+ *      lease; when the case is done, the job moves on to the next case to dispatch and
+ *      starts its first cell, or ends when none is left (the experiment is finished when
+ *      nothing is left to run);
  *   2. the scenario (scenario.h) with no lock held, the cell's templates rendered for the
  *      case, a cancel token registered in flight under the experiment id;
  *   3. evald_cell_finish writes the run if it still runs with this attempt, with the
@@ -439,6 +440,15 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
                         "experiment_id", job->ref, "error", err.msg, NULL);
             break;
         }
+        if (next.body != NULL) {
+            /* The job moved on to the next case to dispatch (migrations/0023). */
+            json_decref(x.body);
+            json_decref(x.done);
+            x.case_index = next.case_index;
+            x.body = next.body;
+            x.done = next.done;
+        }
+        cur.run_position = x.case_index;
         if (next.outcome == EVD_CELL_EXHAUSTED) {
             if (!fail_exhausted(&x, &pend, next.position, next.attempt))
                 break;

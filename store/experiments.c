@@ -386,6 +386,19 @@ enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, 
         next->attempt = atoi(PQgetvalue(r, 0, 2));
         next->schedule = PQgetisnull(r, 0, 3) ? 0 : atoi(PQgetvalue(r, 0, 3));
         next->lease_left_ms = PQgetisnull(r, 0, 4) ? 0 : evd_db_col_i64(r, 0, 4);
+        next->case_index = PQgetisnull(r, 0, 5) ? 0 : atoi(PQgetvalue(r, 0, 5));
+        if (!PQgetisnull(r, 0, 6)) {
+            next->body = evd_db_col_json(r, 0, 6);
+            next->done = evd_db_col_json(r, 0, 7);
+            if (next->body == NULL || next->done == NULL) {
+                json_decref(next->body);
+                json_decref(next->done);
+                next->body = next->done = NULL;
+                PQclear(r);
+                return evd_err_set(err, EVD_EINTERNAL, "stored case %d cannot be decoded",
+                                   next->case_index);
+            }
+        }
     }
     PQclear(r);
     return EVD_OK;

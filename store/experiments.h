@@ -98,10 +98,14 @@ struct evd_store_cell_next {
     int position, attempt; /* STARTED, EXHAUSTED */
     int schedule;          /* DONE: the scheduler's answer (-1: every run terminal) */
     int64_t lease_left_ms; /* STARTED, EXHAUSTED: what is left of the job's lease */
+    int case_index;        /* STARTED, EXHAUSTED: the case of the cell */
+    json_t *body, *done;   /* when the job moved to another case: that case's body and
+                              terminal runs (as evd_store_cell_case), the caller's */
 };
 /*
- * evald_cell_step (migrations/0010): writes `done` (when not NULL; EVD_CELL_LOST when it
- * was not written: taken over or cancelled), then starts the next cell of job `job_id`.
+ * evald_cell_step (migrations/0010 and 0023): writes `done` (when not NULL; EVD_CELL_LOST
+ * when it was not written: taken over or cancelled), then starts the next cell of job
+ * `job_id`, moving the job on to the next case to dispatch when its case is done.
  * Autocommits: one round trip a cell.
  */
 enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, long lease_ms,

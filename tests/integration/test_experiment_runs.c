@@ -188,6 +188,52 @@ START_TEST(three_arms_reach_the_provider_in_the_planned_order)
 }
 END_TEST
 
+/* With concurrency 1 the cases reach the provider strictly in dataset order, each case's
+ * cells before any of the next case's: the case job that ends a case moves on to the next
+ * case (migrations/0023) without any other case slipping in between. */
+START_TEST(concurrency_one_dispatches_cases_in_dataset_order)
+{
+    start_stub(5);
+    struct evd_t_proc p;
+    start_evald(&p, "EVALD_WORKERS=4");
+    enum { CASES = 8, ARMS = 2, REPEATS = 1 };
+    const char *id = start_experiment(&p, CASES, ARMS, REPEATS, 1);
+    char xid[64];
+    snprintf(xid, sizeof(xid), "%s", id);
+    json_t *doc = wait_terminal(&p, xid, 60000);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(doc, "progress"), "passed_runs")),
+        CASES * ARMS * REPEATS);
+    json_decref(doc);
+    json_t *log = evd_t_stub_requests(&stub, 0);
+    json_t *reqs = json_object_get(log, "requests");
+    int last_case = 0, cells = 0, seen = 0;
+    size_t i;
+    json_t *req;
+    json_array_foreach(reqs, i, req)
+    {
+        int ci, arm, rep;
+        if (!parse_session(session_of(req), xid, &ci, &arm, &rep))
+            continue;
+        seen++;
+        if (ci != last_case) {
+            ck_assert_msg(ci == last_case + 1, "case %d reached the provider after case %d",
+                          ci, last_case);
+            ck_assert_msg(last_case == 0 || cells == ARMS * REPEATS,
+                          "case %d began after %d of case %d's cells", ci, cells, last_case);
+            last_case = ci;
+            cells = 0;
+        }
+        cells++;
+    }
+    ck_assert_int_eq(seen, CASES * ARMS * REPEATS);
+    ck_assert_int_eq(last_case, CASES);
+    json_decref(log);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 /* Two evald processes share an experiment; one is killed with SIGKILL while its cells are
  * in flight. The other takes the killed one's cases over once their leases run out: the
  * experiment completes, every run passed exactly once in the record, and no run was ever
@@ -559,6 +605,7 @@ int main(void)
     tcase_set_timeout(tc, 180);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, three_arms_reach_the_provider_in_the_planned_order);
+    tcase_add_test(tc, concurrency_one_dispatches_cases_in_dataset_order);
     tcase_add_test(tc, kill_9_mid_experiment_counts_every_run_once);
     tcase_add_test(tc, scripted_outcomes_give_each_verdict);
     tcase_add_test(tc, experiment_completed_fires_once);
