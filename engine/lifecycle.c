@@ -11,6 +11,42 @@
 #include "engine/lifecycle.h"
 #include "store/db.h"
 
+int evd_attempt_start(struct evd_attempt *a, PGconn *c, const struct evd_attempt_start_ops *ops,
+                      struct evd_err *err)
+{
+    a->attempt = 0;
+    if (evd_db_begin(c, err) != EVD_OK)
+        return 0;
+    enum evd_unit_state state = EVD_UNIT_GONE;
+    int used = 0;
+    enum evd_code rc = ops->load(c, a, &state, &used, err);
+    if (rc == EVD_ENOTFOUND) {
+        state = EVD_UNIT_GONE;
+        evd_err_clear(err);
+        rc = EVD_OK;
+    }
+    if (rc != EVD_OK)
+        goto rollback;
+    if (state != EVD_UNIT_OPEN) {
+        rc = ops->settle(c, a, state, err);
+    } else if (used >= EVD_MAX_ATTEMPTS) {
+        /* Every attempt was lost to an interruption (a crash loop, most likely: attempts
+         * given back do not count). */
+        char msg[160];
+        evd_attempt_exhausted_message(msg, sizeof(msg), used);
+        rc = ops->exhaust(c, a, used, msg, err);
+    } else {
+        a->attempt = used + 1;
+        rc = ops->begin(c, a, err);
+    }
+    if (rc == EVD_OK && evd_db_commit(c, err) == EVD_OK)
+        return a->attempt;
+rollback:
+    evd_db_rollback(c);
+    a->attempt = 0;
+    return 0;
+}
+
 enum evd_attempt_end evd_attempt_run(struct evd_attempt *a)
 {
     a->slot = -1;

@@ -16,6 +16,12 @@
  *              the next step for a cell, a transaction of its own for a turn), then
  *              evd_attempt_clear ends the slot.
  *
+ * An attempt the claim did not start (a run someone held when it was claimed, a session
+ * turn) is started by evd_attempt_start, one transaction with the rules every kind
+ * shares: a unit gone or over needs none, one whose EVD_MAX_ATTEMPTS attempts were all
+ * interrupted fails with phase setup, any other starts its next attempt. (An experiment's
+ * cells start in their step's statement, migrations/0023, by the same rules.)
+ *
  * A kind supplies its operations (struct evd_attempt_ops) and its context (kind); it has
  * no start_attempt, progress writer, hand-back or in-flight bookkeeping of its own.
  * Threads: an attempt belongs to one worker; execute runs on it.
@@ -47,6 +53,28 @@ enum evd_attempt_end {
     EVD_ATTEMPT_HANDED_BACK, /* a stop or a lease not renewed: given back, not counted */
     EVD_ATTEMPT_DROPPED,     /* it never started (no memory; a kind's own setup failed): the
                                 lease runs out and another attempt runs it */
+};
+
+/* What evd_attempt_start found of the unit (run, turn) to start. */
+enum evd_unit_state {
+    EVD_UNIT_GONE, /* its subject was deleted or is over: the job is obsolete */
+    EVD_UNIT_DONE, /* the unit itself is terminal */
+    EVD_UNIT_OPEN, /* it may run: *used attempts so far */
+};
+
+/* The statements of a kind's start (evd_attempt_start), each in its transaction. */
+struct evd_attempt_start_ops {
+    /* Locks the subject and reads the unit. EVD_ENOTFOUND counts as EVD_UNIT_GONE. */
+    enum evd_code (*load)(PGconn *c, struct evd_attempt *a, enum evd_unit_state *state,
+                          int *used, struct evd_err *err);
+    /* A unit that needs no attempt (GONE or DONE): its job deleted, and whatever follows. */
+    enum evd_code (*settle)(PGconn *c, struct evd_attempt *a, enum evd_unit_state state,
+                            struct evd_err *err);
+    /* Every one of `used` attempts was interrupted: the unit fails, phase setup, `msg`. */
+    enum evd_code (*exhaust)(PGconn *c, struct evd_attempt *a, int used, const char *msg,
+                             struct evd_err *err);
+    /* Starts attempt a->attempt. */
+    enum evd_code (*begin)(PGconn *c, struct evd_attempt *a, struct evd_err *err);
 };
 
 struct evd_attempt_ops {
@@ -84,6 +112,11 @@ struct evd_attempt {
     int slot; /* in-flight slot, -1: none (a kind that hands it to the writer sets -1) */
 };
 
+/* Starts the next attempt of a->job's unit on c in one transaction (above): the attempt
+ * started (also in a->attempt), or 0 when there is none to run (err set when a statement
+ * failed: nothing was done, and the lease runs out). */
+int evd_attempt_start(struct evd_attempt *a, PGconn *c, const struct evd_attempt_start_ops *ops,
+                      struct evd_err *err);
 /* Registers, executes and ends the attempt (above); the kind then folds its outcome by
  * the answer and calls evd_attempt_clear. */
 enum evd_attempt_end evd_attempt_run(struct evd_attempt *a);

@@ -28,63 +28,73 @@
 #include "store/db.h"
 #include "store/jobs.h"
 
-/* Phase 1. Returns the attempt to run, 0 when there is nothing to run. */
-static int start_attempt(struct evd_engine *e, PGconn *c, const struct evd_store_job *job,
-                         struct evd_store_eval *ev, struct evd_err *err)
+/* Phase 1 of a run the claim did not start (someone held it): the kind's statements of
+ * evd_attempt_start, with a->kind the struct evd_store_eval to fill. */
+static enum evd_code run_load(PGconn *c, struct evd_attempt *a, enum evd_unit_state *state,
+                              int *used, struct evd_err *err)
 {
-    (void)e;
-    int attempt = 0;
-    int64_t now = evd_now_ms();
-    if (evd_db_begin(c, err) != EVD_OK)
-        return 0;
-    enum evd_code rc = evd_store_eval_get(c, job->evaluation_id, true, ev, err);
-    if (rc == EVD_ENOTFOUND || (rc == EVD_OK && evd_engine_status_terminal(ev->status))) {
-        /* Deleted or finished meanwhile: the job is obsolete. */
-        evd_store_job_delete(c, job->id, err);
-        goto commit;
-    }
+    struct evd_store_eval *ev = a->kind;
+    enum evd_code rc = evd_store_eval_get(c, a->job->evaluation_id, true, ev, err);
     if (rc != EVD_OK)
-        goto rollback;
+        return rc;
+    if (evd_engine_status_terminal(ev->status)) {
+        *state = EVD_UNIT_GONE; /* deleted or finished meanwhile */
+        return EVD_OK;
+    }
     struct evd_store_run_state st;
-    if (evd_store_run_state(c, job->evaluation_id, job->run_position, &st, err) != EVD_OK)
-        goto rollback;
-    if (evd_engine_status_terminal(st.status)) {
-        evd_store_job_delete(c, job->id, err);
-        evd_engine_advance(c, job->evaluation_id, now, err);
-        goto commit;
-    }
-    if (st.attempt >= EVD_MAX_ATTEMPTS) {
-        /* Every attempt was lost to an interruption (a crash loop, most likely: attempts
-         * given back do not count): fail the run, phase setup. */
-        json_t *runs = evd_store_runs(c, job->evaluation_id, false, err);
-        json_t *run = json_array_get(runs, (size_t)job->run_position - 1);
-        bool written = false, finalize = false;
-        char msg[160];
-        evd_attempt_exhausted_message(msg, sizeof(msg), st.attempt);
-        if (run == NULL ||
-            evd_store_run_start(c, job->evaluation_id, job->run_position, st.attempt, now, err) ||
-            evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0 ||
-            evd_engine_write_run(c, job->evaluation_id, job->run_position, st.attempt, run, NULL,
-                                 &written, &finalize, now, err) != EVD_OK ||
-            (finalize && evd_engine_advance(c, job->evaluation_id, now, err) != EVD_OK)) {
-            json_decref(runs);
-            goto rollback;
-        }
-        json_decref(runs);
-        goto commit;
-    }
-    attempt = st.attempt + 1;
-    if (evd_store_run_start(c, job->evaluation_id, job->run_position, attempt, now, err)) {
-        attempt = 0;
-        goto rollback;
-    }
-commit:
-    if (evd_db_commit(c, err) == EVD_OK)
-        return attempt;
-rollback:
-    evd_db_rollback(c);
-    return 0;
+    if (evd_store_run_state(c, a->job->evaluation_id, a->position, &st, err) != EVD_OK)
+        return evd_db_code(err);
+    *state = evd_engine_status_terminal(st.status) ? EVD_UNIT_DONE : EVD_UNIT_OPEN;
+    *used = st.attempt;
+    return EVD_OK;
 }
+
+static enum evd_code run_settle(PGconn *c, struct evd_attempt *a, enum evd_unit_state state,
+                                struct evd_err *err)
+{
+    enum evd_code rc = evd_store_job_delete(c, a->job->id, err);
+    if (rc == EVD_OK && state == EVD_UNIT_DONE)
+        rc = evd_engine_advance(c, a->job->evaluation_id, evd_now_ms(), err);
+    return rc;
+}
+
+static enum evd_code run_exhaust(PGconn *c, struct evd_attempt *a, int used, const char *msg,
+                                 struct evd_err *err)
+{
+    const char *id = a->job->evaluation_id;
+    int64_t now = evd_now_ms();
+    json_t *runs = evd_store_runs(c, id, false, err);
+    json_t *run = json_array_get(runs, (size_t)a->position - 1);
+    bool written = false, finalize = false;
+    enum evd_code rc = EVD_OK;
+    if (run == NULL)
+        rc = err->code != EVD_OK ? err->code
+                                 : evd_err_set(err, EVD_EINTERNAL, "run %d of %s not found",
+                                               a->position, id);
+    else if ((rc = evd_store_run_start(c, id, a->position, used, now, err)) == EVD_OK) {
+        if (evd_run_fail(run, EVD_PHASE_SETUP, NULL, msg, now) != 0)
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        else if ((rc = evd_engine_write_run(c, id, a->position, used, run, NULL, &written,
+                                            &finalize, now, err)) == EVD_OK &&
+                 finalize)
+            rc = evd_engine_advance(c, id, now, err);
+    }
+    json_decref(runs);
+    return rc;
+}
+
+static enum evd_code run_begin(PGconn *c, struct evd_attempt *a, struct evd_err *err)
+{
+    return evd_store_run_start(c, a->job->evaluation_id, a->position, a->attempt, evd_now_ms(),
+                               err);
+}
+
+static const struct evd_attempt_start_ops RUN_START = {
+    .load = run_load,
+    .settle = run_settle,
+    .exhaust = run_exhaust,
+    .begin = run_begin,
+};
 
 /* What a run's attempt is to the lifecycle (engine/lifecycle.h). */
 struct run_ctx {
@@ -157,7 +167,10 @@ void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
     struct evd_err err = {0};
     struct evd_store_eval ev = {0};
     PGconn *c = evd_wconn_get(w, &err);
-    int attempt = c != NULL ? start_attempt(e, c, job, &ev, &err) : 0;
+    struct evd_attempt start = {.ops = &RUN_OPS, .e = e, .w = w, .job = job,
+                                .subject_id = job->evaluation_id,
+                                .position = job->run_position, .kind = &ev, .slot = -1};
+    int attempt = c != NULL ? evd_attempt_start(&start, c, &RUN_START, &err) : 0;
     if (attempt > 0)
         execute(e, w, job, attempt, &ev, h);
     else if (err.code != EVD_OK)

@@ -43,46 +43,63 @@ static enum evd_code fail_turn(PGconn *c, const struct evd_store_session *s, int
     return rc;
 }
 
-/* Phase 1. Returns the attempt to run (0: nothing to run); fills *s and *turn. */
-static int start_attempt(PGconn *c, const struct evd_store_job *job, struct evd_store_session *s,
-                         struct evd_store_turn *turn, struct evd_err *err)
+/* Phase 1 of a turn: the kind's statements of evd_attempt_start, with a->kind the
+ * struct turn_start to fill. */
+struct turn_start {
+    struct evd_store_session *s;
+    struct evd_store_turn *turn;
+};
+
+static enum evd_code turn_load(PGconn *c, struct evd_attempt *a, enum evd_unit_state *state,
+                               int *used, struct evd_err *err)
 {
-    int attempt = 0;
-    int64_t now = evd_now_ms();
-    if (evd_db_begin(c, err) != EVD_OK)
-        return 0;
-    enum evd_code rc = evd_store_session_get(c, job->ref, true, s, err);
+    struct turn_start *t = a->kind;
+    enum evd_code rc = evd_store_session_get(c, a->job->ref, true, t->s, err);
     if (rc == EVD_OK)
-        rc = evd_store_turn_get(c, job->ref, job->run_position, turn, err);
-    if (rc == EVD_ENOTFOUND || (rc == EVD_OK && evd_engine_status_terminal(turn->status))) {
-        evd_store_job_delete(c, job->id, err); /* deleted or finished meanwhile */
-        goto commit;
-    }
+        rc = evd_store_turn_get(c, a->job->ref, a->position, t->turn, err);
     if (rc != EVD_OK)
-        goto rollback;
-    if (turn->attempt >= EVD_MAX_ATTEMPTS) {
-        char msg[160];
-        evd_attempt_exhausted_message(msg, sizeof(msg), turn->attempt);
-        if (fail_turn(c, s, job->run_position, turn->attempt, msg, now, err) != EVD_OK ||
-            evd_store_job_delete(c, job->id, err) != EVD_OK ||
-            evd_store_notify(c, EVD_CHANNEL_EVENTS, s->id, err) != EVD_OK)
-            goto rollback;
-        goto commit;
-    }
-    attempt = turn->attempt + 1;
-    if (evd_store_turn_start(c, s->id, job->run_position, attempt, now, err) != EVD_OK ||
-        evd_store_notify(c, EVD_CHANNEL_EVENTS, s->id, err) != EVD_OK) {
-        attempt = 0;
-        goto rollback;
-    }
-commit:
-    if (evd_db_commit(c, err) == EVD_OK)
-        return attempt;
-    attempt = 0;
-rollback:
-    evd_db_rollback(c);
-    return 0;
+        return rc;
+    /* A turn deleted or finished meanwhile needs none. */
+    *state = evd_engine_status_terminal(t->turn->status) ? EVD_UNIT_DONE : EVD_UNIT_OPEN;
+    *used = t->turn->attempt;
+    return EVD_OK;
 }
+
+static enum evd_code turn_settle(PGconn *c, struct evd_attempt *a, enum evd_unit_state state,
+                                 struct evd_err *err)
+{
+    (void)state;
+    return evd_store_job_delete(c, a->job->id, err);
+}
+
+static enum evd_code turn_exhaust(PGconn *c, struct evd_attempt *a, int used, const char *msg,
+                                  struct evd_err *err)
+{
+    struct turn_start *t = a->kind;
+    enum evd_code rc = fail_turn(c, t->s, a->position, used, msg, evd_now_ms(), err);
+    if (rc == EVD_OK)
+        rc = evd_store_job_delete(c, a->job->id, err);
+    if (rc == EVD_OK)
+        rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, t->s->id, err);
+    return rc;
+}
+
+static enum evd_code turn_begin(PGconn *c, struct evd_attempt *a, struct evd_err *err)
+{
+    struct turn_start *t = a->kind;
+    enum evd_code rc = evd_store_turn_start(c, t->s->id, a->position, a->attempt, evd_now_ms(),
+                                            err);
+    if (rc == EVD_OK)
+        rc = evd_store_notify(c, EVD_CHANNEL_EVENTS, t->s->id, err);
+    return rc;
+}
+
+static const struct evd_attempt_start_ops TURN_START = {
+    .load = turn_load,
+    .settle = turn_settle,
+    .exhaust = turn_exhaust,
+    .begin = turn_begin,
+};
 
 static json_t *transcript_of(const struct evd_harness_outcome *out)
 {
@@ -222,7 +239,11 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
     const int seq = job->run_position;
 
     PGconn *c = evd_wconn_get(w, &err);
-    int attempt = c != NULL ? start_attempt(c, job, &s, &turn, &err) : 0;
+    struct turn_start ts = {.s = &s, .turn = &turn};
+    struct evd_attempt start = {.ops = &TURN_OPS, .e = e, .w = w, .job = job,
+                                .subject_id = job->ref, .position = seq, .kind = &ts,
+                                .slot = -1};
+    int attempt = c != NULL ? evd_attempt_start(&start, c, &TURN_START, &err) : 0;
     if (attempt == 0) {
         if (err.code != EVD_OK)
             evd_log(EVD_LOG_WARN, "could not start session turn", "session_id", job->ref, "error",

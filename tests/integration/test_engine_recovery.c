@@ -138,6 +138,46 @@ START_TEST(graceful_stop_hands_runs_back)
 }
 END_TEST
 
+/* A run whose attempts were all interrupted is failed with phase setup by the process
+ * that claims it next (the lifecycle's start, engine/lifecycle.c), and is not run again:
+ * its process is killed mid-call, its attempt count set to the limit, its lease expired. */
+START_TEST(a_run_out_of_attempts_fails_without_a_call)
+{
+    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[],\"default\":{\"latency_ms\":1500,"
+                                                 "\"reply\":{\"text\":\"OK\"}}}"),
+                     200);
+    struct evd_t_proc p;
+    et_start_evald(&p, NULL, NULL);
+    char *body = et_small_request("exhausted", 1, 1);
+    char *id = et_start_eval(p.base, body);
+    free(body);
+    et_wait_active(p.base, id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
+    free(evd_t_sql(et_db_url, "UPDATE runs SET attempt = 8 WHERE status = 'running'"));
+    free(evd_t_sql(et_db_url, "UPDATE jobs SET lease_until = now() - interval '1 second'"));
+    json_t *before = evd_t_stub_requests(&et_stub, 0);
+    size_t calls_before = json_array_size(json_object_get(before, "requests"));
+    json_decref(before);
+    et_start_evald(&p, NULL, NULL);
+    ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
+    char *first = evd_t_sql(et_db_url,
+                            "SELECT status || ' ' || attempt || ' ' || (failures->0->>'phase')"
+                            " || ' ' || (failures->0->>'message') FROM runs WHERE position = 1");
+    ck_assert_msg(strncmp(first, "failed 8 setup run was interrupted 8 times", 42) == 0,
+                  "run 1: %s", first);
+    free(first);
+    char *second = evd_t_sql(et_db_url, "SELECT status FROM runs WHERE position = 2");
+    ck_assert_str_eq(second, "completed");
+    free(second);
+    /* The run out of attempts reached the provider no more: only the second run did. */
+    json_t *after = evd_t_stub_requests(&et_stub, 0);
+    ck_assert_int_eq(json_array_size(json_object_get(after, "requests")), calls_before + 1);
+    json_decref(after);
+    free(id);
+    ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
 /*
  * A burst of evaluations finishing together is finalized in batches, by the finalizer and
  * its helper, and an evaluation whose finalization fails holds back no other.
@@ -288,6 +328,7 @@ int main(void)
     tcase_add_test(tc, crash_recovery_completes_every_evaluation);
     tcase_add_test(tc, three_processes_share_the_work);
     tcase_add_test(tc, graceful_stop_hands_runs_back);
+    tcase_add_test(tc, a_run_out_of_attempts_fails_without_a_call);
     tcase_add_test(tc, a_burst_of_finishes_is_finalized_in_batches);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
