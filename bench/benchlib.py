@@ -183,7 +183,10 @@ class Statements:
             self.track = db.q("SHOW pg_stat_statements.track")
             self.ok = True
         except RuntimeError as e:
-            log("no pg_stat_statements on this server:", str(e).splitlines()[0])
+            if not Statements.warned:
+                log("no statement figures: pg_stat_statements is not loaded on this server "
+                    "(shared_preload_libraries):", str(e).splitlines()[0])
+            Statements.warned = True
 
     def reset(self):
         if self.ok:

@@ -1,8 +1,10 @@
 #!/bin/sh
 # CTest entry (tests/cmake/bench.cmake): every workload of bench/bench.py, and bench/otel.py,
 # at a tiny size, evald only (no promptfoo), on the test PostgreSQL server, so the scripts
-# cannot rot. Fails when a run fails its checks (every run completed and passed, every span
-# received) or the table is incomplete; skips (77) without python3 or a test database.
+# cannot rot (with --statements: the figures where the server has pg_stat_statements, a
+# note where it has not). Fails when a run fails its checks (every run completed and
+# passed, every span received) or the table is incomplete; skips (77) without python3 or a
+# test database.
 # Without wrk the API workload is left out.
 dir=$(cd "$(dirname "$0")" && pwd)
 command -v python3 >/dev/null 2>&1 || { echo "SKIPPED: python3 is not installed"; exit 77; }
@@ -17,7 +19,7 @@ trap 'rm -f "$out"' EXIT
 python3 "$dir/bench.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
   --db-server "$EVALD_TEST_DATABASE_URL" --workloads "$workloads" --runs 1 --startups 2 \
   --n1 40 --n2 8 --c-list 2,4 --workers 8 --api-evaluations 100 --wrk-seconds 1 \
-  --wrk-rate 100 --api-runs 1 >"$out" || { cat "$out"; exit 1; }
+  --wrk-rate 100 --api-runs 1 --statements >"$out" || { cat "$out"; exit 1; }
 cat "$out"
 for row in "W1 calls/s, N=40 C=2" "W1 calls/s, N=40, one evaluation" \
   "W2 makespan / ideal, C=4, 4 evaluations, every pair open" \
