@@ -172,7 +172,8 @@ class Statements:
     pg_stat_statements (on a server started with it preloaded, `track = all` to see the
     statements inside the run functions, `track_planning = on` for planning): reset() at
     the start, read(n) at the end, per run of n. Unavailable (None from read) where the
-    server lacks the extension."""
+    server lacks the extension (said once a process)."""
+    warned = False
 
     def __init__(self, db):
         self.db = db
