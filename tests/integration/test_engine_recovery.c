@@ -115,17 +115,25 @@ START_TEST(three_processes_share_the_work)
 }
 END_TEST
 
-START_TEST(graceful_stop_hands_runs_back)
+/* A stub that answers in 1.5 s, an evald, and an evaluation of one run pair (prompts
+ * tagged `tag`) whose first run is at the provider; its id (malloc'd). */
+static char *start_slow_run(struct evd_t_proc *p, const char *tag)
 {
     ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[],\"default\":{\"latency_ms\":1500,"
                                                  "\"reply\":{\"text\":\"OK\"}}}"),
                      200);
-    struct evd_t_proc p;
-    et_start_evald(&p, NULL, NULL);
-    char *body = et_small_request("handback", 1, 1);
-    char *id = et_start_eval(p.base, body);
+    et_start_evald(p, NULL, NULL);
+    char *body = et_small_request(tag, 1, 1);
+    char *id = et_start_eval(p->base, body);
     free(body);
-    et_wait_active(p.base, id);
+    et_wait_active(p->base, id);
+    return id;
+}
+
+START_TEST(graceful_stop_hands_runs_back)
+{
+    struct evd_t_proc p;
+    char *id = start_slow_run(&p, "handback");
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
     et_start_evald(&p, NULL, NULL);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 30000), "completed");
@@ -143,15 +151,8 @@ END_TEST
  * its process is killed mid-call, its attempt count set to the limit, its lease expired. */
 START_TEST(a_run_out_of_attempts_fails_without_a_call)
 {
-    ck_assert_int_eq(evd_t_stub_script(&et_stub, "{\"rules\":[],\"default\":{\"latency_ms\":1500,"
-                                                 "\"reply\":{\"text\":\"OK\"}}}"),
-                     200);
     struct evd_t_proc p;
-    et_start_evald(&p, NULL, NULL);
-    char *body = et_small_request("exhausted", 1, 1);
-    char *id = et_start_eval(p.base, body);
-    free(body);
-    et_wait_active(p.base, id);
+    char *id = start_slow_run(&p, "exhausted");
     ck_assert_int_eq(evd_t_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
     free(evd_t_sql(et_db_url, "UPDATE runs SET attempt = 8 WHERE status = 'running'"));
     free(evd_t_sql(et_db_url, "UPDATE jobs SET lease_until = now() - interval '1 second'"));
