@@ -22,7 +22,8 @@
 static const char *const KNOWN[] = {"name",       "dimension",   "model",    "control",
                                     "treatments", "dataset_id",  "cases",    "evaluator",
                                     "repeats",    "concurrency", "limits",   "functions",
-                                    "output",     "metadata",    "analysis", NULL};
+                                    "output",     "metadata",    "analysis", "stopping",
+                                    "budget",     "plan",        NULL};
 
 /* Members of the seed's start request that an experiment passes through unchanged. */
 static const char *const SHARED[] = {"dimension", "model",  "control",  "evaluator", "limits",
@@ -159,7 +160,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
 {
     *normalized = NULL;
     *cases = NULL;
-    json_t *out = NULL, *an = NULL, *arms = NULL, *first = NULL;
+    json_t *out = NULL, *an = NULL, *arms = NULL, *first = NULL, *stop = NULL, *budget = NULL;
     enum evd_code rc;
     if (!json_is_object(body))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
@@ -210,6 +211,11 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         return rc;
     if ((rc = analysis(json_object_get(body, "analysis"), &an, err)) != EVD_OK)
         return rc;
+    struct evd_experiment_plan_opts plan;
+    if ((rc = evd_experiment_stopping(json_object_get(body, "stopping"), &stop, err)) != EVD_OK ||
+        (rc = evd_experiment_budget(json_object_get(body, "budget"), &budget, err)) != EVD_OK ||
+        (rc = evd_experiment_plan_options(json_object_get(body, "plan"), &plan, err)) != EVD_OK)
+        goto out;
     if (!present(json_object_get(body, "evaluator"))) {
         rc = evd_err_set(err, EVD_EINVAL, "evaluator is required");
         goto out;
@@ -278,6 +284,10 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         bad |= json_object_set(out, "metadata", json_object_get(first, "metadata"));
     if (present(dataset_id))
         bad |= json_object_set(out, "dataset_id", dataset_id);
+    bad |= json_object_set(out, "stopping", stop);
+    bad |= json_object_set(out, "budget", budget);
+    if (present(json_object_get(body, "plan")))
+        bad |= json_object_set(out, "plan", json_object_get(body, "plan"));
     if (bad) {
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
@@ -289,6 +299,8 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
 out:
     json_decref(out);
     json_decref(an);
+    json_decref(stop);
+    json_decref(budget);
     json_decref(arms);
     json_decref(first);
     return rc;

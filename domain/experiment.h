@@ -24,10 +24,20 @@
  * (evd_experiment_check_size): "an experiment may plan at most <max> runs (cases × arms ×
  * repeats = <n>)".
  *
+ * Then (domain/experiment_stop.c, ../shared/spec/sequential.md): `stopping` — "stopping.rule
+ * must be fixed or anytime", "stopping.min_cases must be between 2 and 100000",
+ * "stopping.seed must be a non-negative integer"; `budget` — "budget.max_calls must be a
+ * positive integer", "budget.max_tokens must be a positive integer", "budget.max_cost_usd
+ * must be a positive number"; `plan` — "plan.effect must be between 0 and 1", "plan.sd must
+ * be a positive number" (kept in the request unused, so that one file serves a plan and a
+ * start). Each is a closed object ("stopping.x is not a known field").
+ *
  * The normalized request: {name (or null), dimension, model, control, treatments[],
  * dataset_id (absent for inline cases until the dataset exists), evaluator {function_id,
  * arguments}, repeats, concurrency, limits, functions, output, metadata?, analysis {alpha,
- * min_effect, cluster_by (or null)}}; variants are {label, prompt, system_prompt}.
+ * min_effect, cluster_by (or null)}, stopping {rule, min_cases, seed (null until the start
+ * derives it from the experiment's id)}, budget (its caps, or null), plan?}; variants are
+ * {label, prompt, system_prompt}.
  *
  * Pure; thread-safe. Returned pointers into a body are borrowed from it.
  */
@@ -35,6 +45,7 @@
 #define EVD_DOMAIN_EXPERIMENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +55,9 @@
 #define EVD_EXPERIMENT_DEFAULT_REPEATS 3u
 #define EVD_EXPERIMENT_DEFAULT_CONCURRENCY 4u
 #define EVD_EXPERIMENT_DEFAULT_ALPHA 0.05
+#define EVD_EXPERIMENT_DEFAULT_MIN_CASES 10u
+#define EVD_EXPERIMENT_MAX_MIN_CASES 100000u
+#define EVD_EXPERIMENT_MAX_SEED 9007199254740991.0 /* 2^53 − 1: exact in every JSON reader */
 
 struct evd_experiment_limits {
     uint32_t max_repeats;     /* EVALD_MAX_RUNS */
@@ -58,6 +72,21 @@ struct evd_experiment_limits {
 enum evd_code evd_experiment_request(const json_t *body, const struct evd_experiment_limits *lim,
                                      json_t **normalized, const json_t **cases,
                                      struct evd_err *err);
+
+/* `stopping` with its defaults ({rule, min_cases, seed or null}); *out a new reference. */
+enum evd_code evd_experiment_stopping(const json_t *stopping, json_t **out, struct evd_err *err);
+
+/* `budget`'s caps ({max_calls?, max_tokens?, max_cost_usd?}), or JSON null when absent. */
+enum evd_code evd_experiment_budget(const json_t *budget, json_t **out, struct evd_err *err);
+
+/* The `plan` object of a plan request (borrowed strings). */
+struct evd_experiment_plan_opts {
+    bool has_effect, has_sd;
+    double effect, sd;
+    const char *pilot; /* plan.pilot_experiment_id, or NULL */
+};
+enum evd_code evd_experiment_plan_options(const json_t *plan, struct evd_experiment_plan_opts *out,
+                                          struct evd_err *err);
 
 /* Number of arms (1 + treatments) of a normalized request. */
 size_t evd_experiment_arms(const json_t *normalized);

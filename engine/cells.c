@@ -157,9 +157,32 @@ static void pending_done(const struct case_ctx *x, const struct pending *p,
 
 /* Folds a terminal cell into the case and keeps it for the next write (steals run and
  * transcript); false on ENOMEM (nothing kept). */
+/*
+ * What a run spent, for the experiment's spend and budget (migrations/0024): its provider
+ * calls (the generations, `turns`), input and output tokens, and cost (null when a call
+ * could not be priced). A run that made no call spent nothing.
+ */
+static json_t *run_spend(const json_t *run)
+{
+    const json_t *m = json_object_get(json_object_get(run, "metrics"), "totals");
+    json_int_t calls = json_integer_value(json_object_get(m, "turns"));
+    const json_t *cost = json_object_get(m, "cost_usd");
+    return json_pack("{s:I, s:I, s:I, s:o}", "calls", calls, "input_tokens",
+                     json_integer_value(json_object_get(m, "input_tokens")), "output_tokens",
+                     json_integer_value(json_object_get(m, "output_tokens")), "cost_usd",
+                     calls == 0             ? json_real(0)
+                     : json_is_number(cost) ? json_real(json_number_value(cost))
+                                            : json_null());
+}
+
 static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int attempt,
                         json_t *run, json_t *transcript)
 {
+    if (json_object_set_new(run, "spend", run_spend(run)) != 0) {
+        json_decref(run);
+        json_decref(transcript);
+        return false;
+    }
     json_t *row = json_pack("{s:i, s:O, s:O, s:O, s:O}", "position", position, "arm",
                             json_object_get(run, "arm"), "repeat", json_object_get(run, "repeat"),
                             "status", json_object_get(run, "status"), "passed",

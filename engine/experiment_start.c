@@ -23,6 +23,7 @@
 #include "domain/experiment.h"
 #include "domain/json_split.h"
 #include "domain/plan.h"
+#include "domain/sequential.h"
 #include "engine/datasets.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
@@ -223,8 +224,9 @@ static char *text_array(char **v, size_t n)
  */
 static enum evd_code check_cases(struct evd_engine *e, PGconn *c, const json_t *normalized,
                                  struct cases *cs, size_t ncases, char **clusters,
-                                 struct evd_err *err)
+                                 uint64_t *prompt_bytes, struct evd_err *err)
 {
+    const size_t arms = evd_experiment_arms(normalized);
     const bool clustered =
         json_is_string(json_object_get(json_object_get(normalized, "analysis"), "cluster_by"));
     for (size_t i = 0; i < ncases; i++) {
@@ -246,6 +248,17 @@ static enum evd_code check_cases(struct evd_engine *e, PGconn *c, const json_t *
             json_decref(variant);
             json_decref(evaluator);
         }
+        /* A plan counts the bytes of every rendered prompt and system prompt. */
+        for (size_t arm = 0; rc == EVD_OK && prompt_bytes != NULL && arm < arms; arm++) {
+            json_t *variant = NULL, *evaluator = NULL;
+            rc = evd_experiment_cell(normalized, body, arm, &variant, &evaluator, err);
+            if (rc == EVD_OK)
+                *prompt_bytes +=
+                    json_string_length(json_object_get(variant, "prompt")) +
+                    json_string_length(json_object_get(variant, "system_prompt"));
+            json_decref(variant);
+            json_decref(evaluator);
+        }
         json_decref(body);
         if (rc != EVD_OK)
             return rc;
@@ -256,8 +269,10 @@ static enum evd_code check_cases(struct evd_engine *e, PGconn *c, const json_t *
 /* The start once the request is valid: `normalized` (borrowed) and, for inline cases, the
  * sealed spool u (else the dataset of normalized.dataset_id). */
 static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_dataset_upload *u,
-                           json_t **response, struct evd_err *err)
+                           bool plan_only, json_t **response, struct evd_err *err)
 {
+    uint64_t prompt_bytes = 0;
+    char *dispatch_text = NULL, *budget_text = NULL;
     json_t *dataset = NULL, *analysis = NULL;
     struct cases cs = {.spool = u};
     char **clusters = NULL;
@@ -297,8 +312,42 @@ static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = check_cases(e, c, normalized, &cs, ncases, clusters, err)) != EVD_OK)
+    if ((rc = check_cases(e, c, normalized, &cs, ncases, clusters,
+                          plan_only ? &prompt_bytes : NULL, err)) != EVD_OK)
         goto out;
+    json_t *budget = NULL;
+    if ((rc = evd_engine_experiment_budget(e, normalized, &budget, err)) != EVD_OK)
+        goto out;
+    if (plan_only) {
+        json_decref(budget);
+        rc = evd_engine_experiment_plan(e, c, normalized, ncases, prompt_bytes, response, err);
+        goto out;
+    }
+    budget_text = budget != NULL ? json_dumps(budget, JSON_COMPACT) : NULL;
+    json_decref(budget);
+    /* The anytime rule dispatches the cases in the order of a permutation of its seed. */
+    json_t *stopping = json_object_get(normalized, "stopping");
+    if (!json_is_integer(json_object_get(stopping, "seed")))
+        json_object_set_new(stopping, "seed", json_integer((json_int_t)evd_seq_default_seed(id)));
+    const bool anytime =
+        strcmp(json_string_value(json_object_get(stopping, "rule")), "anytime") == 0;
+    if (anytime) {
+        unsigned *order = calloc(ncases + 1, sizeof(unsigned));
+        uint32_t *di = calloc(ncases + 1, sizeof(uint32_t));
+        if (order != NULL && di != NULL) {
+            evd_seq_permutation((uint64_t)json_integer_value(json_object_get(stopping, "seed")),
+                                (uint32_t)ncases, di);
+            for (size_t i = 0; i < ncases; i++)
+                order[i] = di[i];
+            dispatch_text = int_array(order, ncases);
+        }
+        free(order);
+        free(di);
+        if (dispatch_text == NULL) {
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
     if (u != NULL) {
         /* Stored only now that every case passed the checks. */
         const char *name = json_string_value(json_object_get(normalized, "name"));
@@ -352,6 +401,9 @@ static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_
         .clusters = clusters_text,
         .plan_arms = plan_arms,
         .plan_repeats = plan_repeats,
+        .dispatch = dispatch_text,
+        .stop_rule = anytime ? "anytime" : "fixed",
+        .budget = budget_text,
         .now = evd_now_ms(),
     };
     /* The dataset's row lock keeps a concurrent delete from taking the cases away. */
@@ -389,14 +441,16 @@ out:
     free(clusters_text);
     free(plan_arms);
     free(plan_repeats);
+    free(dispatch_text);
+    free(budget_text);
     json_decref(cs.bodies);
     json_decref(dataset);
     json_decref(analysis);
     return rc;
 }
 
-enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json_t **response,
-                                           struct evd_err *err)
+static enum evd_code finish(struct evd_experiment_upload *u, bool plan_only, json_t **response,
+                            struct evd_err *err)
 {
     *response = NULL;
     struct evd_experiment_limits lim = {
@@ -435,8 +489,21 @@ enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json
         if ((rc = evd_dataset_upload_seal(u->cases, err)) != EVD_OK)
             goto out;
     }
-    rc = start(u->engine, normalized, inline_cases != NULL ? u->cases : NULL, response, err);
+    rc = start(u->engine, normalized, inline_cases != NULL ? u->cases : NULL, plan_only, response,
+               err);
 out:
     json_decref(normalized);
     return rc;
+}
+
+enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json_t **response,
+                                           struct evd_err *err)
+{
+    return finish(u, false, response, err);
+}
+
+enum evd_code evd_experiment_upload_plan(struct evd_experiment_upload *u, json_t **response,
+                                         struct evd_err *err)
+{
+    return finish(u, true, response, err);
 }

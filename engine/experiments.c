@@ -313,14 +313,21 @@ json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, siz
     return out;
 }
 
-/* The analysis of `id` now, from its stored cells, read a page at a time. */
-static json_t *analysis_now(PGconn *c, const char *id, bool partial, int64_t counts[3],
-                            struct evd_err *err)
+/* The final analysis of `id`, from its stored cells read a page at a time, with its
+ * sequence brought up to date and its stop recorded (engine/experiment_sequence.c) in the
+ * caller's transaction. */
+static json_t *analysis_final(PGconn *c, const char *id, enum evd_stop_pass pass,
+                              int64_t counts[3], struct evd_err *err)
 {
     struct xstate *x = xstate_load(c, id, err);
-    json_t *an = x ? xstate_json(x, partial) : NULL;
+    json_t *an = x ? xstate_json(x, false) : NULL;
     if (x != NULL && an == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
+    if (an != NULL && evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
+                                                      x->cells, pass, err) != EVD_OK) {
+        json_decref(an);
+        an = NULL;
+    }
     for (int j = 0; j < 3; j++)
         counts[j] = x ? x->counts[j] : 0;
     xstate_free(x);
@@ -355,7 +362,8 @@ static enum evd_code finish_locked(PGconn *c, const char *id, const char *status
                                    struct evd_err *err)
 {
     int64_t counts[3], now = evd_now_ms();
-    json_t *an = analysis_now(c, id, false, counts, err);
+    json_t *an = analysis_final(c, id, status == NULL ? EVD_STOP_PASS_FINISH : EVD_STOP_PASS_CANCEL,
+                                counts, err);
     if (an == NULL)
         return evd_db_code(err);
     enum evd_code rc = EVD_OK;
@@ -471,8 +479,15 @@ void *evd_engine_analyst_main(void *arg)
                 break;
             struct xstate *x = analyst_state(c, &states, id, &err);
             json_t *an = x ? xstate_json(x, true) : NULL;
-            if (an != NULL)
-                evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(), &err);
+            /* The sequence, the analysis and a decision to stop commit together. */
+            if (an != NULL && evd_db_begin(c, &err) == EVD_OK &&
+                evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
+                                                 x->cells, EVD_STOP_PASS_RUNNING,
+                                                 &err) == EVD_OK &&
+                evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(),
+                                                  &err) == EVD_OK)
+                evd_db_commit(c, &err);
+            evd_db_rollback(c);
             json_decref(an);
             if (err.code != EVD_OK)
                 evd_log(EVD_LOG_WARN, "could not rebuild an experiment's analysis",

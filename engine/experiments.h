@@ -39,6 +39,10 @@ enum evd_code evd_experiment_upload_feed(struct evd_experiment_upload *u, const 
                                          size_t len, struct evd_err *err);
 enum evd_code evd_experiment_upload_finish(struct evd_experiment_upload *u, json_t **response,
                                            struct evd_err *err);
+/* POST /v1/experiments/plan: the start's validation, nothing written, and on EVD_OK the
+ * plan (../shared/spec/sequential.md, "Planning"; engine/experiment_plan.c). */
+enum evd_code evd_experiment_upload_plan(struct evd_experiment_upload *u, json_t **response,
+                                         struct evd_err *err);
 /* After the last piece, before finish, for Idempotency-Key: the SHA-256 (hex) of the
  * body's canonical JSON (of its request and of each of its cases); false when the body is
  * not JSON. Call at most once. */

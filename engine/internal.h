@@ -335,6 +335,44 @@ enum evd_code evd_engine_check_start(struct evd_engine *e, PGconn *c, const json
 enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const json_t *evaluator,
                                          struct evd_err *err);
 
+/* experiment plans and budgets (engine/experiment_plan.c) */
+/* The budget a start stores: the request's caps with the reservation of a run before any
+ * finished ({calls: 1, tokens: max_output_tokens_per_call, cost_usd: those tokens at the
+ * output price}), or NULL without caps. "budget.max_cost_usd needs a price for model <id>"
+ * when the model has no price. */
+enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *normalized,
+                                           json_t **out, struct evd_err *err);
+/* The answer of POST /v1/experiments/plan for a valid request over ncases cases whose
+ * rendered prompts and system prompts (every arm) add up to prompt_bytes. */
+enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
+                                         const json_t *normalized, size_t ncases,
+                                         uint64_t prompt_bytes, json_t **out,
+                                         struct evd_err *err);
+
+/* the sequence of an experiment and its stop (engine/experiment_sequence.c) */
+struct evd_analysis_cell;
+enum evd_stop_pass {
+    EVD_STOP_PASS_RUNNING, /* an analysis pass of a running experiment: may decide */
+    EVD_STOP_PASS_FINISH,  /* its final pass: stopped = decided, budget or exhausted */
+    EVD_STOP_PASS_CANCEL,  /* the final pass of a cancel: no stop */
+};
+/* In the caller's transaction: locks the experiment's row, gives the cases that completed
+ * (their runs all terminal, per `cells`, cases × arms) their place in the sequence, adds
+ * each comparison's `sequential` to `analysis` ({arms, comparisons, analysis}; with the
+ * anytime rule the verdict becomes the sequential one), and stops the dispatch as `pass`
+ * says (evd_store_experiment_stop). */
+enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
+                                              const json_t *request, unsigned arms,
+                                              size_t cases, const struct evd_analysis_cell *cells,
+                                              enum evd_stop_pass pass, struct evd_err *err);
+/* The sequence part of it, without the lock and the stop: *decided when the anytime rule's
+ * every treatment is decided, *seq_len the sequence's length. */
+enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
+                                             unsigned arms, size_t cases,
+                                             const struct evd_analysis_cell *cells,
+                                             bool terminal, json_t *analysis, bool *decided,
+                                             int64_t *seq_len, struct evd_err *err);
+
 /* experiments (engine/experiments.c) */
 struct evd_analysis_cell;
 /* A case's analysis cell as stored in experiment_cases.cells. New reference. */

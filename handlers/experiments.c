@@ -44,6 +44,7 @@ struct start {
     size_t bytes, limit;             /* read so far; ctx->max_dataset_bytes */
     bool json;    /* Content-Type is JSON */
     bool refused; /* a refusal is in *resp already; the rest of the body is discarded */
+    bool plan;    /* POST /v1/experiments/plan: validate and answer the plan, write nothing */
 };
 
 /* application/json or a +json type, parameters ignored (the rule of the other routes). */
@@ -69,7 +70,19 @@ static const char MEDIA_DETAIL[] = "request body must be application/json";
 
 static const struct evd_upload_ops start_ops;
 
+static void begin(struct evd_req *req, struct evd_resp *resp, bool plan);
+
 void evd_h_experiment_start(struct evd_req *req, struct evd_resp *resp)
+{
+    begin(req, resp, false);
+}
+
+void evd_h_experiment_plan(struct evd_req *req, struct evd_resp *resp)
+{
+    begin(req, resp, true);
+}
+
+static void begin(struct evd_req *req, struct evd_resp *resp, bool plan)
 {
     size_t limit = (size_t)req->ctx->max_dataset_bytes;
     const char *ct = evd_req_header(req, "Content-Type");
@@ -97,6 +110,7 @@ void evd_h_experiment_start(struct evd_req *req, struct evd_resp *resp)
     }
     st->limit = limit;
     st->json = json_media(ct);
+    st->plan = plan;
     struct evd_err err = {0};
     if (evd_experiment_upload_begin(req->ctx->engine, &st->u, &err) != EVD_OK) {
         free(st);
@@ -140,6 +154,13 @@ static void start_end(void *state, struct evd_req *req, struct evd_resp *resp)
         return;
     struct evd_err err = {0};
     json_t *out = NULL;
+    if (st->plan) {
+        if (evd_experiment_upload_plan(st->u, &out, &err) != EVD_OK)
+            evd_resp_error(resp, &err);
+        else
+            evd_resp_json(resp, 200, out);
+        return;
+    }
     if (evd_experiment_upload_finish(st->u, &out, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
         return;

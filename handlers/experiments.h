@@ -10,6 +10,8 @@
 
 /* POST /v1/experiments (EVD_ROUTE_UPLOAD): 202 {experiment_id, status} and Location. */
 void evd_h_experiment_start(struct evd_req *req, struct evd_resp *resp);
+/* POST /v1/experiments/plan: the start's checks, nothing written, 200 with the plan. */
+void evd_h_experiment_plan(struct evd_req *req, struct evd_resp *resp);
 
 void evd_h_experiments_list(struct evd_req *req, struct evd_resp *resp);
 void evd_h_experiment_get(struct evd_req *req, struct evd_resp *resp);

@@ -56,6 +56,7 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/datasets/{id}", evd_h_dataset_get, 0},
     {"DELETE", "/v1/datasets/{id}", evd_h_dataset_delete, 0},
     {"GET", "/v1/datasets/{id}/cases", evd_h_dataset_cases, 0},
+    {"POST", "/v1/experiments/plan", evd_h_experiment_plan, EVD_ROUTE_UPLOAD},
     {"POST", "/v1/experiments", evd_h_experiment_start, EVD_ROUTE_UPLOAD | EVD_ROUTE_IDEMPOTENT},
     {"GET", "/v1/experiments", evd_h_experiments_list, 0},
     {"GET", "/v1/experiments/{id}", evd_h_experiment_get, 0},

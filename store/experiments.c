@@ -52,14 +52,18 @@ json_t *evd_store_dataset_bodies(PGconn *c, const char *id, struct evd_err *err)
 
 static const char SQL_CREATE[] =
     "INSERT INTO experiments (id, name, status, request, dataset_id, dataset_sha256, arms,"
-    " repeats, concurrency, case_count, total_runs, analysis, created_at, updated_at)"
+    " repeats, concurrency, case_count, total_runs, analysis, created_at, updated_at,"
+    " stop_rule, budget)"
     " VALUES ($1, $2, 'queued', $3::jsonb, $4, $5, $6::int, $7::int, $8::int, $9::int,"
-    " $9::int * $6::int * $7::int, $10::jsonb, $11::bigint, $11::bigint)";
+    " $9::int * $6::int * $7::int, $10::jsonb, $11::bigint, $11::bigint, $12, $13::jsonb)";
 
 static const char SQL_CREATE_CASES[] =
-    "INSERT INTO experiment_cases (experiment_id, case_index, case_id, body, cluster)"
-    " SELECT $1, d.position, d.case_id, d.body, k.cluster FROM dataset_cases d"
+    "INSERT INTO experiment_cases (experiment_id, case_index, case_id, body, cluster,"
+    " dispatch_index)"
+    " SELECT $1, d.position, d.case_id, d.body, k.cluster, coalesce(o.di, d.position)"
+    " FROM dataset_cases d"
     " LEFT JOIN unnest($3::text[]) WITH ORDINALITY AS k(cluster, ord) ON k.ord = d.position"
+    " LEFT JOIN unnest($4::int[]) WITH ORDINALITY AS o(di, ord) ON o.ord = d.position"
     " WHERE d.dataset_id = $2";
 
 static const char SQL_CREATE_RUNS[] =
@@ -81,13 +85,14 @@ enum evd_code evd_store_experiment_create(PGconn *c, const struct evd_store_expe
     snprintf(conc, sizeof(conc), "%d", x->concurrency);
     snprintf(cases, sizeof(cases), "%d", x->case_count);
     I64(ts, x->now);
-    const char *p[] = {x->id, x->name,  x->request, x->dataset_id, x->sha256, arms,
-                       reps,  conc,     cases,      x->analysis,   ts};
-    enum evd_code rc = evd_db_exec(c, SQL_CREATE, 11, p, err);
+    const char *p[] = {x->id, x->name, x->request,  x->dataset_id, x->sha256,
+                       arms,  reps,    conc,        cases,         x->analysis,
+                       ts,    x->stop_rule ? x->stop_rule : "fixed", x->budget};
+    enum evd_code rc = evd_db_exec(c, SQL_CREATE, 13, p, err);
     if (rc != EVD_OK)
         return rc;
-    const char *pc[] = {x->id, x->dataset_id, x->clusters};
-    if ((rc = evd_db_exec(c, SQL_CREATE_CASES, 3, pc, err)) != EVD_OK)
+    const char *pc[] = {x->id, x->dataset_id, x->clusters, x->dispatch};
+    if ((rc = evd_db_exec(c, SQL_CREATE_CASES, 4, pc, err)) != EVD_OK)
         return rc;
     const char *pr[] = {x->id, x->plan_arms, x->plan_repeats};
     if ((rc = evd_db_exec(c, SQL_CREATE_RUNS, 3, pr, err)) != EVD_OK)
@@ -109,8 +114,17 @@ enum evd_code evd_store_experiment_schedule(PGconn *c, const char *id, const cha
 }
 
 #define PROGRESS_JSON                                                                       \
-    "json_build_object('total_runs', x.total_runs, 'terminal_runs', x.terminal_runs,"       \
-    " 'passed_runs', x.passed_runs, 'failed_runs', x.failed_runs)"
+    "json_build_object('total_runs', x.total_runs, 'terminal_runs',"                        \
+    " x.terminal_runs + x.skipped_runs, 'passed_runs', x.passed_runs, 'failed_runs',"       \
+    " x.failed_runs, 'skipped_runs', x.skipped_runs)"
+
+/* Spend over the shards (migrations/0024); cost null when a run could not be priced. */
+#define SPEND_JSON                                                                          \
+    "(SELECT json_build_object('calls', coalesce(sum(s.calls), 0), 'input_tokens',"         \
+    " coalesce(sum(s.input_tokens), 0), 'output_tokens', coalesce(sum(s.output_tokens), 0),"\
+    " 'cost_usd', CASE WHEN coalesce(sum(s.unpriced), 0) > 0 THEN NULL"                     \
+    " ELSE coalesce(sum(s.cost_usd), 0) END, 'budget', x.budget - 'reserve')"               \
+    " FROM experiment_spend s WHERE s.experiment_id = x.id)"
 
 #define ROW_JSON                                                                            \
     "json_build_object('experiment_id', x.id, 'name', x.name, 'status', x.status,"         \
@@ -118,6 +132,7 @@ enum evd_code evd_store_experiment_schedule(PGconn *c, const char *id, const cha
     " x.completed_at, 'request', x.request, 'dataset', json_build_object('dataset_id',"    \
     " x.dataset_id, 'sha256', x.dataset_sha256, 'case_count', x.case_count), 'progress', " \
     PROGRESS_JSON ", 'analysis', x.analysis, 'source_experiment_id', x.source_experiment_id,"  \
+    " 'stopped', x.stopped, 'spend', " SPEND_JSON ","                                        \
     " 'derivation', x.derivation, 'retried_runs', x.retried_runs)::text"
 
 #define SUMMARY_JSON                                                                        \
@@ -176,7 +191,8 @@ static const char SQL_CASES_PAGE[] =
     "SELECT NULL::text, -1::bigint AS k FROM experiments WHERE id = $1"
     " UNION ALL (SELECT json_build_object('case_id', e.case_id, 'case_index', e.case_index,"
     " 'vars', e.body->'vars', 'expected', e.body->'expected', 'metadata', e.body->'metadata',"
-    " 'cluster', e.cluster, 'cells', e.cells, 'flaky', e.flaky, 'disagree', e.disagree)::text,"
+    " 'cluster', e.cluster, 'cells', e.cells, 'flaky', e.flaky, 'disagree', e.disagree,"
+    " 'dispatch_index', e.dispatch_index, 'seq', e.seq, 'skipped', e.skipped)::text,"
     " e.case_index::bigint FROM experiment_cases e"
     " WHERE e.experiment_id = $1 AND ($3::bigint IS NULL OR e.case_index > $3::bigint)"
     " AND ($4::text IS NULL OR ($4 = 'flaky' AND e.flaky) OR ($4 = 'disagree' AND e.disagree))"

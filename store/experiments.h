@@ -32,6 +32,9 @@ struct evd_store_experiment_new {
     const char *clusters;     /* text[] literal of the cases' cluster keys, or NULL */
     const char *plan_arms;    /* int[] literals: arm and repeat of positions 1..arms·repeats */
     const char *plan_repeats;
+    const char *dispatch;     /* int[] literal: each case's dispatch_index, or NULL (its index) */
+    const char *stop_rule;    /* "fixed" or "anytime" */
+    const char *budget;       /* the budget's caps and reservation, JSON text, or NULL */
     int64_t now;
 };
 /* Creates the experiment, its cases (copied from the dataset), its runs, and its first
@@ -166,5 +169,39 @@ json_t *evd_store_experiments_stalled(PGconn *c, struct evd_err *err);
 /* Runs evald_experiment_schedule; *result as it answers. */
 enum evd_code evd_store_experiment_schedule(PGconn *c, const char *id, const char *owner,
                                             int *result, struct evd_err *err);
+
+
+/* ---- sequence, stop and plan (store/experiment_stop.c) ---- */
+
+/* A finished experiment used as a plan's pilot. */
+struct evd_store_experiment_pilot {
+    bool finished;            /* the id names a completed experiment */
+    bool has_sd, has_output;
+    double sd;                /* the largest per-case s.d. of d over its treatments */
+    double output_per_run;    /* mean output tokens of a counted run */
+};
+enum evd_code evd_store_experiment_pilot(PGconn *c, const char *id,
+                                         struct evd_store_experiment_pilot *out,
+                                         struct evd_err *err);
+
+/* The experiment's row locked (FOR UPDATE), and what its stop depends on. */
+struct evd_store_experiment_stop {
+    bool found, anytime, stopped, undispatched;
+    char status[16];
+};
+enum evd_code evd_store_experiment_stop_state(PGconn *c, const char *id,
+                                              struct evd_store_experiment_stop *out,
+                                              struct evd_err *err);
+
+/* Gives the cases of `complete` (an int[] literal of case indexes whose runs are all
+ * terminal) that have no seq yet the next ones, in dispatch order, and answers the whole
+ * sequence: the case indexes in seq order (new array). The caller holds the row. */
+json_t *evd_store_experiment_sequence(PGconn *c, const char *id, const char *complete,
+                                      struct evd_err *err);
+
+/* Stops dispatching: every case not yet dispatched is skipped with its runs, and
+ * `stopped` = {reason, at_case, runs_saved} (unless set before). The caller holds the row. */
+enum evd_code evd_store_experiment_stop(PGconn *c, const char *id, const char *reason,
+                                        int64_t at_case, int64_t now, struct evd_err *err);
 
 #endif

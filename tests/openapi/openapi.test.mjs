@@ -40,6 +40,7 @@ const ROUTES = [
   'DELETE /v1/datasets/{}',
   'GET /v1/datasets/{}/cases',
   'POST /v1/experiments',
+  'POST /v1/experiments/plan',
   'GET /v1/experiments',
   'GET /v1/experiments/{}',
   'DELETE /v1/experiments/{}',

@@ -1,0 +1,143 @@
+/*
+ * What a start would run and cost before anything is paid (POST /v1/experiments/plan,
+ * ../shared/spec/sequential.md, "Planning"), and the budget a start stores with the
+ * reservation of a run before any finished ("Budgets"). See docs/experiments.md.
+ */
+#include "engine/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "domain/experiment.h"
+#include "domain/sequential.h"
+#include "engine/internal.h"
+#include "harness/providers.h"
+#include "store/experiments.h"
+
+/* Input tokens are estimated from bytes: about four bytes a token (docs/experiments.md). */
+#define BYTES_PER_TOKEN 4.0
+
+/* limits.execution.max_output_tokens_per_call of a normalized request. */
+static double max_output_per_call(const json_t *normalized)
+{
+    const json_t *v = json_object_get(
+        json_object_get(json_object_get(normalized, "limits"), "execution"),
+        "max_output_tokens_per_call");
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (double)json_integer_value(v)
+                                                           : (double)EVD_LIMITS_DEFAULT_MAX_OUTPUT_TOKENS;
+}
+
+/* The price of the request's model; false when it has none (or cannot be resolved). */
+static bool model_price(struct evd_engine *e, const json_t *normalized, struct evd_price *out)
+{
+    struct evd_resolved_model m;
+    struct evd_err err = {0};
+    json_t *model = json_object_get(normalized, "model");
+    return evd_providers_resolve(e->opts.providers, model, &m, &err) == EVD_OK &&
+           evd_providers_price(e->opts.providers, m.provider, m.model, out);
+}
+
+static const char *model_id(const json_t *normalized)
+{
+    const char *id = json_string_value(json_object_get(json_object_get(normalized, "model"), "model"));
+    return id != NULL ? id : "";
+}
+
+enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *normalized,
+                                           json_t **out, struct evd_err *err)
+{
+    *out = NULL;
+    const json_t *caps = json_object_get(normalized, "budget");
+    if (!json_is_object(caps))
+        return EVD_OK;
+    struct evd_price price;
+    bool priced = model_price(e, normalized, &price);
+    if (json_object_get(caps, "max_cost_usd") != NULL && !priced)
+        return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
+                           model_id(normalized));
+    double tokens = max_output_per_call(normalized);
+    json_t *b = json_deep_copy(caps);
+    json_t *reserve = json_pack("{s:i, s:f, s:f}", "calls", 1, "tokens", tokens, "cost_usd",
+                                priced ? tokens * price.output_usd_per_mtok / 1e6 : 0.0);
+    if (b == NULL || reserve == NULL || json_object_set_new(b, "reserve", reserve) != 0) {
+        json_decref(b);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    *out = b;
+    return EVD_OK;
+}
+
+/* A number, or null when not finite. */
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
+                                         const json_t *normalized, size_t ncases,
+                                         uint64_t prompt_bytes, json_t **out,
+                                         struct evd_err *err)
+{
+    *out = NULL;
+    struct evd_experiment_plan_opts opts;
+    enum evd_code rc = evd_experiment_plan_options(json_object_get(normalized, "plan"), &opts, err);
+    if (rc != EVD_OK)
+        return rc;
+    const double arms = (double)evd_experiment_arms(normalized);
+    const double repeats = (double)json_integer_value(json_object_get(normalized, "repeats"));
+    const double cases = (double)ncases, runs = cases * arms * repeats;
+    const json_t *stopping = json_object_get(normalized, "stopping");
+    const bool anytime =
+        strcmp(json_string_value(json_object_get(stopping, "rule")), "anytime") == 0;
+    double min_cases = (double)json_integer_value(json_object_get(stopping, "min_cases"));
+    const double calls_min = anytime ? fmin(cases, min_cases) * arms * repeats : runs;
+    /* Each case's prompts were counted once per arm; every repeat sends them again. */
+    const double input = ceil((double)prompt_bytes / BYTES_PER_TOKEN) * repeats;
+    const double output_max = runs * max_output_per_call(normalized);
+
+    struct evd_store_experiment_pilot pilot = {0};
+    if (opts.pilot != NULL) {
+        if ((rc = evd_store_experiment_pilot(c, opts.pilot, &pilot, err)) != EVD_OK)
+            return rc;
+        if (!pilot.finished)
+            return evd_err_set(err, EVD_EINVAL,
+                               "plan.pilot_experiment_id names no finished experiment: %s",
+                               opts.pilot);
+    }
+    json_t *cost = json_null();
+    struct evd_price price;
+    if (model_price(e, normalized, &price)) {
+        /* The estimate counts the prompts and, after a pilot, its mean output a run; the
+         * maximum lets every call write max_output_tokens_per_call. */
+        double in_usd = input * price.input_usd_per_mtok / 1e6;
+        double out_est = pilot.has_output ? pilot.output_per_run * runs : 0;
+        cost = json_pack("{s:f, s:f}", "estimate", in_usd + out_est * price.output_usd_per_mtok / 1e6,
+                         "max", in_usd + output_max * price.output_usd_per_mtok / 1e6);
+    }
+
+    const json_t *an = json_object_get(normalized, "analysis");
+    const double alpha = json_number_value(json_object_get(an, "alpha"));
+    const double alpha_adj = alpha / (arms - 1);
+    const double min_effect = json_number_value(json_object_get(an, "min_effect"));
+    bool has_effect = opts.has_effect || min_effect > 0;
+    double effect = opts.has_effect ? opts.effect : min_effect;
+    bool has_sd = opts.has_sd || pilot.has_sd;
+    double sd = opts.has_sd ? opts.sd : pilot.sd;
+    double needed = 0;
+    bool has_needed = has_effect && has_sd && evd_seq_cases_needed(effect, sd, alpha_adj, &needed);
+    json_t *power = json_pack("{s:o, s:o, s:f, s:o, s:o}", "effect",
+                              has_effect ? json_real(effect) : json_null(), "sd",
+                              has_sd ? num(sd) : json_null(), "alpha_adjusted", alpha_adj,
+                              "cases_needed",
+                              has_needed ? json_integer((json_int_t)needed) : json_null(),
+                              "runs_needed",
+                              has_needed ? json_integer((json_int_t)(needed * arms * repeats))
+                                         : json_null());
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:{s:I}, s:{s:I, s:I}, s:o, s:o}", "cases",
+                     (json_int_t)cases, "arms", (json_int_t)arms, "repeats", (json_int_t)repeats,
+                     "runs", (json_int_t)runs, "calls", "min", (json_int_t)calls_min, "tokens",
+                     "input_estimate", (json_int_t)input, "output_max", (json_int_t)output_max,
+                     "cost_usd", cost, "power", power);
+    return *out != NULL ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
+}

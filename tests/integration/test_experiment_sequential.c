@@ -1,0 +1,328 @@
+/*
+ * Sequential experiments, budgets and plans (../shared/spec/sequential.md): the real evald
+ * and evald-stub over loopback against a throwaway PostgreSQL per test, with the script of
+ * tests/support/experiments_fixtures.c. Cases tagged q3 are decisive (the treatment passes,
+ * the control fails: d = +1 on every case); every call is counted at the stub.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "domain/sequential.h"
+#include "tests/support/experiments_fixtures.h"
+#include "tests/support/itest.h"
+#include "tests/support/testutil.h"
+
+/* Room for experiments larger than the fixture's default limits. */
+static void restart_roomy(void)
+{
+    evd_t_stop(&xt_evald, SIGTERM, 10000);
+    char *extra[] = {"EVALD_MAX_EXPERIMENT_RUNS=2000", "EVALD_MAX_DATASET_CASES=500", NULL};
+    xt_start_evald(extra);
+}
+
+/* A start body over n decisive cases (tag q3), `more` appended inside the object. */
+static char *decisive(size_t n, unsigned repeats, unsigned concurrency, const char *more)
+{
+    struct evd_buf b = {0};
+    char head[512];
+    int k = snprintf(head, sizeof(head),
+                     "{\"dimension\":\"prompt\"," MODEL "," ARMS "," EXACT
+                     ",\"repeats\":%u,\"concurrency\":%u,%s%s\"cases\":[",
+                     repeats, concurrency, more, more[0] ? "," : "");
+    evd_buf_append(&b, head, (size_t)k);
+    for (size_t i = 0; i < n; i++) {
+        char c[160];
+        k = snprintf(c, sizeof(c),
+                     "%s{\"id\":\"d%zu\",\"vars\":{\"tag\":\"q3\",\"question\":\"%zu\"},"
+                     "\"expected\":\"yes\"}",
+                     i ? "," : "", i + 1, i + 1);
+        evd_buf_append(&b, c, (size_t)k);
+    }
+    ck_assert_int_eq(evd_buf_append(&b, "]}", 3), 0);
+    return b.data;
+}
+
+/* GET of the experiment until it is terminal. */
+static json_t *wait_done(const char *id, int timeout_ms)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
+    for (int waited = 0;; waited += 100) {
+        long st = 0;
+        json_t *doc = xt_call("GET", path, NULL, &st);
+        ck_assert_int_eq(st, 200);
+        const char *s = json_string_value(json_object_get(doc, "status"));
+        if (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0)
+            return doc;
+        json_decref(doc);
+        if (waited > timeout_ms) {
+            evd_t_dump_log(&xt_evald);
+            ck_abort_msg("experiment %s still %s", id, s);
+        }
+        usleep(100 * 1000);
+    }
+}
+
+/* The calls the stub answered. */
+static long stub_calls(void)
+{
+    json_t *stats = evd_t_stub_stats(&xt_stub);
+    ck_assert_ptr_nonnull(stats);
+    long n = (long)json_integer_value(json_object_get(stats, "requests"));
+    json_decref(stats);
+    return n;
+}
+
+/* Every case row of the experiment (one page of up to 100). */
+static json_t *cases_of(const char *id)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/experiments/%s/cases?limit=100", id);
+    long st = 0;
+    json_t *doc = xt_call("GET", path, NULL, &st);
+    ck_assert_int_eq(st, 200);
+    json_t *cases = json_incref(json_object_get(doc, "cases"));
+    json_decref(doc);
+    return cases;
+}
+
+START_TEST(anytime_stops_once_decided_and_skips_the_rest)
+{
+    restart_roomy();
+    char *body = decisive(60, 1, 1,
+                          "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":7}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ASSERT_STR(doc, "comparisons.0.verdict", "better");
+    ASSERT_STR(doc, "comparisons.0.sequential.verdict", "better");
+    ASSERT_STR(doc, "analysis.rule", "anytime");
+    json_int_t at = json_integer_value(xt_at(doc, "stopped.at_case"));
+    json_int_t decided_at = json_integer_value(xt_at(doc, "comparisons.0.sequential.decided_at"));
+    ck_assert_int_ge(decided_at, 10);
+    /* The stop comes at the analysis pass that saw the decision: the sequence may have
+     * grown past the case that decided it. */
+    ck_assert_int_ge(at, decided_at);
+    ck_assert(json_number_value(xt_at(doc, "comparisons.0.sequential.low")) > 0);
+
+    /* The cases ran in the seed's permutation; those after the decision never started. */
+    uint32_t want[60];
+    evd_seq_permutation(7, 60, want);
+    json_t *cases = cases_of(id);
+    ck_assert_uint_eq(json_array_size(cases), 60);
+    long dispatched = 0, skipped = 0, last_seq_dispatch = 0, first_skipped_dispatch = 1000;
+    for (size_t k = 0; k < 60; k++) {
+        json_t *c = json_array_get(cases, k);
+        long di = (long)json_integer_value(json_object_get(c, "dispatch_index"));
+        ck_assert_int_eq(di, want[k]);
+        if (json_is_true(json_object_get(c, "skipped"))) {
+            skipped++;
+            ck_assert(json_is_null(json_object_get(c, "seq")));
+            if (di < first_skipped_dispatch)
+                first_skipped_dispatch = di;
+        } else {
+            dispatched++;
+            ck_assert(json_is_integer(json_object_get(c, "seq")));
+            if (di > last_seq_dispatch)
+                last_seq_dispatch = di;
+        }
+    }
+    json_decref(cases);
+    /* Concurrency 1: at most the case in flight at the decision ran after it. */
+    ck_assert_int_ge(dispatched, at);
+    ck_assert_int_le(dispatched, at + 1);
+    ck_assert_int_eq(last_seq_dispatch, dispatched);
+    ck_assert_int_eq(first_skipped_dispatch, dispatched + 1);
+    ck_assert_int_eq(stub_calls(), dispatched * 2);
+    ASSERT_INT(doc, "stopped.runs_saved", skipped * 2);
+    ASSERT_INT(doc, "progress.skipped_runs", skipped * 2);
+    ASSERT_INT(doc, "progress.terminal_runs", 120);
+    ASSERT_INT(doc, "progress.total_runs", 120);
+    ASSERT_INT(doc, "progress.failed_runs", dispatched);
+    ASSERT_INT(doc, "spend.calls", dispatched * 2);
+    ASSERT_INT(doc, "spend.input_tokens", dispatched * 20);
+    ASSERT_INT(doc, "spend.output_tokens", dispatched * 6);
+    ck_assert(json_is_null(xt_at(doc, "spend.budget")));
+    ASSERT_INT(doc, "request.stopping.seed", 7);
+    ck_assert_int_eq(atol(evd_t_sql(xt_db_url, "SELECT count(*) FROM experiment_runs"
+                                               " WHERE status = 'skipped'")),
+                     skipped * 2);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(fixed_reports_the_sequence_as_information)
+{
+    char *id = xt_start(xt_full);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    /* Every case ran: the fixed verdict stands, with the sequence beside it. */
+    ASSERT_STR(doc, "stopped.reason", "exhausted");
+    ASSERT_INT(doc, "stopped.at_case", 5);
+    ASSERT_INT(doc, "stopped.runs_saved", 0);
+    ASSERT_INT(doc, "comparisons.0.sequential.n", 5);
+    ASSERT_STR(doc, "comparisons.0.sequential.verdict", "inconclusive");
+    ASSERT_NULL(doc, "comparisons.0.sequential.decided_at");
+    ASSERT_STR(doc, "request.stopping.rule", "fixed");
+    ASSERT_INT(doc, "request.stopping.min_cases", 10);
+    /* The default seed comes from the id. */
+    ASSERT_INT(doc, "request.stopping.seed", (json_int_t)evd_seq_default_seed(id));
+    ASSERT_INT(doc, "progress.skipped_runs", 0);
+    ASSERT_INT(doc, "spend.calls", 20);
+    ASSERT_INT(doc, "spend.input_tokens", 200);
+    ASSERT_INT(doc, "spend.output_tokens", 60);
+    ASSERT_NULL(doc, "spend.cost_usd"); /* stub-model has no price */
+    json_t *cases = cases_of(id);
+    for (size_t k = 0; k < json_array_size(cases); k++) {
+        json_t *c = json_array_get(cases, k);
+        ck_assert_int_eq(json_integer_value(json_object_get(c, "dispatch_index")),
+                         json_integer_value(json_object_get(c, "case_index")));
+        ck_assert(json_is_integer(json_object_get(c, "seq")));
+    }
+    json_decref(cases);
+    json_decref(doc);
+    free(id);
+}
+END_TEST
+
+START_TEST(max_calls_with_concurrency_one_overshoots_by_at_most_a_case)
+{
+    restart_roomy();
+    char *body = decisive(20, 1, 1, "\"budget\":{\"max_calls\":9}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "budget");
+    /* Two calls a case: four cases fit within 9, the fifth would reach 10. */
+    ck_assert_int_eq(stub_calls(), 8);
+    ASSERT_INT(doc, "spend.calls", 8);
+    ASSERT_INT(doc, "spend.budget.max_calls", 9);
+    ASSERT_INT(doc, "stopped.at_case", 4);
+    ASSERT_INT(doc, "stopped.runs_saved", 32);
+    ASSERT_INT(doc, "progress.skipped_runs", 32);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(max_tokens_stops_before_the_cap)
+{
+    restart_roomy();
+    /* 26 tokens a case (12 + 14); before any run finished a run reserves
+     * max_output_tokens_per_call (100 here). */
+    char *body = decisive(20, 1, 1,
+                          "\"budget\":{\"max_tokens\":300},\"limits\":{\"execution\":"
+                          "{\"max_output_tokens_per_call\":100}}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "stopped.reason", "budget");
+    json_int_t used = json_integer_value(xt_at(doc, "spend.input_tokens")) +
+                      json_integer_value(xt_at(doc, "spend.output_tokens"));
+    ck_assert_int_le(used, 300);
+    ck_assert_int_gt(used, 300 - 2 * 26);
+    ck_assert_int_eq(stub_calls(), json_integer_value(xt_at(doc, "spend.calls")));
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(a_plan_answers_and_writes_nothing)
+{
+    static const char body[] =
+        "{\"dimension\":\"prompt\"," MODEL "," ARMS "," EXACT ",\"repeats\":2,"
+        "\"analysis\":{\"alpha\":0.05},"
+        "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":3},"
+        "\"plan\":{\"effect\":0.2,\"sd\":0.5},\"cases\":" FIVE_CASES "}";
+    long st = 0;
+    json_t *plan = xt_call("POST", "/v1/experiments/plan", body, &st);
+    ck_assert_msg(st == 200, "plan answered %ld", st);
+    ASSERT_INT(plan, "cases", 5);
+    ASSERT_INT(plan, "arms", 2);
+    ASSERT_INT(plan, "repeats", 2);
+    ASSERT_INT(plan, "runs", 20);
+    ASSERT_INT(plan, "calls.min", 12); /* min(5, 3) cases × 2 arms × 2 repeats */
+    /* "control q1: q1?" and "treatment q1: q1?" are 15 and 17 bytes: per case 32 bytes, 8
+     * tokens, sent once a repeat. */
+    ASSERT_INT(plan, "tokens.input_estimate", 5 * 8 * 2);
+    ASSERT_INT(plan, "tokens.output_max", 20 * 8192);
+    ASSERT_NULL(plan, "cost_usd");
+    ASSERT_NEAR(plan, "power.effect", 0.2);
+    ASSERT_NEAR(plan, "power.sd", 0.5);
+    ASSERT_NEAR(plan, "power.alpha_adjusted", 0.05);
+    /* ⌈((1.959964 + 0.841621) · 0.5 / 0.2)²⌉ = ⌈49.06⌉ */
+    ASSERT_INT(plan, "power.cases_needed", 50);
+    ASSERT_INT(plan, "power.runs_needed", 200);
+    json_decref(plan);
+    ck_assert_int_eq(xt_count_rows("experiments"), 0);
+    ck_assert_int_eq(xt_count_rows("datasets"), 0);
+
+    /* Refused as a start is, with nothing written. */
+    static const char bad[] = "{\"dimension\":\"prompt\"," MODEL "," ARMS "," EXACT
+                              ",\"stopping\":{\"rule\":\"soon\"},\"cases\":" FIVE_CASES "}";
+    plan = xt_call("POST", "/v1/experiments/plan", bad, &st);
+    ck_assert_int_eq(st, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(plan, "detail")),
+                     "stopping.rule must be fixed or anytime");
+    json_decref(plan);
+    static const char pilot[] = "{\"dimension\":\"prompt\"," MODEL "," ARMS "," EXACT
+                                ",\"plan\":{\"pilot_experiment_id\":\"exp_nope\"},"
+                                "\"cases\":" FIVE_CASES "}";
+    plan = xt_call("POST", "/v1/experiments/plan", pilot, &st);
+    ck_assert_int_eq(st, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(plan, "detail")),
+                     "plan.pilot_experiment_id names no finished experiment: exp_nope");
+    json_decref(plan);
+    ck_assert_int_eq(xt_count_rows("experiments"), 0);
+    ck_assert_int_eq(xt_count_rows("datasets"), 0);
+}
+END_TEST
+
+START_TEST(a_finished_pilot_gives_the_plan_its_sd)
+{
+    char *id = xt_start(xt_full);
+    json_decref(wait_done(id, 60000));
+    /* d per case in the hand-worked experiment: 0.5, 0.5, 1, 0.5, 0 → s.d. √0.125. */
+    char body[2048];
+    snprintf(body, sizeof(body),
+             "{\"dimension\":\"prompt\"," MODEL "," ARMS "," EXACT ",\"repeats\":2,"
+             "\"analysis\":{\"min_effect\":0.25},\"plan\":{\"pilot_experiment_id\":\"%s\"},"
+             "\"cases\":" FIVE_CASES "}",
+             id);
+    long st = 0;
+    json_t *plan = xt_call("POST", "/v1/experiments/plan", body, &st);
+    ck_assert_int_eq(st, 200);
+    ASSERT_NEAR(plan, "power.effect", 0.25);
+    ASSERT_NEAR(plan, "power.sd", sqrt(0.125));
+    /* ⌈((1.959964 + 0.841621) · 0.353553 / 0.25)²⌉ = ⌈15.70⌉ */
+    ASSERT_INT(plan, "power.cases_needed", 16);
+    ASSERT_INT(plan, "calls.min", 20);
+    json_decref(plan);
+    free(id);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("experiment_sequential");
+    TCase *tc = tcase_create("experiment_sequential");
+    tcase_set_timeout(tc, 180);
+    tcase_add_checked_fixture(tc, xt_setup, xt_teardown);
+    tcase_add_test(tc, anytime_stops_once_decided_and_skips_the_rest);
+    tcase_add_test(tc, fixed_reports_the_sequence_as_information);
+    tcase_add_test(tc, max_calls_with_concurrency_one_overshoots_by_at_most_a_case);
+    tcase_add_test(tc, max_tokens_stops_before_the_cap);
+    tcase_add_test(tc, a_plan_answers_and_writes_nothing);
+    tcase_add_test(tc, a_finished_pilot_gives_the_plan_its_sd);
+    suite_add_tcase(s, tc);
+    return evd_test_run_suite(s);
+}
