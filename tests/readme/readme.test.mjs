@@ -93,6 +93,10 @@ export const EXAMPLES = {
     ],
     output: /^\{"label":"return","verdict":"worse","delta":-1,"ci":\[-1,-1\]\}\nexperiment_id,run_id,session_id,case_id,case_index,arm$/m,
   },
+  plan: {
+    calls: [['POST', /^\/v1\/experiments\/plan$/, 200, ['runs', 'calls.min', 'tokens.input_estimate', 'power.cases_needed']]],
+    output: /^\{"runs":12,"calls":12,"cases_needed":8,"runs_needed":48\}$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 
