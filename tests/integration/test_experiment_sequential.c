@@ -4,8 +4,10 @@
  * tests/support/experiments_fixtures.c. Cases tagged q3 are decisive (the treatment passes,
  * the control fails: d = +1 on every case); every call is counted at the stub.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <check.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +19,41 @@
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
+static char *const ROOMY[] = {"EVALD_MAX_EXPERIMENT_RUNS=2000", "EVALD_MAX_DATASET_CASES=500",
+                              NULL};
+
 /* Room for experiments larger than the fixture's default limits. */
 static void restart_roomy(void)
 {
     evd_t_stop(&xt_evald, SIGTERM, 10000);
-    char *extra[] = {"EVALD_MAX_EXPERIMENT_RUNS=2000", "EVALD_MAX_DATASET_CASES=500", NULL};
-    xt_start_evald(extra);
+    xt_start_evald(ROOMY);
 }
 
-/* A start body over n decisive cases (tag q3), `more` appended inside the object. */
-static char *decisive(size_t n, unsigned repeats, unsigned concurrency, const char *more)
+/* The same after a kill: the process is gone already. */
+static void restart_roomy_after_kill(void)
+{
+    xt_start_evald(ROOMY);
+}
+
+/* A second evald on the test's database, with the stub as provider. */
+static void start_second(struct evd_t_proc *p)
+{
+    char base[300];
+    snprintf(base, sizeof(base), "OPENAI_BASE_URL=%s/v1", xt_stub.base);
+    char *env[] = {base,
+                   "OPENAI_API_KEY=stub-key",
+                   "EVALD_SWEEP_INTERVAL_MS=300",
+                   "EVALD_LEASE_MS=1500",
+                   "EVALD_MAX_EXPERIMENT_RUNS=2000",
+                   "EVALD_MAX_DATASET_CASES=500",
+                   NULL};
+    ck_assert_int_eq(evd_t_evald_start(p, xt_db_url, env), 0);
+}
+
+/* A start body over n cases tagged `tag` (q3: decisive, d = +1; q5: both arms pass, d = 0;
+ * a question starting "slow " takes 5 s a call), `more` appended inside the object. */
+static char *cases_body(const char *tag, const char *question, size_t n, unsigned repeats,
+                        unsigned concurrency, const char *more)
 {
     struct evd_buf b = {0};
     char head[512];
@@ -38,13 +65,18 @@ static char *decisive(size_t n, unsigned repeats, unsigned concurrency, const ch
     for (size_t i = 0; i < n; i++) {
         char c[160];
         k = snprintf(c, sizeof(c),
-                     "%s{\"id\":\"d%zu\",\"vars\":{\"tag\":\"q3\",\"question\":\"%zu\"},"
+                     "%s{\"id\":\"d%zu\",\"vars\":{\"tag\":\"%s\",\"question\":\"%s%zu\"},"
                      "\"expected\":\"yes\"}",
-                     i ? "," : "", i + 1, i + 1);
+                     i ? "," : "", i + 1, tag, question, i + 1);
         evd_buf_append(&b, c, (size_t)k);
     }
     ck_assert_int_eq(evd_buf_append(&b, "]}", 3), 0);
     return b.data;
+}
+
+static char *decisive(size_t n, unsigned repeats, unsigned concurrency, const char *more)
+{
+    return cases_body("q3", "", n, repeats, concurrency, more);
 }
 
 /* GET of the experiment until it is terminal. */
@@ -89,6 +121,75 @@ static json_t *cases_of(const char *id)
     json_t *cases = json_incref(json_object_get(doc, "cases"));
     json_decref(doc);
     return cases;
+}
+
+
+/* A number the test's database answers to the query fmt, … */
+__attribute__((format(printf, 1, 2))) static long sql_long(const char *fmt, ...)
+{
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    char *v = evd_t_sql(xt_db_url, sql);
+    ck_assert_ptr_nonnull(v);
+    long n = atol(v);
+    free(v);
+    return n;
+}
+
+/*
+ * What every stopped anytime experiment must show once it is terminal: the cases that ran
+ * are exactly the first D of the dispatch order, the others skipped with their runs; the
+ * sequence numbers its cases 1..D once each; every run that ran completed exactly once;
+ * and runs_saved counts the skipped ones. Returns D.
+ */
+static long check_dispatched_prefix(const char *id, json_t *doc, long arms)
+{
+    long cases = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'", id);
+    long ran = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
+                        " AND NOT skipped",
+                        id);
+    ck_assert_int_eq(sql_long("SELECT coalesce(max(dispatch_index), 0) FROM experiment_cases"
+                              " WHERE experiment_id = '%s' AND NOT skipped",
+                              id),
+                     ran);
+    ck_assert_int_eq(sql_long("SELECT count(DISTINCT seq) FROM experiment_cases"
+                              " WHERE experiment_id = '%s' AND seq BETWEEN 1 AND"
+                              " (SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
+                              " AND NOT skipped)",
+                              id, id),
+                     ran);
+    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                              " AND status = 'completed'",
+                              id),
+                     ran * arms);
+    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                              " AND status = 'skipped'",
+                              id),
+                     (cases - ran) * arms);
+    ASSERT_INT(doc, "stopped.runs_saved", (cases - ran) * arms);
+    ASSERT_INT(doc, "progress.skipped_runs", (cases - ran) * arms);
+    return ran;
+}
+
+/* Polls GET until `stopped` is set; returns the document (new reference). */
+static json_t *wait_stopped(const char *id, int timeout_ms)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+        long st = 0;
+        json_t *doc = xt_call("GET", path, NULL, &st);
+        if (st == 200 && json_is_object(json_object_get(doc, "stopped")))
+            return doc;
+        json_decref(doc);
+        usleep(10 * 1000);
+    }
+    evd_t_dump_log(&xt_evald);
+    ck_abort_msg("experiment %s did not stop", id);
+    return NULL;
 }
 
 START_TEST(anytime_stops_once_decided_and_skips_the_rest)
@@ -311,6 +412,168 @@ START_TEST(a_finished_pilot_gives_the_plan_its_sd)
 }
 END_TEST
 
+
+START_TEST(kill_9_right_after_the_decision_dispatches_no_more)
+{
+    restart_roomy();
+    char *body = decisive(60, 1, 1,
+                          "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":3}");
+    char *id = xt_start(body);
+    json_t *doc = wait_stopped(id, 60000);
+    ck_assert_int_eq(evd_t_stop(&xt_evald, SIGKILL, 5000), 128 + SIGKILL);
+    json_decref(doc);
+    long skipped = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
+                            " AND skipped",
+                            id);
+    ck_assert_int_gt(skipped, 0);
+    long calls_at_kill = stub_calls();
+    restart_roomy_after_kill();
+    doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    long ran = check_dispatched_prefix(id, doc, 2);
+    /* Nothing was taken after the decision: the same cases are skipped, and the calls after
+     * the restart are at most the case that was in flight, once more. */
+    ck_assert_int_eq(ran, 60 - skipped);
+    ck_assert_int_le(stub_calls(), ran * 2 + 1);
+    ck_assert_int_le(stub_calls() - calls_at_kill, 2);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(kill_9_mid_dispatch_keeps_the_order_and_each_run_once)
+{
+    restart_roomy();
+    char *body = decisive(60, 1, 2,
+                          "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":25,\"seed\":11}");
+    char *id = xt_start(body);
+    /* Kill it while cases are being dispatched, well before min_cases allows a decision. */
+    for (int waited = 0; waited < 30000; waited += 20) {
+        if (sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                     " AND status = 'completed'",
+                     id) >= 9)
+            break;
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(evd_t_stop(&xt_evald, SIGKILL, 5000), 128 + SIGKILL);
+    restart_roomy_after_kill();
+    json_t *doc = wait_done(id, 90000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ck_assert_int_ge(json_integer_value(xt_at(doc, "stopped.at_case")), 25);
+    long ran = check_dispatched_prefix(id, doc, 2);
+    /* Each run's call once, but the two in flight at the kill, which ran again. */
+    ck_assert_int_ge(stub_calls(), ran * 2);
+    ck_assert_int_le(stub_calls(), ran * 2 + 2);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(two_processes_agree_on_the_sequence_and_the_stop)
+{
+    restart_roomy();
+    struct evd_t_proc second;
+    start_second(&second);
+    char *body = decisive(80, 1, 4,
+                          "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":5}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ASSERT_STR(doc, "comparisons.0.verdict", "better");
+    long ran = check_dispatched_prefix(id, doc, 2);
+    ck_assert_int_lt(ran, 80);
+    ck_assert_int_eq(stub_calls(), ran * 2);
+    json_decref(doc);
+    ck_assert_int_eq(evd_t_stop(&second, SIGTERM, 10000), 0);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(a_cancelled_anytime_experiment_has_no_stop)
+{
+    char *body = cases_body("q3", "slow ", 10, 1, 2,
+                            "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":2}");
+    char *id = xt_start(body);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/experiments/%s/cancel", id);
+    for (int waited = 0; waited < 10000 && stub_calls() == 0; waited += 20)
+        usleep(20 * 1000);
+    long st = 0;
+    json_decref(xt_call("POST", path, "", &st));
+    ck_assert_int_lt(st, 300);
+    json_t *doc = wait_done(id, 30000);
+    ASSERT_STR(doc, "status", "cancelled");
+    ASSERT_NULL(doc, "stopped");
+    ASSERT_INT(doc, "progress.skipped_runs", 0);
+    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                              " AND status = 'cancelled'",
+                              id),
+                     20);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+START_TEST(equal_arms_are_decided_equivalent_within_min_effect)
+{
+    restart_roomy();
+    char *body = cases_body("q5", "", 60, 1, 2,
+                            "\"analysis\":{\"min_effect\":0.3},"
+                            "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ASSERT_STR(doc, "comparisons.0.verdict", "equivalent");
+    /* Every d is 0: the fixed-sample interval is [0, 0], equivalent too, beside it. */
+    ASSERT_STR(doc, "comparisons.0.fixed_verdict", "equivalent");
+    double low = json_number_value(xt_at(doc, "comparisons.0.sequential.low"));
+    double high = json_number_value(xt_at(doc, "comparisons.0.sequential.high"));
+    ck_assert(low > -0.3 && high < 0.3);
+    check_dispatched_prefix(id, doc, 2);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
+
+START_TEST(max_cost_usd_counts_through_the_price_table)
+{
+    restart_roomy();
+    /* gpt-4.1-mini at the stub: $0.40 and $1.60 a million input and output tokens, so a
+     * case costs 10·0.4 + 2·1.6 + 10·0.4 + 4·1.6 = 17.6 millionths of a dollar. Before any
+     * run a run reserves 10 output tokens (16 millionths). */
+    char *body = decisive(20, 1, 1,
+                          "\"budget\":{\"max_cost_usd\":0.0001},\"limits\":{\"execution\":"
+                          "{\"max_output_tokens_per_call\":10}}");
+    char *at = strstr(body, "stub-model");
+    ck_assert_ptr_nonnull(at);
+    char *priced = NULL;
+    ck_assert_int_gt(asprintf(&priced, "%.*sgpt-4.1-mini%s", (int)(at - body), body,
+                              at + strlen("stub-model")),
+                     0);
+    char *id = xt_start(priced);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "stopped.reason", "budget");
+    /* Five cases fit (88 millionths); a sixth would reach 105.6. */
+    ck_assert_int_eq(stub_calls(), 10);
+    ASSERT_NEAR(doc, "spend.cost_usd", 5 * 17.6e-6);
+    ASSERT_NEAR(doc, "spend.budget.max_cost_usd", 0.0001);
+    json_decref(doc);
+    free(id);
+    free(priced);
+    free(body);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_sequential");
@@ -321,8 +584,14 @@ int main(void)
     tcase_add_test(tc, fixed_reports_the_sequence_as_information);
     tcase_add_test(tc, max_calls_with_concurrency_one_overshoots_by_at_most_a_case);
     tcase_add_test(tc, max_tokens_stops_before_the_cap);
+    tcase_add_test(tc, max_cost_usd_counts_through_the_price_table);
     tcase_add_test(tc, a_plan_answers_and_writes_nothing);
     tcase_add_test(tc, a_finished_pilot_gives_the_plan_its_sd);
+    tcase_add_test(tc, kill_9_right_after_the_decision_dispatches_no_more);
+    tcase_add_test(tc, kill_9_mid_dispatch_keeps_the_order_and_each_run_once);
+    tcase_add_test(tc, two_processes_agree_on_the_sequence_and_the_stop);
+    tcase_add_test(tc, a_cancelled_anytime_experiment_has_no_stop);
+    tcase_add_test(tc, equal_arms_are_decided_equivalent_within_min_effect);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
