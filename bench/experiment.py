@@ -78,6 +78,7 @@ def with_evald(opts, workers, fn):
         ev = bench.Evald(opts, db, stub, work, 100, workers=workers)
         ev.db = db
         ev.stub_pid = stub.pid
+        ev.stub_base = stub.base
         ev.env["EVALD_MAX_EXPERIMENT_RUNS"] = "10000000"
         ev.env["EVALD_MAX_DATASET_CASES"] = "100000"
         ev.start()

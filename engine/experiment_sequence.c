@@ -154,6 +154,11 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
         if (rc == EVD_OK)
             evd_log(EVD_LOG_INFO, "experiment decided; no more cases are dispatched",
                     "experiment_id", id, NULL);
+    } else if (pass == EVD_STOP_PASS_RUNNING && st.anytime && st.undispatched) {
+        /* The sequence grew: the jobs the lookahead ended may go on
+         * (evald_experiment_lookahead, migrations/0024). */
+        int scheduled = 0;
+        rc = evd_store_experiment_schedule(c, id, "", &scheduled, err);
     } else if (pass == EVD_STOP_PASS_FINISH) {
         /* The last dispatched case ended: either a budget left cases undispatched, or
          * every case ran. */

@@ -115,6 +115,19 @@ BEGIN
 END
 $$;
 
+-- How many more cases an anytime experiment may dispatch now: the cases dispatched beyond
+-- those in the sequence stay below twice its concurrency, so that a decision finds at most
+-- that many cases run for nothing however fast they go (the analyst places completed cases
+-- in the sequence, and gives out jobs again, at each pass). Cases are dispatched in
+-- dispatch_index order, so the first undispatched one's index tells how many went.
+CREATE FUNCTION evald_experiment_lookahead(p_exp text, p_concurrency integer)
+RETURNS integer LANGUAGE sql STABLE AS $$
+    SELECT 2 * p_concurrency
+           - (coalesce((SELECT min(dispatch_index) FROM experiment_cases
+                        WHERE experiment_id = p_exp AND NOT dispatched), 1) - 1)
+           + coalesce((SELECT max(seq) FROM experiment_cases WHERE experiment_id = p_exp), 0);
+$$;
+
 -- Counts a dispatched case's runs in its shard (only for an experiment with a budget).
 CREATE FUNCTION evald_experiment_count_dispatch(p_exp text, p_case integer, p_runs integer)
 RETURNS void LANGUAGE sql AS $$
@@ -156,6 +169,7 @@ DECLARE
     v_new integer := 0;
     v_want integer;
     v_case integer;
+    v_held boolean := false; -- the anytime rule's lookahead holds cases back for now
 BEGIN
     SELECT * INTO x FROM experiments WHERE id = p_exp FOR UPDATE;
     IF NOT FOUND OR x.status NOT IN ('queued', 'running') THEN
@@ -166,6 +180,11 @@ BEGIN
     IF v_want > 0 AND x.budget IS NOT NULL THEN
         v_want := least(v_want, evald_experiment_budget_room(p_exp, x.budget,
                                                              x.arms * x.repeats));
+    END IF;
+    IF v_want > 0 AND x.stop_rule = 'anytime'
+            AND evald_experiment_lookahead(p_exp, x.concurrency) < v_want THEN
+        v_want := greatest(evald_experiment_lookahead(p_exp, x.concurrency), 0);
+        v_held := true;
     END IF;
     IF v_want > 0 THEN
         FOR v_case IN
@@ -191,7 +210,7 @@ BEGIN
                               || CASE WHEN p_owner <> '' THEN ' ' || p_owner ELSE '' END);
         END IF;
     END IF;
-    IF v_jobs + v_new = 0 THEN
+    IF v_jobs + v_new = 0 AND NOT v_held THEN
         RETURN -1; -- nothing left to schedule: every case was dispatched, or none may be
     END IF;
     RETURN v_new;
@@ -199,7 +218,8 @@ END
 $$;
 
 -- As in migrations/0023, taking the next case in dispatch_index order, while the budget
--- has room for it, and counting it in the budget's shard.
+-- has room for it and the anytime rule's lookahead lets it go, and counting it in the
+-- budget's shard.
 CREATE OR REPLACE FUNCTION evald_cell_next(p_job bigint, p_owner text, p_lease_ms bigint, p_now bigint,
                                 p_max_attempts integer,
                                 OUT o_outcome text, OUT o_position integer,
@@ -212,6 +232,8 @@ DECLARE
     v_status text;
     v_budget jsonb;
     v_case_runs integer;
+    v_anytime boolean;
+    v_concurrency integer;
     v_next integer;
     v_moved boolean := false;
     r experiment_runs%ROWTYPE;
@@ -221,7 +243,8 @@ BEGIN
         o_outcome := 'lost';
         RETURN;
     END IF;
-    SELECT status, budget, arms * repeats INTO v_status, v_budget, v_case_runs
+    SELECT status, budget, arms * repeats, stop_rule = 'anytime', concurrency
+    INTO v_status, v_budget, v_case_runs, v_anytime, v_concurrency
     FROM experiments WHERE id = j.ref;
     IF NOT FOUND OR v_status NOT IN ('queued', 'running') THEN
         DELETE FROM jobs WHERE id = p_job;
@@ -234,10 +257,11 @@ BEGIN
           AND status IN ('pending', 'running')
         ORDER BY position LIMIT 1 FOR UPDATE;
         EXIT WHEN FOUND;
-        -- The case is done: the job takes the first case not yet dispatched, if any and
-        -- if the budget has room for it.
+        -- The case is done: the job takes the first case not yet dispatched, if any, if
+        -- the budget has room for it and if the anytime rule's lookahead lets it go.
         v_next := NULL;
-        IF v_budget IS NULL OR evald_experiment_budget_room(j.ref, v_budget, v_case_runs) > 0
+        IF (v_budget IS NULL OR evald_experiment_budget_room(j.ref, v_budget, v_case_runs) > 0)
+           AND (NOT v_anytime OR evald_experiment_lookahead(j.ref, v_concurrency) > 0)
         THEN
             SELECT c.case_index INTO v_next FROM experiment_cases c
             WHERE c.experiment_id = j.ref AND NOT c.dispatched
