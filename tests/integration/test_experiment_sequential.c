@@ -251,8 +251,9 @@ START_TEST(anytime_stops_once_decided_and_skips_the_rest)
     ASSERT_INT(doc, "spend.output_tokens", dispatched * 6);
     ck_assert(json_is_null(xt_at(doc, "spend.budget")));
     ASSERT_INT(doc, "request.stopping.seed", 7);
-    ck_assert_int_eq(atol(evd_t_sql(xt_db_url, "SELECT count(*) FROM experiment_runs"
-                                               " WHERE status = 'skipped'")),
+    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                              " AND status = 'skipped'",
+                              id),
                      skipped * 2);
     json_decref(doc);
     free(id);
