@@ -58,7 +58,7 @@ static bool rate(const struct evd_analysis_cell *cell, double *out)
 
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
-                                             const struct evd_analysis_cell *cells,
+                                             const struct evd_analysis_cell *cells, bool anytime,
                                              bool terminal, json_t *analysis, bool *decided,
                                              int64_t *at_case, struct evd_err *err)
 {
@@ -75,9 +75,6 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
 
     const json_t *an = json_object_get(request, "analysis");
     const json_t *stopping = json_object_get(request, "stopping");
-    const bool anytime =
-        json_is_string(json_object_get(stopping, "rule")) &&
-        strcmp(json_string_value(json_object_get(stopping, "rule")), "anytime") == 0;
     json_int_t min_cases = json_integer_value(json_object_get(stopping, "min_cases"));
     if (min_cases < 1)
         min_cases = 10;
@@ -142,7 +139,7 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
         return rc;
     bool decided = false;
     int64_t seq_len = 0;
-    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells,
+    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells, st.anytime,
                                              pass != EVD_STOP_PASS_RUNNING, analysis, &decided,
                                              &seq_len, err)) != EVD_OK)
         return rc;

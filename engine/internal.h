@@ -365,11 +365,13 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
                                               const json_t *request, unsigned arms,
                                               size_t cases, const struct evd_analysis_cell *cells,
                                               enum evd_stop_pass pass, struct evd_err *err);
-/* The sequence part of it, without the lock and the stop: *decided when the anytime rule's
- * every treatment is decided, *seq_len the sequence's length. */
+/* The sequence part of it, without the lock and the stop: `anytime` is the experiment's
+ * stored rule (a re-score or retry of an anytime experiment runs with the fixed one);
+ * *decided when the anytime rule's every treatment is decided, *seq_len the sequence's
+ * length. */
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
-                                             const struct evd_analysis_cell *cells,
+                                             const struct evd_analysis_cell *cells, bool anytime,
                                              bool terminal, json_t *analysis, bool *decided,
                                              int64_t *seq_len, struct evd_err *err);
 

@@ -262,7 +262,16 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
                            "experiment %s has not finished; only a finished experiment can be "
                            "re-scored or retried",
                            source);
-    return EVD_OK;
+    /* The runs a stopped source skipped stay skipped (migrations/0024): the derivation
+     * counts them and keeps the source's stop; it runs with the fixed rule, so that no
+     * decision of its own cuts a re-score short. */
+    const char *pd[] = {id, source};
+    return evd_db_exec(c,
+                       "UPDATE experiments SET skipped_runs = (SELECT count(*) FROM"
+                       " experiment_runs WHERE experiment_id = $1 AND status = 'skipped'),"
+                       " stopped = (SELECT stopped FROM experiments WHERE id = $2)"
+                       " WHERE id = $1",
+                       2, pd, err);
 }
 
 json_t *evd_store_rescore_input(PGconn *c, const char *id, int case_index, int position,

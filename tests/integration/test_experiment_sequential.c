@@ -578,6 +578,47 @@ START_TEST(max_cost_usd_counts_through_the_price_table)
 }
 END_TEST
 
+
+START_TEST(a_rescore_of_a_stopped_experiment_keeps_its_skips_and_runs_every_output)
+{
+    restart_roomy();
+    char *body = decisive(40, 1, 1,
+                          "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":9}");
+    char *id = xt_start(body);
+    json_t *src = wait_done(id, 60000);
+    long saved = (long)json_integer_value(xt_at(src, "stopped.runs_saved"));
+    ck_assert_int_gt(saved, 0);
+    long calls = stub_calls();
+    /* A judge that wants "no": the control passes now, the treatment fails. */
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/experiments/%s/rescore", id);
+    long st = 0;
+    json_t *r = xt_call("POST", path,
+                        "{\"evaluator\":{\"function_id\":\"eval::assert::exact\","
+                        "\"arguments\":{\"expected\":\"no\"}}}",
+                        &st);
+    ck_assert_int_eq(st, 202);
+    char *rid = strdup(json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    json_t *doc = wait_done(rid, 60000);
+    ASSERT_STR(doc, "status", "completed");
+    /* Every stored output is scored again, none is called again, none runs anew. */
+    ck_assert_int_eq(stub_calls(), calls);
+    ASSERT_STR(doc, "analysis.rule", "fixed");
+    ASSERT_STR(doc, "comparisons.0.verdict", "worse");
+    ASSERT_INT(doc, "progress.skipped_runs", saved);
+    ASSERT_INT(doc, "progress.terminal_runs", 80);
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ASSERT_INT(doc, "stopped.runs_saved", saved);
+    ASSERT_INT(doc, "comparisons.0.sequential.n", 40 - saved / 2);
+    json_decref(doc);
+    json_decref(src);
+    free(rid);
+    free(id);
+    free(body);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_sequential");
@@ -596,6 +637,7 @@ int main(void)
     tcase_add_test(tc, two_processes_agree_on_the_sequence_and_the_stop);
     tcase_add_test(tc, a_cancelled_anytime_experiment_has_no_stop);
     tcase_add_test(tc, equal_arms_are_decided_equivalent_within_min_effect);
+    tcase_add_test(tc, a_rescore_of_a_stopped_experiment_keeps_its_skips_and_runs_every_output);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
