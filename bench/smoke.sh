@@ -49,4 +49,11 @@ python3 "$dir/start_memory.py" --evald "$EVALD_BIN" --evald-b "$EVALD_BIN" --stu
   { cat "$out"; echo "bench smoke: bench/start_memory.py failed"; exit 1; }
 cat "$out"
 grep -q "^| B | " "$out" || { echo "bench smoke: start_memory.py's table is missing"; exit 1; }
+# The sequential experiment benchmark at a tiny size: both rules complete.
+python3 "$dir/sequential.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --cases 60 --repeats 1 --no-targets >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/sequential.py failed"; exit 1; }
+cat "$out"
+grep -q "^S1 anytime: .* of the fixed rule's calls" "$out" ||
+  { echo "bench smoke: sequential.py's summary is missing"; exit 1; }
 echo "bench smoke: passed"

@@ -516,6 +516,8 @@ void *evd_engine_analyst_main(void *arg)
             json_decref(ids);
         }
         struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
+        if (!anytime)
+            anytime = evd_store_experiments_anytime_live(c);
         poll(&pfd, 1, anytime ? ANALYST_ANYTIME_PERIOD_MS : ANALYST_PERIOD_MS);
     }
     analyst_evict(&states, INT64_MAX);

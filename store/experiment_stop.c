@@ -120,3 +120,16 @@ enum evd_code evd_store_experiment_stop(PGconn *c, const char *id, const char *r
                        " WHERE id = $1 AND stopped IS NULL",
                        4, p, err);
 }
+
+bool evd_store_experiments_anytime_live(PGconn *c)
+{
+    struct evd_err err = {0};
+    PGresult *r = evd_db_query(c,
+                               "SELECT EXISTS (SELECT 1 FROM experiments"
+                               " WHERE status IN ('queued', 'running') AND stop_rule = 'anytime')",
+                               0, NULL, &err);
+    bool live = r != NULL && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    if (r != NULL)
+        PQclear(r);
+    return live;
+}

@@ -204,4 +204,7 @@ json_t *evd_store_experiment_sequence(PGconn *c, const char *id, const char *com
 enum evd_code evd_store_experiment_stop(PGconn *c, const char *id, const char *reason,
                                         int64_t at_case, int64_t now, struct evd_err *err);
 
+/* Whether an experiment with the anytime rule is queued or running (false on an error). */
+bool evd_store_experiments_anytime_live(PGconn *c);
+
 #endif
