@@ -91,6 +91,17 @@ typedef int (*cli_event_fn)(void *ctx, const char *name, const json_t *data);
 enum cli_exit cli_follow(const struct cli_conn *c, const char *path, cli_event_fn on_event,
                          int (*on_tick)(void *ctx), void *ctx);
 
+/*
+ * Follows /v1/<kind>s/{id}/events (kind "experiment" or "evaluation") until a terminal
+ * status, which *status gets (size n), drawing the progress on out: runs done of all,
+ * those skipped when an experiment stopped early, passed runs and their rate among the runs
+ * that ran, runs per second and the time left; redrawn in place when out is a terminal,
+ * else a plain line every 5 s and one at the end. Returns as cli_follow; an interrupt
+ * (cli_interrupted) ends it early.
+ */
+enum cli_exit cli_progress_follow(const struct cli_conn *c, FILE *out, const char *kind,
+                                  const char *id, char *status, size_t n);
+
 /* Set from the SIGINT handler; calls and streams end soon after it is. */
 extern volatile int cli_interrupted;
 
@@ -126,28 +137,51 @@ int cli_doc_template_line(const struct cli_doc *d, const char *message, char *fi
 
 /* ---- output writers (report.c), pure over an experiment document --------------------- */
 
-/* The verdict table (stdout), per treatment: delta and interval, p, MDE, verdict, costs. */
+/* The verdict table (stdout), per treatment: delta and interval, p, MDE, verdict, costs;
+ * under the anytime rule each verdict's CS; an early stop at the end. */
 void cli_report_table(FILE *out, const json_t *experiment);
 /* A Markdown summary for $GITHUB_STEP_SUMMARY. */
 void cli_report_markdown(FILE *out, const json_t *experiment);
 /*
  * JUnit XML: one testsuite per treatment, one testcase per case, failed when the
- * treatment fails a case the control passes. cases: the experiment's case rows.
+ * treatment fails a case the control passes, skipped when the experiment stopped before
+ * running it; a sequential verdict puts its rule, CS and the stop in the suite's
+ * properties. cases: the experiment's case rows.
  */
 void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases);
 /* GitHub workflow commands: ::error for each worse treatment, ::warning for each case that
- * regressed. */
+ * regressed, ::notice for an early stop. */
 void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases);
 
 /* A GitHub ::error annotation of a file's line (line 0: of the file; col 0: no column). */
 void cli_github_file_error(FILE *out, const char *file, int line, int col, const char *msg);
 
-/* The exit code a finished experiment earns under the options. */
+/*
+ * The stop of an experiment that ended before its last case, into buf: "decided at case 84
+ * of 1,000, 2,748 runs saved", "budget reached at case 40 of 1,000, 5,760 runs saved".
+ * false (and "") when it did not stop early: no `stopped`, or every case ran.
+ */
+bool cli_report_stop(char *buf, size_t n, const json_t *experiment);
+
+/* The exit code a finished experiment earns under the options (a sequential `continue`
+ * counts as inconclusive). */
 enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
                               bool fail_on_inconclusive);
 
 /* XML text escaping of s onto out. */
 void cli_xml_text(FILE *out, const char *s);
+
+/* ---- plans (plan.c), pure over the answer of POST /v1/experiments/plan ---------------- */
+
+/* The line `experiment run` prints before it starts, into buf: "plan: 6,000 runs, at least
+ * 600 calls, cost ≈ $1.20 (max $9.80)", or "…, cost unknown (no price)". */
+const char *cli_plan_line(char *buf, size_t n, const json_t *plan);
+/*
+ * The plan, one figure a line: runs, the fewest calls, the input-token estimate, the
+ * output-token maximum, the cost (or that there is no price) and the power (the cases and
+ * runs needed, or what is missing). request: the body it was made for (its stopping rule).
+ */
+void cli_plan_print(FILE *out, const json_t *plan, const json_t *request);
 
 /* ---- small helpers of the commands (util.c) ---- */
 
@@ -165,6 +199,11 @@ void cli_print_json(const json_t *v);
 double cli_now_s(void);
 /* A JSON number as short text, "n/a" otherwise. */
 const char *cli_num_text(char *buf, size_t n, const json_t *v);
+/* v with thousands separators ("6,000") into buf. */
+const char *cli_count_text(char *buf, size_t n, long long v);
+/* An amount of dollars: "$1.20", "$12,345.60", and a fraction of a cent to two significant
+ * digits ("$0.0012"). */
+const char *cli_usd_text(char *buf, size_t n, double usd);
 /* The first max characters of s (UTF-8; NULL: "") into buf, never cut inside one. */
 void cli_utf8_cut(char *buf, size_t n, size_t max, const char *s);
 /* s escaped for a URL's query into buf. */

@@ -3,7 +3,8 @@
  * the seed's evaluations, datasets and the live session comparison, over evald's REST
  * API. Options, commands and exit codes: docs/evald-cli.1 (and --help). This file parses
  * the command line and runs the commands; cli/client.c speaks HTTP, cli/doc.c reads the
- * files and cli/report.c writes the outputs.
+ * files, cli/progress.c draws the progress, cli/report.c writes the outputs and
+ * cli/plan.c prints plans.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -49,6 +50,9 @@ static const char USAGE[] =
     "      --require better    exit 1 unless every treatment is better\n"
     "      --fail-on-inconclusive  exit 3 when a treatment is inconclusive\n"
     "      --detach            print the experiment id once accepted and exit 0\n"
+    "                          (run prints the plan's runs, calls and cost before it starts)\n"
+    "  experiment plan FILE    what FILE would run and cost, and the cases its effect needs;\n"
+    "                          nothing is started (--json: the plan as evald answers it)\n"
     "  experiment watch ID     follow a running experiment (the options of run)\n"
     "  experiment show ID      print an experiment's verdicts (--json: its document)\n"
     "  experiment cancel ID    cancel an experiment\n"
@@ -339,110 +343,6 @@ static enum cli_exit cmd_dataset_import(const struct opts *o)
     return rc;
 }
 
-/* ---- following a run ------------------------------------------------------------------ */
-
-struct follow {
-    bool tty;
-    double started, last_plain, last_draw;
-    json_int_t total, terminal, passed;
-    bool have;
-    char status[32];
-    const char *kind; /* "experiment" or "evaluation" */
-};
-
-static void draw(struct follow *f, bool final)
-{
-    if (!f->have)
-        return;
-    double el = cli_now_s() - f->started;
-    double rate = el > 0 ? (double)f->terminal / el : 0;
-    char eta[32] = "?";
-    if (f->terminal >= f->total)
-        snprintf(eta, sizeof(eta), "0 s");
-    else if (rate > 0)
-        snprintf(eta, sizeof(eta), "%.0f s", (double)(f->total - f->terminal) / rate);
-    double pct = f->terminal > 0 ? 100.0 * (double)f->passed / (double)f->terminal : 0;
-    if (f->tty) {
-        fprintf(human,
-                "\r\033[K\033[1mruns %lld/%lld\033[0m  passed %lld (%.1f%%)  %.1f runs/s  ETA %s",
-                (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
-        if (final)
-            fputc('\n', human);
-    } else {
-        fprintf(human, "runs %lld/%lld, passed %lld (%.1f%%), %.1f runs/s, ETA %s\n",
-                (long long)f->terminal, (long long)f->total, (long long)f->passed, pct, rate, eta);
-    }
-    fflush(human);
-}
-
-static void take_progress(struct follow *f, const json_t *data)
-{
-    const json_t *p = json_object_get(data, "progress");
-    if (!json_is_object(p))
-        p = data;
-    if (json_is_integer(json_object_get(p, "total_runs"))) {
-        f->total = json_integer_value(json_object_get(p, "total_runs"));
-        f->terminal = json_integer_value(json_object_get(p, "terminal_runs"));
-        f->passed = json_integer_value(json_object_get(p, "passed_runs"));
-        f->have = true;
-    }
-}
-
-static bool terminal_status(const char *s)
-{
-    return strcmp(s, "completed") == 0 || strcmp(s, "cancelled") == 0 || strcmp(s, "failed") == 0;
-}
-
-static int on_event(void *ctx, const char *name, const json_t *data)
-{
-    struct follow *f = ctx;
-    take_progress(f, data);
-    const char *status = json_string_value(json_object_get(data, "status"));
-    if (strcmp(name, "status") == 0 && status != NULL)
-        snprintf(f->status, sizeof(f->status), "%s", status);
-    double t = cli_now_s();
-    if (f->tty && t - f->last_draw >= 0.1) {
-        draw(f, false);
-        f->last_draw = t;
-    }
-    return f->status[0] != '\0' && terminal_status(f->status);
-}
-
-static int on_tick(void *ctx)
-{
-    struct follow *f = ctx;
-    double t = cli_now_s();
-    if (!f->tty && t - f->last_plain >= 5.0) {
-        draw(f, false);
-        f->last_plain = t;
-    }
-    return 0;
-}
-
-/* Follows /v1/<kind>s/{id}/events until a terminal status; *status gets it. */
-static enum cli_exit follow(const struct opts *o, const char *kind, const char *id, char *status,
-                            size_t n)
-{
-    struct follow f = {.tty = isatty(fileno(human)) == 1, .kind = kind};
-    f.started = f.last_plain = cli_now_s();
-    char path[256];
-    snprintf(path, sizeof(path), "/v1/%ss/%s/events", kind, id);
-    enum cli_exit rc = CLI_OK;
-    /* A stream can end without the terminal status (a restart of evald): follow again. */
-    for (int tries = 0; tries < 100 && !cli_interrupted; tries++) {
-        rc = cli_follow(&o->conn, path, on_event, on_tick, &f);
-        if (rc != CLI_OK || (f.status[0] != '\0' && terminal_status(f.status)))
-            break;
-        sleep(1);
-    }
-    if (rc == CLI_OK && !cli_interrupted)
-        draw(&f, true);
-    else if (f.tty && f.have)
-        fputc('\n', human);
-    snprintf(status, n, "%s", f.status);
-    return rc;
-}
-
 /* ---- experiments ---------------------------------------------------------------------- */
 
 static enum cli_exit get_json(const struct opts *o, const char *what, const char *path,
@@ -578,7 +478,8 @@ static enum cli_exit watch_experiment(const struct opts *o, const char *id)
 {
     catch_sigint();
     char status[32];
-    enum cli_exit rc = follow(o, "experiment", id, status, sizeof(status));
+    enum cli_exit rc =
+        cli_progress_follow(&o->conn, human, "experiment", id, status, sizeof(status));
     if (cli_interrupted) {
         cli_interrupted = 0; /* let the cancel call through */
         fprintf(stderr, "evald-cli: interrupted: cancelling experiment %s\n", id);
@@ -590,33 +491,35 @@ static enum cli_exit watch_experiment(const struct opts *o, const char *id)
     return finish_experiment(o, id);
 }
 
-static enum cli_exit cmd_experiment_run(const struct opts *o)
+/*
+ * The start body of an experiment file: the file loaded into *doc (free it whatever the
+ * result) and, when it names a dataset file (`dataset: PATH`, relative to the file), that
+ * file uploaded (content-addressed: a second upload reuses the dataset) and named by its
+ * dataset_id instead. *body: the request as compact JSON (malloc'd). A mistake is printed
+ * against the file.
+ */
+static enum cli_exit experiment_body(const struct opts *o, const char *file, struct cli_doc *doc,
+                                     char **body)
 {
-    if (o->nargs != 3)
-        return usage_error("%s", "usage: evald-cli experiment run FILE [options]");
-    const char *file = o->args[2];
-    struct cli_doc doc;
+    *body = NULL;
     char err[600];
-    if (!cli_doc_load(&doc, file, err, sizeof(err))) {
+    if (!cli_doc_load(doc, file, err, sizeof(err))) {
         load_error(o, file, err);
         return CLI_USAGE;
     }
-    enum cli_exit rc = CLI_OK;
-    char *dataset_id = NULL, *body = NULL;
-    json_t *dataset = json_object_get(doc.root, "dataset");
+    char *dataset_id = NULL;
+    json_t *dataset = json_object_get(doc->root, "dataset");
     if (dataset != NULL) {
-        int line = cli_doc_line_of(&doc, "dataset");
+        int line = cli_doc_line_of(doc, "dataset");
         if (!json_is_string(dataset)) {
             file_error(o, file, line, 0, "dataset must be the path of a CSV or JSONL file");
-            rc = CLI_USAGE;
-            goto out;
+            return CLI_USAGE;
         }
-        if (json_object_get(doc.root, "dataset_id") != NULL ||
-            json_object_get(doc.root, "cases") != NULL) {
+        if (json_object_get(doc->root, "dataset_id") != NULL ||
+            json_object_get(doc->root, "cases") != NULL) {
             file_error(o, file, line, 0,
                        "exactly one of dataset, dataset_id and cases must be given");
-            rc = CLI_USAGE;
-            goto out;
+            return CLI_USAGE;
         }
         /* Relative to the experiment file. */
         char path[1024];
@@ -626,12 +529,110 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
             snprintf(path, sizeof(path), "%s", p);
         else
             snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file, p);
-        if ((rc = upload_dataset(o, path, NULL, file, line, &dataset_id, NULL)) != CLI_OK)
-            goto out;
-        json_object_del(doc.root, "dataset");
-        json_object_set_new(doc.root, "dataset_id", json_string(dataset_id));
+        enum cli_exit rc = upload_dataset(o, path, NULL, file, line, &dataset_id, NULL);
+        if (rc != CLI_OK)
+            return rc;
+        json_object_del(doc->root, "dataset");
+        json_object_set_new(doc->root, "dataset_id", json_string(dataset_id));
+        free(dataset_id);
     }
-    body = json_dumps(doc.root, JSON_COMPACT);
+    *body = json_dumps(doc->root, JSON_COMPACT);
+    return CLI_OK;
+}
+
+/* POST /v1/experiments/plan of a start's body, a 503 tried again a second later, up to
+ * `attempts` calls in all; CLI_OK with *a filled when an answer came. */
+static enum cli_exit post_plan(const struct opts *o, const char *body, int attempts,
+                               struct cli_answer *a)
+{
+    for (int attempt = 1;; attempt++) {
+        enum cli_exit rc = cli_call(&o->conn, "POST", "/v1/experiments/plan", "application/json",
+                                    body, strlen(body), a);
+        if (rc != CLI_OK || a->status != 503 || attempt >= attempts)
+            return rc;
+        cli_answer_free(a);
+        sleep(1);
+    }
+}
+
+static enum cli_exit cmd_experiment_plan(const struct opts *o)
+{
+    if (o->nargs != 3)
+        return usage_error("%s", "usage: evald-cli experiment plan FILE [--json]");
+    const char *file = o->args[2];
+    struct cli_doc doc;
+    char *body = NULL;
+    struct cli_answer a = {0};
+    enum cli_exit rc = experiment_body(o, file, &doc, &body);
+    if (rc != CLI_OK)
+        goto out;
+    if ((rc = post_plan(o, body, 3, &a)) != CLI_OK) {
+        fprintf(stderr, "evald-cli: could not plan the experiment\n");
+        goto out;
+    }
+    if (a.status >= 400 && a.status < 500) {
+        /* The refusal a start of this file would get, at the line it is about. */
+        rc = start_refused(o, &doc, "experiment", &a);
+    } else if (a.status != 200 || !json_is_object(a.json)) {
+        fprintf(stderr,
+                "evald-cli: could not plan the experiment: POST %s/v1/experiments/plan answered "
+                "%ld: %.300s\n",
+                o->conn.url, a.status, cli_answer_detail(&a));
+        rc = CLI_TRANSPORT;
+    } else if (o->json) {
+        cli_print_json(a.json);
+    } else {
+        cli_plan_print(stdout, a.json, doc.root);
+    }
+out:
+    cli_answer_free(&a);
+    free(body);
+    cli_doc_free(&doc);
+    return rc;
+}
+
+/*
+ * The plan of a start about to be made, as one line on stderr. A 400 is the refusal the
+ * start would get: printed as the start's (CLI_USAGE). Anything else that is not a plan
+ * (an evald without the route, a 5xx, no answer) is no reason not to start: CLI_OK.
+ */
+static enum cli_exit plan_first(const struct opts *o, const struct cli_doc *doc, const char *body)
+{
+    struct cli_answer a;
+    /* One call: the start that follows has retries of its own. */
+    if (post_plan(o, body, 1, &a) != CLI_OK) {
+        fprintf(stderr, "evald-cli: no plan; starting without it\n");
+        return CLI_OK;
+    }
+    enum cli_exit rc = CLI_OK;
+    if (a.status == 400) {
+        rc = start_refused(o, doc, "experiment", &a);
+    } else if (a.status == 200 && json_is_object(a.json)) {
+        char line[256];
+        fprintf(stderr, "evald-cli: %s\n", cli_plan_line(line, sizeof(line), a.json));
+    } else if (a.status < 400 || a.status >= 500) {
+        /* Another 4xx (a token refused) is the start's to report. */
+        fprintf(stderr,
+                "evald-cli: no plan (POST %s/v1/experiments/plan answered %ld); "
+                "starting without it\n",
+                o->conn.url, a.status);
+    }
+    cli_answer_free(&a);
+    return rc;
+}
+
+static enum cli_exit cmd_experiment_run(const struct opts *o)
+{
+    if (o->nargs != 3)
+        return usage_error("%s", "usage: evald-cli experiment run FILE [options]");
+    const char *file = o->args[2];
+    struct cli_doc doc;
+    char *body = NULL;
+    enum cli_exit rc = experiment_body(o, file, &doc, &body);
+    if (rc != CLI_OK)
+        goto out;
+    if ((rc = plan_first(o, &doc, body)) != CLI_OK)
+        goto out;
     struct cli_answer a;
     rc = cli_create(&o->conn, "/v1/experiments", "application/json", body, strlen(body),
                     CLI_CREATE_ATTEMPTS, &a);
@@ -656,7 +657,6 @@ static enum cli_exit cmd_experiment_run(const struct opts *o)
     rc = watch_experiment(o, id);
 out:
     free(body);
-    free(dataset_id);
     cli_doc_free(&doc);
     return rc;
 }
@@ -664,10 +664,13 @@ out:
 static enum cli_exit cmd_experiment(const struct opts *o)
 {
     if (o->nargs < 2)
-        return usage_error("%s", "usage: evald-cli experiment run|watch|show|cancel|export ...");
+        return usage_error("%s",
+                           "usage: evald-cli experiment run|plan|watch|show|cancel|export ...");
     const char *verb = o->args[1];
     if (strcmp(verb, "run") == 0)
         return cmd_experiment_run(o);
+    if (strcmp(verb, "plan") == 0)
+        return cmd_experiment_plan(o);
     if (o->nargs != 3)
         return usage_error("usage: evald-cli experiment %s ID", verb);
     const char *id = o->args[2];
@@ -758,7 +761,8 @@ static enum cli_exit eval_report(const struct opts *o, const char *id)
 static enum cli_exit watch_eval(const struct opts *o, const char *id)
 {
     char status[32];
-    enum cli_exit rc = follow(o, "evaluation", id, status, sizeof(status));
+    enum cli_exit rc =
+        cli_progress_follow(&o->conn, human, "evaluation", id, status, sizeof(status));
     if (rc != CLI_OK)
         return rc;
     if (cli_interrupted)

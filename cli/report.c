@@ -5,7 +5,10 @@
  * borrowed. See cli.h.
  *
  * A case "passes" for an arm when every evaluated run of the arm on it passed; a case
- * regressed for a treatment when the control passes it and the treatment does not.
+ * regressed for a treatment when the control passes it and the treatment does not. Under
+ * the anytime rule a verdict is sequential: each output says so beside it, with the
+ * confidence sequence and the case it was decided at, and the stop of an experiment that
+ * ended early.
  */
 #include <math.h>
 #include <string.h>
@@ -102,6 +105,71 @@ static double confidence(const json_t *experiment)
     return 100.0 * (1.0 - (json_is_number(a) ? json_number_value(a) : 0.05));
 }
 
+/* Whether the experiment's verdicts are sequential (analysis.rule, else the request's). */
+static bool anytime(const json_t *experiment)
+{
+    const char *rule =
+        json_string_value(json_object_get(json_object_get(experiment, "analysis"), "rule"));
+    if (rule == NULL)
+        rule = json_string_value(json_object_get(
+            json_object_get(json_object_get(experiment, "request"), "stopping"), "rule"));
+    return rule != NULL && strcmp(rule, "anytime") == 0;
+}
+
+/*
+ * The note beside a sequential verdict: "sequential (anytime-valid): CS [+0.412, +1.000]
+ * over 20 cases, decided at case 17" ("…, undecided" before it is). "" when the
+ * experiment's rule is not anytime.
+ */
+static const char *seq_note(char *buf, size_t n, const json_t *experiment, const json_t *c)
+{
+    buf[0] = '\0';
+    if (!anytime(experiment))
+        return buf;
+    const json_t *sq = json_object_get(c, "sequential");
+    const json_t *l = json_object_get(sq, "low"), *h = json_object_get(sq, "high");
+    const json_t *at = json_object_get(sq, "decided_at");
+    char lo[32], hi[32], cs[80], cases[32], when[64];
+    if (json_is_number(l) && json_is_number(h))
+        snprintf(cs, sizeof(cs), "[%s, %s]", num(lo, sizeof(lo), l, 3, true),
+                 num(hi, sizeof(hi), h, 3, true));
+    else
+        snprintf(cs, sizeof(cs), "n/a");
+    json_int_t count = json_integer_value(json_object_get(sq, "n"));
+    if (json_is_integer(at))
+        snprintf(when, sizeof(when), "decided at case %s",
+                 cli_count_text(cases, sizeof(cases), (long long)json_integer_value(at)));
+    else
+        snprintf(when, sizeof(when), "undecided");
+    snprintf(buf, n, "sequential (anytime-valid): CS %s over %s case%s, %s", cs,
+             cli_count_text(cases, sizeof(cases), (long long)count), count == 1 ? "" : "s", when);
+    return buf;
+}
+
+bool cli_report_stop(char *buf, size_t n, const json_t *experiment)
+{
+    buf[0] = '\0';
+    const json_t *stopped = json_object_get(experiment, "stopped");
+    const char *reason = json_string_value(json_object_get(stopped, "reason"));
+    const char *what = reason == NULL                   ? NULL
+                       : strcmp(reason, "decided") == 0 ? "decided"
+                       : strcmp(reason, "budget") == 0  ? "budget reached"
+                                                        : NULL;
+    if (what == NULL)
+        return false;
+    const json_t *total = json_object_get(json_object_get(experiment, "dataset"), "case_count");
+    json_int_t saved = json_integer_value(json_object_get(stopped, "runs_saved"));
+    char at[32], of[48] = "", all[32], runs[32];
+    if (json_is_integer(total))
+        snprintf(of, sizeof(of), " of %s",
+                 cli_count_text(all, sizeof(all), (long long)json_integer_value(total)));
+    snprintf(buf, n, "%s at case %s%s, %s run%s saved", what,
+             cli_count_text(at, sizeof(at),
+                            (long long)json_integer_value(json_object_get(stopped, "at_case"))),
+             of, cli_count_text(runs, sizeof(runs), (long long)saved), saved == 1 ? "" : "s");
+    return true;
+}
+
 void cli_report_table(FILE *out, const json_t *experiment)
 {
     const json_t *comparisons = json_object_get(experiment, "comparisons");
@@ -135,11 +203,23 @@ void cli_report_table(FILE *out, const json_t *experiment)
         if (strcmp(verdict_of(c), "inconclusive") == 0 && json_is_integer(needed))
             fprintf(out, "%20s needs about %lld cases in all to detect the minimum effect\n", "",
                     (long long)json_integer_value(needed));
+        char note[200];
+        if (*seq_note(note, sizeof(note), experiment, c) != '\0') {
+            const char *fixed = json_string_value(json_object_get(c, "fixed_verdict"));
+            fprintf(out, "%20s %s%s%s\n", "", note, fixed != NULL ? "; fixed-sample verdict " : "",
+                    fixed != NULL ? fixed : "");
+        }
     }
     fprintf(out, "%.0f%% intervals, Bonferroni-adjusted over %zu treatment%s%s\n",
             confidence(experiment), json_array_size(comparisons),
             json_array_size(comparisons) == 1 ? "" : "s",
             partial ? " (partial: still running)" : "");
+    if (anytime(experiment))
+        fprintf(out, "verdicts are sequential (anytime-valid); Δ pass, CI and p are fixed-sample "
+                     "figures, not valid under optional stopping\n");
+    char stop[160];
+    if (cli_report_stop(stop, sizeof(stop), experiment))
+        fprintf(out, "%s\n", stop);
 }
 
 void cli_report_markdown(FILE *out, const json_t *experiment)
@@ -156,6 +236,15 @@ void cli_report_markdown(FILE *out, const json_t *experiment)
             json_string_value(json_object_get(experiment, "status")),
             (long long)json_integer_value(json_object_get(ds, "case_count")),
             label_of(experiment, 0), confidence(experiment));
+    bool seq = anytime(experiment);
+    char stop[160];
+    bool stopped = cli_report_stop(stop, sizeof(stop), experiment);
+    if (seq)
+        fprintf(out, "Verdicts are sequential (anytime-valid): each has its confidence sequence "
+                     "(CS) beside it; Δ pass rate, interval and p are fixed-sample figures, not "
+                     "valid under optional stopping.\n\n");
+    if (stopped)
+        fprintf(out, "Stopped early: %s.\n\n", stop);
     fprintf(out, "| treatment | verdict | Δ pass rate | interval | p (adjusted) | MDE |");
     for (size_t k = 0; k < NCOSTS; k++)
         fprintf(out, " %s |", COSTS[k].heading);
@@ -167,15 +256,17 @@ void cli_report_markdown(FILE *out, const json_t *experiment)
     const json_t *c;
     json_array_foreach(comparisons, i, c)
     {
-        char d[32], ci[80], p[32], mde[32];
+        char d[32], ci[80], p[32], mde[32], note[200];
         const json_t *pr = json_object_get(c, "pass_rate");
         const char *verdict = verdict_of(c);
-        fprintf(out, "| %s | %s%s | %s | %s | %s | %s |",
+        seq_note(note, sizeof(note), experiment, c);
+        fprintf(out, "| %s | %s%s%s%s | %s | %s | %s | %s |",
                 json_string_value(json_object_get(c, "label")),
                 strcmp(verdict, "worse") == 0    ? "❌ "
                 : strcmp(verdict, "better") == 0 ? "✅ "
                                                  : "",
-                verdict, num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                verdict, note[0] ? " · " : "", note,
+                num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
                 interval(ci, sizeof(ci), pr),
                 num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false),
                 num(mde, sizeof(mde), json_object_get(pr, "mde"), 3, false));
@@ -244,12 +335,34 @@ void cli_xml_text(FILE *out, const char *s)
     }
 }
 
+/* A case the experiment never ran: it stopped (decided, or its budget reached) first. */
+static bool not_run(const json_t *row)
+{
+    return json_is_true(json_object_get(row, "skipped"));
+}
+
+/* A JUnit <property>; nothing when value is NULL. */
+static void property(FILE *out, const char *name, const char *value)
+{
+    if (value == NULL)
+        return;
+    fprintf(out, "      <property name=\"%s\" value=\"", name);
+    cli_xml_text(out, value);
+    fprintf(out, "\"/>\n");
+}
+
 void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases)
 {
     const json_t *comparisons = json_object_get(experiment, "comparisons");
     const char *id = json_string_value(json_object_get(experiment, "experiment_id"));
     const char *control = label_of(experiment, 0);
     size_t ncases = json_array_size(cases);
+    char note[200], stop[160], skip_why[200];
+    bool stopped = cli_report_stop(stop, sizeof(stop), experiment);
+    if (stopped)
+        snprintf(skip_why, sizeof(skip_why), "not run: the experiment stopped early (%s)", stop);
+    else
+        snprintf(skip_why, sizeof(skip_why), "not run: the experiment stopped early");
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"");
     cli_xml_text(out, id);
     fprintf(out, "\">\n");
@@ -259,15 +372,30 @@ void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases)
     {
         json_int_t t = json_integer_value(json_object_get(c, "treatment"));
         const char *label = json_string_value(json_object_get(c, "label"));
-        size_t failures = 0;
-        for (size_t k = 0; k < ncases; k++)
+        size_t failures = 0, skipped = 0;
+        for (size_t k = 0; k < ncases; k++) {
             failures += regressed(json_array_get(cases, k), t);
+            skipped += not_run(json_array_get(cases, k));
+        }
         fprintf(out, "  <testsuite name=\"");
         cli_xml_text(out, label);
         fprintf(out, " vs ");
         cli_xml_text(out, control);
-        fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\">\n", ncases,
-                failures);
+        fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\">\n", ncases,
+                failures, skipped);
+        if (*seq_note(note, sizeof(note), experiment, c) != '\0') {
+            /* The verdict is sequential: say so, with its CS, where a CI system lists the
+             * suite's properties. */
+            fprintf(out, "    <properties>\n");
+            property(out, "verdict", verdict_of(c));
+            property(out, "verdict_rule", "sequential (anytime-valid)");
+            property(out, "sequential", note);
+            property(out, "fixed_sample_verdict",
+                     json_string_value(json_object_get(c, "fixed_verdict")));
+            if (stopped)
+                property(out, "stopped", stop);
+            fprintf(out, "    </properties>\n");
+        }
         for (size_t k = 0; k < ncases; k++) {
             const json_t *row = json_array_get(cases, k);
             fprintf(out, "    <testcase classname=\"");
@@ -276,6 +404,12 @@ void cli_report_junit(FILE *out, const json_t *experiment, const json_t *cases)
             cli_xml_text(out, label);
             fprintf(out, "\" name=\"");
             cli_xml_text(out, json_string_value(json_object_get(row, "case_id")));
+            if (not_run(row)) {
+                fprintf(out, "\">\n      <skipped message=\"");
+                cli_xml_text(out, skip_why);
+                fprintf(out, "\"/>\n    </testcase>\n");
+                continue;
+            }
             if (!regressed(row, t)) {
                 fprintf(out, "\"/>\n");
                 continue;
@@ -351,12 +485,18 @@ void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases)
         const char *label = json_string_value(json_object_get(c, "label"));
         const json_t *pr = json_object_get(c, "pass_rate");
         if (strcmp(verdict_of(c), "worse") == 0) {
-            char title[160], msg[256], d[32], ci[80], p[32];
+            char title[160], msg[512], d[32], ci[80], p[32], note[200];
             snprintf(title, sizeof(title), "evald: %s is worse than %s", label, control);
-            snprintf(msg, sizeof(msg), "pass rate %s %s, p (adjusted) %s",
-                     num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
-                     interval(ci, sizeof(ci), pr),
-                     num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false));
+            if (*seq_note(note, sizeof(note), experiment, c) != '\0')
+                /* The sequential verdict: its CS first, the fixed-sample figures after. */
+                snprintf(msg, sizeof(msg), "%s; pass rate %s (fixed-sample %s)", note,
+                         num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                         interval(ci, sizeof(ci), pr));
+            else
+                snprintf(msg, sizeof(msg), "pass rate %s %s, p (adjusted) %s",
+                         num(d, sizeof(d), json_object_get(pr, "delta"), 3, true),
+                         interval(ci, sizeof(ci), pr),
+                         num(p, sizeof(p), json_object_get(pr, "p_value_adjusted"), 3, false));
             fputs("::error title=", out);
             gh_prop(out, title);
             fputs("::", out);
@@ -384,6 +524,14 @@ void cli_report_github(FILE *out, const json_t *experiment, const json_t *cases)
             fputc('\n', out);
         }
     }
+    char stop[160];
+    if (cli_report_stop(stop, sizeof(stop), experiment)) {
+        fputs("::notice title=", out);
+        gh_prop(out, "evald: stopped early");
+        fputs("::", out);
+        gh_data(out, stop);
+        fputc('\n', out);
+    }
 }
 
 enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
@@ -397,7 +545,8 @@ enum cli_exit cli_report_exit(const json_t *experiment, bool require_better,
         const char *v = verdict_of(c);
         worse |= strcmp(v, "worse") == 0;
         unmet |= require_better && strcmp(v, "better") != 0;
-        inconclusive |= strcmp(v, "inconclusive") == 0;
+        /* `continue` (a sequential verdict still undecided) is no answer either. */
+        inconclusive |= strcmp(v, "inconclusive") == 0 || strcmp(v, "continue") == 0;
     }
     if (worse || unmet)
         return CLI_WORSE;

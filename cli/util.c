@@ -4,6 +4,7 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -97,6 +98,38 @@ const char *cli_num_text(char *buf, size_t n, const json_t *v)
         snprintf(buf, n, "%.4g", json_number_value(v));
     else
         snprintf(buf, n, "n/a");
+    return buf;
+}
+
+const char *cli_count_text(char *buf, size_t n, long long v)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%llu",
+                       v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
+    size_t o = 0;
+    if (v < 0 && o + 1 < n)
+        buf[o++] = '-';
+    for (int i = 0; i < len && o + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && o + 2 < n)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o < n ? o : n - 1] = '\0';
+    return buf;
+}
+
+const char *cli_usd_text(char *buf, size_t n, double usd)
+{
+    long long cents = isfinite(usd) && usd < 1e15 ? llround(usd * 100) : 0;
+    if (cents >= 100000) {
+        char whole[40];
+        snprintf(buf, n, "$%s.%02lld", cli_count_text(whole, sizeof(whole), cents / 100),
+                 cents % 100);
+    } else if (usd >= 0.01 || usd <= 0) {
+        snprintf(buf, n, "$%.2f", usd);
+    } else {
+        snprintf(buf, n, "$%.2g", usd); /* a fraction of a cent: two significant digits */
+    }
     return buf;
 }
 

@@ -23,7 +23,10 @@ offers() { # offers WANT WORD...: the completions of the last word, sorted, are 
         fails=$((fails + 1))
     fi
 }
-offers "cancel export run show watch" evald-cli experiment ""
+offers "cancel export plan run show watch" evald-cli experiment ""
+offers "$here/exp.yaml" evald-cli experiment plan "$here/ex"
+offers "--json" evald-cli experiment plan "$here/exp.yaml" --js
+offers "--detach" evald-cli experiment run "$here/exp.yaml" --de
 offers "experiment" evald-cli --url http://127.0.0.1:1 ex
 offers "$here/doc.json" evald-cli experiment run "$here/exp.yaml" --json "$here/doc"
 offers "--detach" evald-cli experiment run "$here/exp.yaml" --json "$here/doc.json" --det

@@ -1,11 +1,11 @@
 /*
- * The fixture of the `evald-cli experiment` suites (tests/integration/test_cli_experiment.c
- * and test_cli_experiment_errors.c): a throwaway PostgreSQL database, evald-stub with the
- * script below and evald per test, and a temporary folder for the experiment files; the
- * evald-cli binary (EVALD_CLI_BIN) run with its output captured; experiment files; and
- * reads of the experiments on evald. Names start with ct_ (CLI tests); the two structs and
- * the macros keep their short names, as only these suites include this header. One test
- * thread.
+ * The fixture of the `evald-cli experiment` suites (tests/integration/test_cli_experiment.c,
+ * test_cli_experiment_errors.c and test_cli_experiment_plan.c): a throwaway PostgreSQL
+ * database, evald-stub with the script below and evald per test, and a temporary folder for
+ * the experiment files; the evald-cli binary (EVALD_CLI_BIN) run with its output captured;
+ * experiment files; and reads of the experiments on evald. Names start with ct_ (CLI
+ * tests); the two structs and the macros keep their short names, as only these suites
+ * include this header. One test thread.
  *
  * The stub answers by the marker word of an arm's prompt, so every verdict of the suites
  * follows from the script: PASS answers "yes" (the expected answer of every case), FAIL

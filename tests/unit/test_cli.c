@@ -1,8 +1,9 @@
 /*
- * Unit tests of evald-cli's pure parts (cli/report.c, cli/doc.c): the verdict table, the
- * Markdown and GitHub outputs line by line, the JUnit XML against the schema the tests
- * ship (tests/cli/junit.xsd, with xmllint when it is installed), the exit codes, and the
- * YAML loader with the line of every value and its refusals.
+ * Unit tests of evald-cli's pure parts (cli/report.c, cli/plan.c, cli/doc.c, cli/util.c):
+ * the verdict table, the Markdown and GitHub outputs line by line, the JUnit XML against the
+ * schema the tests ship (tests/cli/junit.xsd, with xmllint when it is installed), the exit
+ * codes, how a sequential verdict and an early stop are said, the plan and its numbers,
+ * and the YAML loader with the line of every value and its refusals.
  */
 #define _GNU_SOURCE /* asprintf, open_memstream */
 #include <check.h>
@@ -54,8 +55,11 @@ static json_t *parse(const char *text)
 static char *capture(void (*writer)(FILE *, const json_t *, const json_t *), const json_t *exp,
                      const json_t *cases)
 {
-    char *buf = NULL;
-    size_t len = 0;
+    /* Static, so that no pointer to a local outlives the call (the stream keeps &buf). */
+    static char *buf;
+    static size_t len;
+    buf = NULL;
+    len = 0;
     FILE *f = open_memstream(&buf, &len);
     writer(f, exp, cases);
     fclose(f);
@@ -202,6 +206,318 @@ START_TEST(exit_codes_follow_the_verdicts)
 }
 END_TEST
 
+/*
+ * An anytime experiment that stopped once decided: 1,000 cases, control v1, v2 better
+ * (decided at case 84), v3 worse (decided at 60); 916 cases × 3 arms never ran.
+ */
+static const char SEQUENTIAL[] =
+    "{\"experiment_id\":\"exp_0123456789abcdef0123456789abcdef\",\"name\":\"seq\","
+    "\"status\":\"completed\",\"dataset\":{\"dataset_id\":\"ds_1\",\"case_count\":1000},"
+    "\"request\":{\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":7}},"
+    "\"stopped\":{\"reason\":\"decided\",\"at_case\":84,\"runs_saved\":2748},"
+    "\"arms\":[{\"index\":0,\"label\":\"v1\"},{\"index\":1,\"label\":\"v2\"},"
+    "{\"index\":2,\"label\":\"v3\"}],"
+    "\"comparisons\":["
+    "{\"treatment\":1,\"label\":\"v2\",\"pass_rate\":{\"delta\":0.25,\"ci_low\":0.1,"
+    "\"ci_high\":0.4,\"p_value_adjusted\":0.001,\"mde\":0.1},\"metrics\":{},"
+    "\"sequential\":{\"n\":84,\"low\":0.0512,\"high\":0.6,\"verdict\":\"better\","
+    "\"decided_at\":84},\"verdict\":\"better\",\"fixed_verdict\":\"better\"},"
+    "{\"treatment\":2,\"label\":\"v3\",\"pass_rate\":{\"delta\":-0.2,\"ci_low\":-0.45,"
+    "\"ci_high\":0.05,\"p_value_adjusted\":0.2,\"mde\":0.3},\"metrics\":{},"
+    "\"sequential\":{\"n\":84,\"low\":-0.7,\"high\":-0.01,\"verdict\":\"worse\","
+    "\"decided_at\":60},\"verdict\":\"worse\",\"fixed_verdict\":\"inconclusive\"}],"
+    "\"analysis\":{\"alpha\":0.05,\"partial\":false,\"rule\":\"anytime\"}}";
+
+/* Its case rows: q1 and q2 ran, q3 was never dispatched. */
+static const char SEQUENTIAL_CASES[] =
+    "[{\"case_id\":\"q1\",\"skipped\":false,\"arms\":[{\"index\":0,\"passed\":1,\"evaluated\":1},"
+    "{\"index\":1,\"passed\":1,\"evaluated\":1},{\"index\":2,\"passed\":0,\"evaluated\":1}]},"
+    "{\"case_id\":\"q2\",\"skipped\":false,\"arms\":[{\"index\":0,\"passed\":0,\"evaluated\":1},"
+    "{\"index\":1,\"passed\":1,\"evaluated\":1},{\"index\":2,\"passed\":0,\"evaluated\":1}]},"
+    "{\"case_id\":\"q3\",\"skipped\":true,\"arms\":[{\"index\":0,\"passed\":0,\"evaluated\":0},"
+    "{\"index\":1,\"passed\":0,\"evaluated\":0},{\"index\":2,\"passed\":0,\"evaluated\":0}]}]";
+
+START_TEST(numbers_have_thousands_separators)
+{
+    static const struct {
+        long long v;
+        const char *want;
+    } counts[] = {{0, "0"},
+                  {7, "7"},
+                  {999, "999"},
+                  {1000, "1,000"},
+                  {2748, "2,748"},
+                  {100000, "100,000"},
+                  {1310720, "1,310,720"},
+                  {-1234567, "-1,234,567"}};
+    char buf[32];
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+        ck_assert_str_eq(cli_count_text(buf, sizeof(buf), counts[i].v), counts[i].want);
+    /* A buffer too short is cut, never overrun. */
+    char tiny[4];
+    ck_assert_str_eq(cli_count_text(tiny, sizeof(tiny), 123456), "123");
+    static const struct {
+        double usd;
+        const char *want;
+    } money[] = {{1.2, "$1.20"},          {9.8, "$9.80"},         {0.352, "$0.35"},
+                 {0.0012, "$0.0012"},     {0.000123, "$0.00012"}, {0, "$0.00"},
+                 {2621.792, "$2,621.79"}, {999.999, "$1,000.00"}, {12345.6, "$12,345.60"}};
+    for (size_t i = 0; i < sizeof(money) / sizeof(money[0]); i++)
+        ck_assert_str_eq(cli_usd_text(buf, sizeof(buf), money[i].usd), money[i].want);
+}
+END_TEST
+
+/* A plan as POST /v1/experiments/plan answers it: 1,000 cases, 2 arms, 3 repeats. */
+static const char PLAN[] =
+    "{\"cases\":1000,\"arms\":2,\"repeats\":3,\"runs\":6000,\"calls\":{\"min\":600},"
+    "\"tokens\":{\"input_estimate\":240000,\"output_max\":49152000},"
+    "\"cost_usd\":{\"estimate\":1.2,\"max\":9.8},"
+    "\"power\":{\"effect\":0.2,\"sd\":0.5,\"alpha_adjusted\":0.05,\"cases_needed\":50,"
+    "\"runs_needed\":300}}";
+
+START_TEST(the_plan_line_says_runs_calls_and_cost)
+{
+    json_t *plan = parse(PLAN);
+    char line[256];
+    ck_assert_str_eq(cli_plan_line(line, sizeof(line), plan),
+                     "plan: 6,000 runs, at least 600 calls, cost ≈ $1.20 (max $9.80)");
+    json_object_set_new(plan, "cost_usd", json_null());
+    ck_assert_str_eq(cli_plan_line(line, sizeof(line), plan),
+                     "plan: 6,000 runs, at least 600 calls, cost unknown (no price)");
+    json_decref(plan);
+}
+END_TEST
+
+/* What cli_plan_print printed of plan for request. */
+static char *plan_text(const json_t *plan, const char *request)
+{
+    json_t *req = parse(request);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cli_plan_print(f, plan, req);
+    fclose(f);
+    json_decref(req);
+    return buf;
+}
+
+START_TEST(the_plan_is_printed_figure_by_figure)
+{
+    static const char ANYTIME[] = "{\"stopping\":{\"rule\":\"anytime\",\"min_cases\":200}}";
+    json_t *plan = parse(PLAN);
+    char *text = plan_text(plan, ANYTIME);
+    ck_assert_str_eq(text,
+                     "runs            6,000 (1,000 cases × 2 arms × 3 repeats)\n"
+                     "calls           at least 600 (the anytime rule may stop after min_cases "
+                     "cases)\n"
+                     "input tokens    about 240,000\n"
+                     "output tokens   at most 49,152,000\n"
+                     "cost            about $1.20, at most $9.80\n"
+                     "power           50 cases needed, 300 runs (effect 0.2, s.d. 0.5, alpha "
+                     "0.05 adjusted; fixed-sample, 80% power)\n"
+                     "                the anytime rule needs about twice as many cases at this "
+                     "effect, far fewer when the effect is larger\n");
+    free(text);
+
+    /* The fixed rule, no price, and more cases needed than there are. */
+    json_object_set_new(plan, "cost_usd", json_null());
+    json_object_set_new(json_object_get(plan, "power"), "cases_needed", json_integer(1500));
+    json_object_set_new(json_object_get(plan, "power"), "runs_needed", json_integer(9000));
+    text = plan_text(plan, "{}");
+    ck_assert_msg(strstr(text, "\ncalls           at least 600\n") &&
+                      strstr(text, "\ncost            unknown (no price for the model)\n") &&
+                      strstr(text, "\npower           1,500 cases needed, 9,000 runs (") &&
+                      strstr(text, "\n                more than the 1,000 cases there are\n") &&
+                      !strstr(text, "anytime"),
+                  "%s", text);
+    free(text);
+
+    /* What is missing when the power is unknown. */
+    static const struct {
+        const char *effect, *sd, *want;
+    } unknown[] = {
+        {NULL, NULL,
+         "power           unknown: no effect (plan.effect, or analysis.min_effect above 0) and "
+         "no s.d. (plan.sd or plan.pilot_experiment_id)\n"},
+        {NULL, "0.5",
+         "power           unknown: no effect (plan.effect, or analysis.min_effect above 0)\n"},
+        {"0.2", NULL,
+         "power           unknown: no s.d. of the per-case difference (plan.sd or "
+         "plan.pilot_experiment_id)\n"},
+        {"0.2", "0.5", "power           unknown for an effect of 0.2 at s.d. 0.5\n"},
+    };
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+        json_t *power = json_object_get(plan, "power");
+        json_object_set_new(power, "effect",
+                            unknown[i].effect ? json_real(atof(unknown[i].effect)) : json_null());
+        json_object_set_new(power, "sd",
+                            unknown[i].sd ? json_real(atof(unknown[i].sd)) : json_null());
+        json_object_set_new(power, "cases_needed", json_null());
+        json_object_set_new(power, "runs_needed", json_null());
+        text = plan_text(plan, ANYTIME);
+        const char *line = strstr(text, "\npower ");
+        ck_assert_msg(line != NULL, "%s", text);
+        ck_assert_str_eq(line + 1, unknown[i].want);
+        free(text);
+    }
+    json_decref(plan);
+}
+END_TEST
+
+START_TEST(a_stop_is_said_when_decided_or_budget)
+{
+    json_t *exp = parse(SEQUENTIAL);
+    json_t *stopped = json_object_get(exp, "stopped");
+    char line[160];
+    ck_assert(cli_report_stop(line, sizeof(line), exp));
+    ck_assert_str_eq(line, "decided at case 84 of 1,000, 2,748 runs saved");
+    json_object_set_new(stopped, "reason", json_string("budget"));
+    json_object_set_new(stopped, "at_case", json_integer(40));
+    json_object_set_new(stopped, "runs_saved", json_integer(1));
+    ck_assert(cli_report_stop(line, sizeof(line), exp));
+    ck_assert_str_eq(line, "budget reached at case 40 of 1,000, 1 run saved");
+    /* Every case ran, or no stop at all (the fixed rule, a cancel): nothing to say. */
+    json_object_set_new(stopped, "reason", json_string("exhausted"));
+    ck_assert(!cli_report_stop(line, sizeof(line), exp));
+    ck_assert_str_eq(line, "");
+    json_object_set_new(exp, "stopped", json_null());
+    ck_assert(!cli_report_stop(line, sizeof(line), exp));
+    json_object_del(exp, "stopped");
+    ck_assert(!cli_report_stop(line, sizeof(line), exp));
+    json_decref(exp);
+}
+END_TEST
+
+START_TEST(sequential_verdicts_are_marked_in_every_output)
+{
+    json_t *exp = parse(SEQUENTIAL), *cases = parse(SEQUENTIAL_CASES);
+
+    /* The table: the note under each verdict, the footer, the stop. */
+    char *t = capture(table, exp, NULL);
+    const char *v2 = strstr(t, "\nv2 vs v1 ");
+    ck_assert_msg(v2 != NULL && strstr(v2, " better "), "%s", t);
+    ck_assert_msg(strstr(t, "\n                     sequential (anytime-valid): CS [+0.051, "
+                            "+0.600] over 84 cases, decided at case 84; fixed-sample verdict "
+                            "better\n") != NULL,
+                  "%s", t);
+    ck_assert_msg(strstr(t, "\n                     sequential (anytime-valid): CS [-0.700, "
+                            "-0.010] over 84 cases, decided at case 60; fixed-sample verdict "
+                            "inconclusive\n") != NULL,
+                  "%s", t);
+    const char *tail = strstr(t, "\n95% intervals");
+    ck_assert_msg(tail != NULL, "%s", t);
+    ck_assert_str_eq(tail + 1, "95% intervals, Bonferroni-adjusted over 2 treatments\n"
+                               "verdicts are sequential (anytime-valid); Δ pass, CI and p are "
+                               "fixed-sample figures, not valid under optional stopping\n"
+                               "decided at case 84 of 1,000, 2,748 runs saved\n");
+    free(t);
+
+    /* Markdown: the note beside each verdict, the stop under the heading. */
+    char *md = capture(markdown, exp, NULL);
+    const char *want_md =
+        "### evald experiment exp_0123456789abcdef0123456789abcdef: seq\n"
+        "\n"
+        "Status **completed**, 1000 cases, control **v1**; 95% intervals, Bonferroni-adjusted.\n"
+        "\n"
+        "Verdicts are sequential (anytime-valid): each has its confidence sequence (CS) beside "
+        "it; Δ pass rate, interval and p are fixed-sample figures, not valid under optional "
+        "stopping.\n"
+        "\n"
+        "Stopped early: decided at case 84 of 1,000, 2,748 runs saved.\n"
+        "\n"
+        "| treatment | verdict | Δ pass rate | interval | p (adjusted) | MDE | Δ tokens | Δ cost $ "
+        "| Δ wall ms | Δ calls |\n"
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
+        "| v2 | ✅ better · sequential (anytime-valid): CS [+0.051, +0.600] over 84 cases, "
+        "decided at case 84 | +0.250 | [+0.100, +0.400] | 0.001 | 0.100 | n/a | n/a | n/a | n/a "
+        "|\n"
+        "| v3 | ❌ worse · sequential (anytime-valid): CS [-0.700, -0.010] over 84 cases, decided "
+        "at case 60 | -0.200 | [-0.450, +0.050] | 0.200 | 0.300 | n/a | n/a | n/a | n/a |\n";
+    ck_assert_str_eq(md, want_md);
+    free(md);
+
+    /* GitHub: the worse verdict with its CS first, regressions, then the stop. */
+    char *gh = capture(cli_report_github, exp, cases);
+    ck_assert_str_eq(gh, "::error title=evald%3A v3 is worse than v1::sequential (anytime-valid)"
+                         ": CS [-0.700, -0.010] over 84 cases, decided at case 60; pass rate "
+                         "-0.200 (fixed-sample [-0.450, +0.050])\n"
+                         "::warning title=evald%3A case q1 regressed in v3::v1 passed 1/1 runs, "
+                         "v3 passed 0/1\n"
+                         "::notice title=evald%3A stopped early::decided at case 84 of 1,000, "
+                         "2,748 runs saved\n");
+    free(gh);
+
+    /* JUnit: the suite's properties and the case never run, skipped; valid. */
+    char *xml = capture(cli_report_junit, exp, cases);
+    ck_assert_msg(strstr(xml, "<testsuite name=\"v2 vs v1\" tests=\"3\" failures=\"0\" "
+                              "errors=\"0\" skipped=\"1\">\n"
+                              "    <properties>\n"
+                              "      <property name=\"verdict\" value=\"better\"/>\n"
+                              "      <property name=\"verdict_rule\" value=\"sequential "
+                              "(anytime-valid)\"/>\n"
+                              "      <property name=\"sequential\" value=\"sequential "
+                              "(anytime-valid): CS [+0.051, +0.600] over 84 cases, decided at "
+                              "case 84\"/>\n"
+                              "      <property name=\"fixed_sample_verdict\" value=\"better\"/>\n"
+                              "      <property name=\"stopped\" value=\"decided at case 84 of "
+                              "1,000, 2,748 runs saved\"/>\n"
+                              "    </properties>\n") != NULL,
+                  "%s", xml);
+    ck_assert_msg(strstr(xml, "<testcase classname=\"exp_0123456789abcdef0123456789abcdef.v3\" "
+                              "name=\"q3\">\n      <skipped message=\"not run: the experiment "
+                              "stopped early (decided at case 84 of 1,000, 2,748 runs "
+                              "saved)\"/>\n    </testcase>\n") != NULL,
+                  "%s", xml);
+    ck_assert_msg(strstr(xml, "<testsuite name=\"v3 vs v1\" tests=\"3\" failures=\"1\" "
+                              "errors=\"0\" skipped=\"1\">") != NULL,
+                  "%s", xml);
+    if (system("command -v xmllint >/dev/null 2>&1") == 0) {
+        char path[] = "/tmp/evald-junit-XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, xml, strlen(xml)), (ssize_t)strlen(xml));
+        close(fd);
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "xmllint --noout --schema %s/tests/cli/junit.xsd %s",
+                 getenv("EVALD_SOURCE_DIR") ? getenv("EVALD_SOURCE_DIR") : EVALD_SOURCE_DIR, path);
+        ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+        unlink(path);
+    }
+    free(xml);
+
+    /* The fixed rule: its outputs stay as they were, sequential block or not. */
+    json_object_set_new(json_object_get(exp, "analysis"), "rule", json_string("fixed"));
+    json_object_set_new(json_object_get(json_object_get(exp, "request"), "stopping"), "rule",
+                        json_string("fixed"));
+    json_object_set_new(exp, "stopped", json_null());
+    t = capture(table, exp, NULL);
+    ck_assert_msg(strstr(t, "sequential") == NULL && strstr(t, "decided") == NULL, "%s", t);
+    free(t);
+    md = capture(markdown, exp, NULL);
+    ck_assert_msg(strstr(md, "sequential") == NULL && strstr(md, "Stopped") == NULL, "%s", md);
+    free(md);
+    xml = capture(cli_report_junit, exp, cases);
+    ck_assert_msg(strstr(xml, "<properties>") == NULL, "%s", xml);
+    free(xml);
+    json_decref(cases);
+    json_decref(exp);
+}
+END_TEST
+
+START_TEST(continue_counts_as_inconclusive)
+{
+    json_t *exp = parse(SEQUENTIAL);
+    json_t *cmps = json_object_get(exp, "comparisons");
+    json_object_set_new(json_array_get(cmps, 1), "verdict", json_string("continue"));
+    ck_assert_int_eq(cli_report_exit(exp, false, false), CLI_OK);
+    ck_assert_int_eq(cli_report_exit(exp, false, true), CLI_INCONCLUSIVE);
+    ck_assert_int_eq(cli_report_exit(exp, true, false), CLI_WORSE);
+    json_object_set_new(json_array_get(cmps, 0), "verdict", json_string("worse"));
+    ck_assert_int_eq(cli_report_exit(exp, false, true), CLI_WORSE);
+    json_decref(exp);
+}
+END_TEST
+
 static char *write_temp(const char *suffix, const char *text)
 {
     char *path = NULL;
@@ -339,6 +655,12 @@ int main(void)
     tcase_add_test(tc, github_annotations_name_worse_treatments_and_regressed_cases);
     tcase_add_test(tc, junit_has_a_suite_per_treatment_and_validates);
     tcase_add_test(tc, exit_codes_follow_the_verdicts);
+    tcase_add_test(tc, numbers_have_thousands_separators);
+    tcase_add_test(tc, the_plan_line_says_runs_calls_and_cost);
+    tcase_add_test(tc, the_plan_is_printed_figure_by_figure);
+    tcase_add_test(tc, a_stop_is_said_when_decided_or_budget);
+    tcase_add_test(tc, sequential_verdicts_are_marked_in_every_output);
+    tcase_add_test(tc, continue_counts_as_inconclusive);
     tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
     tcase_add_test(tc, bad_files_are_refused_with_their_line);
     tcase_add_test(tc, a_template_variable_is_found_at_its_first_use);
