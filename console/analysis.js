@@ -1,9 +1,10 @@
 // Pure helpers of the Experiments view: the create form → POST /v1/experiments body with the
 // client checks, the server detail → form field mapping, the upload content type of a file,
 // the verdict banner texts of a comparison, the matrix cell of an arm on a case, the layout
-// of the forest plot, a word-level text diff and the arms of an experiment. No DOM, no state,
-// no I/O.
-import { DASH } from './format.js';
+// of the forest plot, a word-level text diff and the arms of an experiment; for sequential
+// experiments the stop line, the spend against a budget and the figures of a plan. No DOM, no
+// state, no I/O.
+import { DASH, fmtInt, fmtUsd } from './format.js';
 
 export const MAX_TREATMENTS = 4;
 const LETTERS = 'ABCDE';
@@ -29,8 +30,19 @@ export function defaultExperimentForm() {
         cluster_by: '',
         dataset_id: '',
         extra: '',
+        stopping_rule: 'fixed',
+        min_cases: '',
+        seed: '',
+        max_calls: '',
+        max_tokens: '',
+        max_cost_usd: '',
+        plan_effect: '',
+        plan_sd: '',
+        plan_pilot: '',
     };
 }
+
+export const MIN_CASES_MAX = 100000;
 
 function wholeNumber(text) {
     const s = String(text).trim();
@@ -55,7 +67,10 @@ function jsonObject(text) {
 // form: as defaultExperimentForm(). Returns {request, errors: [{field, message}]}; field names
 // are the form's: name, model, control_label, control_prompt, treatment_<i>_label|prompt,
 // evaluator_function_id, evaluator_arguments, repeats, concurrency, alpha, min_effect,
-// cluster_by, dataset, extra. The request is null when there are errors.
+// cluster_by, dataset, extra, stopping_rule, min_cases, seed, max_calls, max_tokens,
+// max_cost_usd, plan_effect, plan_sd, plan_pilot. The request is null when there are errors.
+// stopping is sent with the anytime rule only (min_cases and seed apply to it); budget and
+// plan only when one of their fields is filled in.
 export function experimentRequest(form) {
     const errors = [];
     const fail = (field, message) => errors.push({ field, message });
@@ -104,6 +119,7 @@ export function experimentRequest(form) {
     if (minEffect === null || minEffect < 0 || minEffect > 1) fail('min_effect', 'analysis.min_effect must be between 0 and 1');
     request.analysis = { alpha, min_effect: minEffect };
     if (form.cluster_by.trim()) request.analysis.cluster_by = form.cluster_by.trim();
+    sequentialParts(form, request, fail);
     if (form.extra.trim()) {
         const extra = jsonObject(form.extra);
         if (!extra) fail('extra', 'the advanced settings must be a JSON object');
@@ -115,6 +131,54 @@ export function experimentRequest(form) {
         }
     }
     return { request: errors.length ? null : request, errors };
+}
+
+const filled = (v) => String(v ?? '').trim() !== '';
+
+// stopping, budget and plan of the form into request, with the server's messages.
+function sequentialParts(form, request, fail) {
+    const rule = form.stopping_rule || 'fixed';
+    if (rule !== 'fixed' && rule !== 'anytime') fail('stopping_rule', 'stopping.rule must be fixed or anytime');
+    if (rule === 'anytime') {
+        const stopping = { rule };
+        if (filled(form.min_cases)) {
+            const n = wholeNumber(form.min_cases);
+            if (n === null || n < 2 || n > MIN_CASES_MAX) fail('min_cases', `stopping.min_cases must be between 2 and ${MIN_CASES_MAX}`);
+            else stopping.min_cases = n;
+        }
+        if (filled(form.seed)) {
+            const n = wholeNumber(form.seed);
+            if (n === null || !Number.isSafeInteger(n)) fail('seed', 'stopping.seed must be a non-negative integer');
+            else stopping.seed = n;
+        }
+        request.stopping = stopping;
+    }
+    const budget = {};
+    for (const key of ['max_calls', 'max_tokens']) {
+        if (!filled(form[key])) continue;
+        const n = wholeNumber(form[key]);
+        if (n === null || n < 1 || !Number.isSafeInteger(n)) fail(key, `budget.${key} must be a positive integer`);
+        else budget[key] = n;
+    }
+    if (filled(form.max_cost_usd)) {
+        const v = decimal(form.max_cost_usd);
+        if (v === null || !(v > 0) || !Number.isFinite(v)) fail('max_cost_usd', 'budget.max_cost_usd must be a positive number');
+        else budget.max_cost_usd = v;
+    }
+    if (Object.keys(budget).length) request.budget = budget;
+    const plan = {};
+    if (filled(form.plan_effect)) {
+        const v = decimal(form.plan_effect);
+        if (v === null || !(v > 0 && v <= 1)) fail('plan_effect', 'plan.effect must be between 0 and 1');
+        else plan.effect = v;
+    }
+    if (filled(form.plan_sd)) {
+        const v = decimal(form.plan_sd);
+        if (v === null || !(v > 0) || !Number.isFinite(v)) fail('plan_sd', 'plan.sd must be a positive number');
+        else plan.sd = v;
+    }
+    if (filled(form.plan_pilot)) plan.pilot_experiment_id = String(form.plan_pilot).trim();
+    if (Object.keys(plan).length) request.plan = plan;
 }
 
 // The form of an existing experiment ("edit as new"): its request, with the dataset the
@@ -145,6 +209,21 @@ export function experimentToForm(exp) {
     if (typeof an.min_effect === 'number') f.min_effect = String(an.min_effect);
     f.cluster_by = text(an.cluster_by);
     f.dataset_id = text(exp && exp.dataset && exp.dataset.dataset_id, text(req.dataset_id));
+    const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : '');
+    const stopping = req.stopping && typeof req.stopping === 'object' ? req.stopping : {};
+    if (stopping.rule === 'anytime') {
+        f.stopping_rule = 'anytime';
+        f.min_cases = num(stopping.min_cases);
+        f.seed = num(stopping.seed);
+    }
+    const budget = req.budget && typeof req.budget === 'object' ? req.budget : {};
+    f.max_calls = num(budget.max_calls);
+    f.max_tokens = num(budget.max_tokens);
+    f.max_cost_usd = num(budget.max_cost_usd);
+    const plan = req.plan && typeof req.plan === 'object' ? req.plan : {};
+    f.plan_effect = num(plan.effect);
+    f.plan_sd = num(plan.sd);
+    f.plan_pilot = text(plan.pilot_experiment_id);
     const extra = {};
     for (const k of ['limits', 'functions', 'output', 'metadata']) if (req[k] !== undefined && req[k] !== null) extra[k] = req[k];
     f.extra = Object.keys(extra).length ? JSON.stringify(extra, null, 2) : '';
@@ -155,6 +234,12 @@ export function experimentToForm(exp) {
 export function experimentFieldForDetail(detail) {
     const d = String(detail || '');
     let m;
+    if ((m = /^stopping\.(min_cases|seed)\b/.exec(d))) return m[1];
+    if (/^stopping\b/.test(d)) return 'stopping_rule';
+    if ((m = /^budget\.(max_calls|max_tokens|max_cost_usd)\b/.exec(d))) return m[1];
+    if (/^budget\b/.test(d)) return 'max_calls';
+    if ((m = /^plan\.(effect|sd)\b/.exec(d))) return `plan_${m[1]}`;
+    if (/^plan\.pilot_experiment_id\b/.test(d)) return 'plan_pilot';
     if ((m = /^treatments\[(\d+)\]\.(label|prompt|system_prompt)\b/.exec(d))) return `treatment_${m[1]}_${m[2]}`;
     if ((m = /^control\.(label|prompt|system_prompt)\b/.exec(d))) return `control_${m[1]}`;
     if (/^treatments /.test(d)) return 'treatments';
@@ -212,7 +297,10 @@ export function ciLevel(analysis) {
 
 
 // The banner of one comparison: {verdict, headline, figures: [text…], needs (text|null),
-// partial}. cmp: comparisons[i]; exp: the experiment (for the control label and analysis).
+// partial, anytime, fixed (text|null)}. cmp: comparisons[i]; exp: the experiment (for the
+// control label and analysis). With the anytime rule the verdict is the sequential one
+// (continue while undecided) and the figures are the confidence sequence's; the fixed-sample
+// figures, not valid under optional stopping, are kept in `fixed`.
 export function verdictBanner(cmp, exp) {
     const analysis = (exp && exp.analysis) || {};
     const arms = (exp && exp.arms) || [];
@@ -224,7 +312,8 @@ export function verdictBanner(cmp, exp) {
     const headline = verdict === 'better' ? `${cmp.label} is better than ${c}`
         : verdict === 'worse' ? `${cmp.label} is worse than ${c}`
             : verdict === 'equivalent' ? `${cmp.label} is equivalent to ${c} (within ±${margin})`
-                : `${cmp.label} vs ${c}: inconclusive`;
+                : verdict === 'continue' ? `${cmp.label} vs ${c}: undecided so far`
+                    : `${cmp.label} vs ${c}: inconclusive`;
     const figures = [];
     figures.push(`pass rate ${fmtPp(pr.delta)}`);
     if (finite(pr.ci_low) && finite(pr.ci_high)) figures.push(`${ciLevel(analysis)} CI [${fmtPp(pr.ci_low)}, ${fmtPp(pr.ci_high)}]`);
@@ -232,12 +321,115 @@ export function verdictBanner(cmp, exp) {
     figures.push(`p (adjusted) ${fmtP(pr.p_value_adjusted)}`);
     figures.push(`MDE ${finite(pr.mde) ? fmtPp(pr.mde).replace(/^\+/, '') : DASH}`);
     figures.push(`${cmp.paired_cases ?? 0} paired case${cmp.paired_cases === 1 ? '' : 's'}`);
+    const seq = cmp.sequential && typeof cmp.sequential === 'object' ? cmp.sequential : null;
+    if (analysis.rule === 'anytime' && seq) {
+        const fixedVerdict = cmp.fixed_verdict || 'inconclusive';
+        return {
+            verdict, headline, figures: sequentialFigures(seq, analysis), needs: null, partial: Boolean(analysis.partial), anytime: true,
+            fixed: `fixed-sample, not valid under optional stopping: ${fixedVerdict} · ${figures.join(' · ')}`,
+        };
+    }
     let needs = null;
     if (verdict === 'inconclusive' && Number.isInteger(pr.cases_needed) && pr.cases_needed > (cmp.paired_cases || 0)) {
         const more = pr.cases_needed - (cmp.paired_cases || 0);
         needs = `needs about ${more.toLocaleString('en-US')} more case${more === 1 ? '' : 's'} (${pr.cases_needed.toLocaleString('en-US')} in all) to detect ${margin}`;
     }
-    return { verdict, headline, figures, needs, partial: Boolean(analysis.partial) };
+    return { verdict, headline, figures, needs, partial: Boolean(analysis.partial), anytime: false, fixed: null };
+}
+
+// The figures of a comparison's confidence sequence: "anytime-valid 95% CS [+5.9 pp, +100 pp]
+// · decided at case 16 · 17 cases in the sequence".
+export function sequentialFigures(seq, analysis) {
+    const out = [];
+    const n = Number.isInteger(seq.n) ? seq.n : 0;
+    if (n > 0 && finite(seq.low) && finite(seq.high)) out.push(`anytime-valid ${ciLevel(analysis)} CS [${fmtPp(seq.low)}, ${fmtPp(seq.high)}]`);
+    else out.push('anytime-valid: no case in the sequence yet');
+    if (Number.isInteger(seq.decided_at)) out.push(`decided at case ${fmtInt(seq.decided_at)}`);
+    else out.push('not decided yet');
+    out.push(`${fmtInt(n)} case${n === 1 ? '' : 's'} in the sequence`);
+    return out;
+}
+
+const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
+
+// The stop of a sequential experiment: {reason, text} or null when there is nothing to say.
+// stopped: the experiment's `stopped`; cases: the dataset's case count; status: the
+// experiment's; rule: analysis.rule; seqLength: cases in the sequence so far; budget: whether
+// the experiment has one. A fixed experiment without a budget that ran every case has none.
+export function stopLine({ stopped, cases, status, rule, seqLength, minCases, budget = false }) {
+    const running = status === 'queued' || status === 'running';
+    if (stopped && typeof stopped === 'object') {
+        if (stopped.reason === 'exhausted' && rule !== 'anytime' && !budget) return null;
+        const of = `at case ${fmtInt(stopped.at_case)} of ${fmtInt(cases)}`;
+        const saved = `${plural(stopped.runs_saved || 0, 'run', 'runs')} saved`;
+        let text;
+        if (stopped.reason === 'decided') text = `decided ${of} · ${saved}`;
+        else if (stopped.reason === 'budget') text = `budget reached ${of} · ${saved}`;
+        else text = `every case ran (${fmtInt(stopped.at_case)} of ${fmtInt(cases)}) · no run saved`;
+        if (running) text += ' · the cases in flight are finishing';
+        return { reason: stopped.reason || '', text };
+    }
+    if (rule === 'anytime' && running) {
+        const need = Number.isInteger(minCases) && (seqLength || 0) < minCases ? ` · no stop before ${fmtInt(minCases)}` : ' · stops once every treatment is decided';
+        return { reason: '', text: `anytime: ${fmtInt(seqLength || 0)} of ${fmtInt(cases)} cases in the sequence${need}` };
+    }
+    return null;
+}
+
+// The spend of an experiment against its budget: {bars: [{cap, label, used, max, fraction,
+// over, text}], figures}. One bar per cap present (tokens are input + output); figures is the
+// spend in one line. spend: the experiment's `spend`.
+export function spendView(spend) {
+    const sp = spend && typeof spend === 'object' ? spend : {};
+    const tokens = (sp.input_tokens || 0) + (sp.output_tokens || 0);
+    const cost = finite(sp.cost_usd) ? sp.cost_usd : null;
+    const figures = [
+        plural(sp.calls || 0, 'call', 'calls'),
+        `${fmtInt(sp.input_tokens || 0)} input + ${fmtInt(sp.output_tokens || 0)} output tokens`,
+        cost === null ? 'cost not counted (no price)' : `cost ${fmtUsd(cost)}`,
+    ].join(' · ');
+    const budget = sp.budget && typeof sp.budget === 'object' ? sp.budget : {};
+    const pct = (f) => `${(100 * f).toFixed(f < 0.1 ? 1 : 0).replace(/\.0$/, '')}%`;
+    const bars = [];
+    const bar = (cap, label, used, max, fmt) => {
+        if (!finite(max) || !(max > 0)) return;
+        if (used === null) {
+            bars.push({ cap, label, used: null, max, fraction: null, over: false, text: `${label} not counted (no price) · cap ${fmt(max)}` });
+            return;
+        }
+        const fraction = used / max;
+        bars.push({ cap, label, used, max, fraction, over: used > max, text: `${fmt(used)} of ${fmt(max)} ${label} (${pct(fraction)})` });
+    };
+    bar('max_calls', 'calls', sp.calls || 0, budget.max_calls, fmtInt);
+    bar('max_tokens', 'tokens', tokens, budget.max_tokens, fmtInt);
+    bar('max_cost_usd', 'cost', cost, budget.max_cost_usd, fmtUsd);
+    return { bars, figures };
+}
+
+// The figures of a plan (POST /v1/experiments/plan): [{key, label, text}]; rule: the form's
+// stopping rule.
+export function planFigures(plan, rule = 'fixed') {
+    const p = plan || {};
+    const anytime = rule === 'anytime';
+    const out = [];
+    out.push({ key: 'runs', label: 'Runs', text: `${fmtInt(p.runs)} (${plural(p.cases, 'case', 'cases')} × ${plural(p.arms, 'arm', 'arms')} × ${plural(p.repeats, 'repeat', 'repeats')})` });
+    const calls = (p.calls || {}).min;
+    out.push({ key: 'calls', label: 'Calls, at least', text: anytime ? `${fmtInt(calls)} (the cases before the first possible stop; more until it is decided)` : `${fmtInt(calls)} (one a run)` });
+    const tk = p.tokens || {};
+    out.push({ key: 'tokens', label: 'Tokens', text: `about ${fmtInt(tk.input_estimate)} input · at most ${fmtInt(tk.output_max)} output` });
+    const cost = p.cost_usd;
+    out.push({ key: 'cost', label: 'Cost', text: cost && typeof cost === 'object' ? `about ${fmtUsd(cost.estimate)} · at most ${fmtUsd(cost.max)}` : 'no price for this model: not estimated' });
+    const pw = p.power || {};
+    let power;
+    if (Number.isInteger(pw.cases_needed)) {
+        power = `${fmtInt(pw.cases_needed)} cases (${fmtInt(pw.runs_needed)} runs) for 80% power at ${fmtPp(pw.effect).replace(/^\+/, '')} with s.d. ${pw.sd}, α'' ${pw.alpha_adjusted}`;
+        if (anytime) power += '; the anytime rule needs about twice as many at exactly that effect, far fewer when the effect is larger';
+        if (Number.isInteger(p.cases) && pw.cases_needed > p.cases) power += ` · more than the ${fmtInt(p.cases)} cases of the data`;
+    } else {
+        power = `not computed: needs an effect (${finite(pw.effect) ? 'given' : 'plan effect or min_effect'}) and an s.d. (${finite(pw.sd) ? 'given' : 'plan s.d. or a pilot'})`;
+    }
+    out.push({ key: 'cases_needed', label: 'Cases needed', text: power });
+    return out;
 }
 
 // One matrix cell: {text "x/k", flaky, pending (not every planned run evaluated yet), rate}.

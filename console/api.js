@@ -130,6 +130,8 @@ export const api = {
     // source: 'evaluator' (the stored analysis) | 'human' | 'human_then_evaluator'.
     experiment: (id, source) => request('GET', `/v1/experiments/${encodeURIComponent(id)}${source && source !== 'evaluator' ? `?source=${encodeURIComponent(source)}` : ''}`),
     startExperiment: (body) => request('POST', '/v1/experiments', body),
+    // What a start of `body` would run and cost; writes nothing.
+    planExperiment: (body) => request('POST', '/v1/experiments/plan', body),
     cancelExperiment: (id) => request('POST', `/v1/experiments/${encodeURIComponent(id)}/cancel`, {}),
     removeExperiment: (id) => request('DELETE', `/v1/experiments/${encodeURIComponent(id)}`),
     // filter: '' | 'flaky' | 'disagree'.

@@ -1,9 +1,11 @@
-// Inline SVG charts of per-run metrics: bars in execution order coloured by variant (second-in-
-// pair runs drawn hatched), and beside them the median of each variant at each pair position.
-// Builds new SVG elements on every call; holds no state. Colours come from CSS classes.
+// Inline SVG charts: of per-run metrics, bars in execution order coloured by variant (second-in-
+// pair runs drawn hatched) and beside them the median of each variant at each pair position;
+// and of a sequential experiment, a treatment's confidence sequence case by case. Builds new
+// SVG elements on every call; holds no state. Colours come from CSS classes.
 import { h, svg } from './dom.js';
 import { series } from './report.js';
 import { fmtValue } from './format.js';
+import { fmtPp, niceTicks } from './analysis.js';
 
 const W = 360;
 const H = 160;
@@ -99,4 +101,81 @@ export function chartLegend(labels) {
         h('span', { class: 'swatch swatch-a' }), ` A ${labels.a}  `,
         h('span', { class: 'swatch swatch-b' }), ` B ${labels.b}  `,
         h('span', { class: 'swatch swatch-second' }), ' hatched: ran second in its pair · x axis: execution position; A1/A2, B1/B2: median when the variant ran first/second');
+}
+
+const CS = { w: 760, h: 250, left: 58, right: 700, top: 18, bottom: 216 };
+
+// The confidence sequence of one treatment: x = n, the cases in the sequence; the band
+// [low_n, high_n] on the pass-rate-difference scale [−1, 1], from the whole interval before
+// the first case; 0, ±minEffect (shaded), min_cases and the decision point marked; the last
+// point labelled. points: [{n, low, high}] (sequential.js); verdict: the comparison's;
+// decidedAt: n or null. Returns an <svg>.
+export function sequenceChart({ points, label, verdict, minEffect = 0, minCases = 0, decidedAt = null, level = '' }) {
+    const { w, left, right, top, bottom } = CS;
+    const last = points[points.length - 1];
+    const maxN = Math.max(last ? last.n : 0, 1);
+    const x = (n) => left + (n / maxN) * (right - left);
+    const y = (v) => top + ((1 - v) / 2) * (bottom - top);
+    const decided = Number.isInteger(decidedAt) ? points.find((p) => p.n === decidedAt) : null;
+    const aria = last
+        ? `${label}: the ${level} anytime-valid confidence sequence of the pass-rate difference over ${last.n} case${last.n === 1 ? '' : 's'}, `
+            + `last [${fmtPp(last.low)}, ${fmtPp(last.high)}]${decided ? `; decided ${verdict} at case ${decided.n}` : '; not decided'}`
+        : `${label}: no case in the sequence yet`;
+    const root = svg('svg', { viewBox: `0 0 ${w} ${CS.h}`, role: 'img', preserveAspectRatio: 'xMidYMid meet', 'aria-label': aria });
+    if (points.length) {
+        // The band from n = 0 (the whole interval) to the last case.
+        const all = [{ n: 0, low: -1, high: 1 }, ...points];
+        const upper = all.map((p) => `${x(p.n).toFixed(2)},${y(p.high).toFixed(2)}`);
+        const lower = all.slice().reverse().map((p) => `${x(p.n).toFixed(2)},${y(p.low).toFixed(2)}`);
+        root.appendChild(svg('polygon', { points: [...upper, ...lower].join(' '), class: `cs-band v-${verdict || 'continue'}`, 'data-testid': 'cs-band', 'data-points': all.length }));
+        root.appendChild(svg('polyline', { points: upper.join(' '), class: 'cs-bound' }));
+        root.appendChild(svg('polyline', { points: all.map((p) => `${x(p.n).toFixed(2)},${y(p.low).toFixed(2)}`).join(' '), class: 'cs-bound' }));
+    }
+    // Grid and margin over the band, so that both stay visible through it.
+    for (const v of [-0.5, 0.5]) {
+        root.appendChild(svg('line', { x1: left, x2: right, y1: y(v), y2: y(v), class: 'grid' }));
+    }
+    if (minEffect > 0) {
+        root.appendChild(svg('rect', { x: left, y: y(minEffect), width: right - left, height: y(-minEffect) - y(minEffect), class: 'cs-margin', 'data-testid': 'cs-margin' },
+            svg('title', null, `±${fmtPp(minEffect).replace(/^\+/, '')}: the smallest effect that matters`)));
+        for (const v of [minEffect, -minEffect]) {
+            root.appendChild(svg('line', { x1: left, x2: right, y1: y(v), y2: y(v), class: 'cs-margin-line' }));
+            root.appendChild(svg('text', { x: left + 4, y: v > 0 ? y(v) - 3 : y(v) + 11, class: 'tick' }, `${v > 0 ? '+' : '−'}min_effect`));
+        }
+    }
+    for (const v of [-1, -0.5, 0, 0.5, 1]) {
+        root.appendChild(svg('text', { x: left - 6, y: y(v) + 4, class: 'tick', 'text-anchor': 'end' }, v === 0 ? '0' : fmtPp(v)));
+    }
+    root.appendChild(svg('line', { x1: left, x2: left, y1: top, y2: bottom, class: 'axis' }));
+    root.appendChild(svg('line', { x1: left, x2: right, y1: bottom, y2: bottom, class: 'axis' }));
+    for (const n of niceTicks(0, maxN, 8).filter((v) => Number.isInteger(v) && v >= 0)) {
+        root.appendChild(svg('line', { x1: x(n), x2: x(n), y1: bottom, y2: bottom + 4, class: 'axis' }));
+        root.appendChild(svg('text', { x: x(n), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, String(n)));
+    }
+    root.appendChild(svg('text', { x: right, y: bottom + 30, class: 'tick', 'text-anchor': 'end' }, 'cases in the sequence (n)'));
+    if (minCases > 0 && minCases <= maxN) {
+        root.appendChild(svg('line', { x1: x(minCases), x2: x(minCases), y1: top, y2: bottom, class: 'cs-min', 'data-testid': 'cs-min-cases' },
+            svg('title', null, `min_cases ${minCases}: no stop before`)));
+        root.appendChild(svg('text', { x: x(minCases) + 4, y: bottom - 5, class: 'tick' }, 'min_cases'));
+    }
+    root.appendChild(svg('line', { x1: left, x2: right, y1: y(0), y2: y(0), class: 'cs-zero', 'data-testid': 'cs-zero' }));
+    if (decided) {
+        const g = svg('g', { class: 'cs-decided', 'data-testid': 'cs-decided', 'data-n': decided.n });
+        g.appendChild(svg('line', { x1: x(decided.n), x2: x(decided.n), y1: top, y2: bottom }));
+        const at = verdict === 'worse' ? [decided.high] : verdict === 'equivalent' ? [decided.low, decided.high] : [decided.low];
+        for (const v of at) g.appendChild(svg('circle', { cx: x(decided.n), cy: y(v), r: 4.5 }));
+        const anchorEnd = x(decided.n) > (left + right) / 2;
+        g.appendChild(svg('text', { x: x(decided.n) + (anchorEnd ? -6 : 6), y: top + 10, class: 'cs-decided-label', 'text-anchor': anchorEnd ? 'end' : 'start' },
+            `decided ${verdict} at case ${decided.n}`));
+        g.appendChild(svg('title', null, `decided at case ${decided.n}: [${fmtPp(decided.low)}, ${fmtPp(decided.high)}]`));
+        root.appendChild(g);
+    }
+    if (last) {
+        const g = svg('g', { class: 'cs-last', 'data-testid': 'cs-last', 'data-n': last.n, 'data-low': last.low, 'data-high': last.high });
+        for (const v of [last.low, last.high]) g.appendChild(svg('circle', { cx: x(last.n), cy: y(v), r: 3.5 }));
+        g.appendChild(svg('text', { x: right + 6, y: (y(last.low) + y(last.high)) / 2 + 4, class: 'tick' }, `n ${last.n}`));
+        g.appendChild(svg('title', null, `case ${last.n}: [${fmtPp(last.low)}, ${fmtPp(last.high)}]`));
+        root.appendChild(g);
+    }
+    return root;
 }

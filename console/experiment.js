@@ -2,17 +2,25 @@
 // verdict banner per treatment, the forest plot of the pass-rate deltas, arms and metric tables,
 // the per-case matrix with its flaky/disagree filters and paging, a case's runs side by side with
 // a word diff against the control and their trace ids, export, cancel and delete, the source of
-// the verdicts the analysis is read from, and the way to the review screen, review.js. It follows
-// the experiment's event stream while it runs; progress events update the bar at once and, at
-// most every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first page is
+// the verdicts the analysis is read from, and the way to the review screen, review.js. For a
+// sequential experiment: the stop (decided, budget, every case ran), the anytime-valid verdicts
+// with the fixed-sample figures beside them, the spend against the budget's caps, skipped runs
+// and cases, and per treatment the confidence sequence case by case, recomputed from every
+// case row (sequential.js) and checked against the server's last point. It follows the
+// experiment's event stream while it runs; progress events update the bar at once and, at most
+// every 1.5 s, one read of the experiment refreshes the analysis; the matrix's first page is
 // re-read at most every 4 s (not once later pages are loaded), so a 10,000-case experiment is
-// never reloaded whole per event. mountExperiment() returns {dispose}, which closes the stream and
-// stops the timers. All text is inserted as text nodes.
+// never reloaded whole per event; the case rows of the sequence are read whole only when the
+// sequence has grown, at most every 5 s, and for more than 2,000 cases only once it is terminal.
+// mountExperiment() returns {dispose}, which closes the stream and stops the timers. All text is
+// inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
-    armList, ciLevel, fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, verdictBanner, wordDiff,
+    armList, ciLevel, fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, spendView, stopLine, verdictBanner, wordDiff,
 } from './analysis.js';
+import { sequenceChart } from './charts.js';
 import { copyButton, h, replace, svg } from './dom.js';
+import { confidenceSequence, sequenceDiffs } from './sequential.js';
 import { SOURCES, isSource } from './reviewing.js';
 import { DASH, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal, traceIdOf } from './format.js';
 
@@ -21,6 +29,11 @@ const FOREST_WIDE_LEFT = 130;
 const FOREST_WIDE_RIGHT = 520;
 const FOREST_SMALL = { w: 560, left: 70, right: 330, ticks: 4 };
 const FOREST_ROW = 30;
+const SEQ_PAGES = 1000; // case pages of 100 read for the sequence: 100,000 cases
+const SEQ_LIVE_CASES = 2000; // larger sequences are drawn once the experiment is terminal
+const SEQ_EVERY_MS = 5000;
+const SEQ_TOLERANCE = 1e-9;
+const STOP_BADGES = { decided: 'stopped early', budget: 'budget', exhausted: 'ran every case', '': 'anytime' };
 
 // A forest plot: one row per treatment, its delta as a dot and its interval as a line with
 // ends, the zero line, ±margin shaded when given, round ticks. rows: [{label, treatment,
@@ -109,11 +122,15 @@ export function mountExperiment(root, ctx, id, source) {
         source: isSource(source) ? source : 'evaluator', readSeq: 0,
         exp: null, progress: null, es: null, live: 'idle', retry: 0, retryTimer: 0, refreshTimer: 0, matrixTimer: 0, lastMatrix: 0,
         filter: '', cases: [], next: null, casesLoaded: false, caseError: null, selected: null, runs: null, runsError: null, disposed: false,
+        // the case rows of the sequence: every page, read again when the sequence grew
+        seqRows: null, seqLen: -1, seqFinal: false, seqLoading: false, seqAt: 0, seqTimer: 0, seqError: null, seqTruncated: false, seqOpen: false,
     };
     const els = {
         head: h('header', { class: 'detail-head' }),
         progress: h('section', { class: 'card progress-panel', 'data-testid': 'exp-progress' }),
+        spend: h('section', { class: 'card spend-panel', 'data-testid': 'exp-spend', 'aria-label': 'Spend', hidden: true }),
         verdicts: h('section', { class: 'exp-verdicts', 'data-testid': 'exp-verdicts', 'aria-label': 'Verdicts' }),
+        sequence: h('section', { class: 'card', 'data-testid': 'exp-sequence', 'aria-label': 'Confidence sequence', hidden: true }),
         forest: h('section', { class: 'card' }),
         arms: h('section', { class: 'card' }),
         metrics: h('section', { class: 'card' }),
@@ -122,7 +139,7 @@ export function mountExperiment(root, ctx, id, source) {
     };
     replace(root, h('div', { class: 'page experiments-page', 'data-testid': 'exp-detail' },
         h('p', { class: 'small' }, h('a', { href: '#/experiments' }, '← Experiments')),
-        els.head, els.progress, els.verdicts, els.forest, els.arms, els.metrics, els.matrix, els.caseView,
+        els.head, els.progress, els.spend, els.verdicts, els.sequence, els.forest, els.arms, els.metrics, els.matrix, els.caseView,
         h('p', { class: 'footnote' }, 'Intervals are Bonferroni-adjusted for the number of treatments; token, cost and time deltas are descriptive and never decide a verdict.')));
 
     const statusOf = () => (st.exp && st.exp.status) || (st.progress && st.progress.status) || '';
@@ -215,21 +232,52 @@ export function mountExperiment(root, ctx, id, source) {
         const p = (st.progress && st.progress.progress) || (st.exp && st.exp.progress) || {};
         const total = p.total_runs || 0;
         const done = p.terminal_runs || 0;
-        const pct = total ? Math.round((done / total) * 100) : 0;
+        // Skipped runs (cases never dispatched after a stop) are terminal, but not evaluated.
+        const skipped = p.skipped_runs || 0;
+        const pct = (v) => (total ? (v / total) * 100 : 0).toFixed(2);
+        const notEvaluated = Math.max(0, done - skipped - (p.passed_runs || 0) - (p.failed_runs || 0));
         replace(els.progress,
-            h('div', { class: 'progressbar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done },
-                h('span', { style: `width:${pct}%` })),
-            h('p', { 'data-testid': 'exp-progress-text', 'data-done': done, 'data-total': total },
-                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} met criteria · ${fmtInt(p.failed_runs)} missed criteria · ${fmtInt(Math.max(0, done - (p.passed_runs || 0) - (p.failed_runs || 0)))} not evaluated`));
+            h('div', {
+                class: 'progressbar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done,
+                'aria-label': 'Runs finished', 'aria-valuetext': `${fmtInt(done)} of ${fmtInt(total)} runs finished${skipped ? `, ${fmtInt(skipped)} of them skipped` : ''}`,
+            },
+            h('span', { style: `width:${pct(done - skipped)}%` }),
+            skipped ? h('span', { class: 'skipped', style: `width:${pct(skipped)}%`, title: `${fmtInt(skipped)} runs skipped` }) : null),
+            h('p', { 'data-testid': 'exp-progress-text', 'data-done': done, 'data-total': total, 'data-skipped': skipped },
+                `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} met criteria · ${fmtInt(p.failed_runs)} missed criteria · ${fmtInt(notEvaluated)} not evaluated`
+                + (skipped ? ` · ${fmtInt(skipped)} skipped` : '')));
+    }
+
+    function minCasesOf() {
+        const stopping = ((st.exp && st.exp.request) || {}).stopping || {};
+        return Number.isInteger(stopping.min_cases) && stopping.min_cases > 0 ? stopping.min_cases : 10;
+    }
+
+    // The stop of a sequential experiment (or its state while the anytime rule runs), or null.
+    function stopElement() {
+        const e = st.exp;
+        const an = e.analysis || {};
+        const stopped = e.stopped && typeof e.stopped === 'object' ? e.stopped : null;
+        const spend = e.spend || {};
+        const line = stopLine({
+            stopped, cases: (e.dataset || {}).case_count, status: statusOf(), rule: an.rule, seqLength: an.sequence_length,
+            minCases: minCasesOf(), budget: Boolean(spend.budget),
+        });
+        if (!line) return null;
+        return h('p', {
+            class: `exp-stop stop-${line.reason || 'running'}`, 'data-testid': 'exp-stop', 'data-reason': line.reason,
+            'data-at-case': stopped ? stopped.at_case ?? '' : '', 'data-runs-saved': stopped ? stopped.runs_saved ?? '' : '',
+        }, h('span', { class: 'badge' }, STOP_BADGES[line.reason] || line.reason), ' ', h('span', { 'data-testid': 'exp-stop-text' }, line.text));
     }
 
     function renderVerdicts() {
         const comps = st.exp.comparisons || [];
+        const stop = stopElement();
         if (!comps.length) {
-            replace(els.verdicts, h('p', { class: 'muted', 'data-testid': 'exp-verdicts-empty' }, 'No comparison yet.'));
+            replace(els.verdicts, stop, h('p', { class: 'muted', 'data-testid': 'exp-verdicts-empty' }, 'No comparison yet.'));
             return;
         }
-        replace(els.verdicts, comps.map((c) => {
+        replace(els.verdicts, stop, comps.map((c) => {
             const b = verdictBanner(c, st.exp);
             return h('div', {
                 class: `verdict-banner vb-${b.verdict}`, 'data-testid': 'exp-verdict', 'data-treatment': c.treatment,
@@ -238,11 +286,179 @@ export function mountExperiment(root, ctx, id, source) {
             h('p', { class: 'vb-head' },
                 h('span', { class: 'vb-word', 'data-testid': 'exp-verdict-word' }, b.verdict),
                 ' ', h('span', { 'data-testid': 'exp-verdict-headline' }, b.headline),
+                b.anytime ? h('span', { class: 'badge anytime', 'data-testid': 'exp-verdict-anytime', title: 'from the confidence sequence: valid however often it was looked at, and when the experiment stopped because of it' }, 'anytime-valid') : null,
                 b.partial ? h('span', { class: 'badge partial' }, 'partial') : null,
                 c.eligible === true ? h('span', { class: 'badge eligible', title: 'every treatment run passed and it passed at least as often as the control' }, 'eligible') : null),
             h('p', { class: 'vb-figures', 'data-testid': 'exp-verdict-figures' }, b.figures.join(' · ')),
+            b.fixed ? h('p', { class: 'vb-fixed small', 'data-testid': 'exp-verdict-fixed', 'data-verdict': c.fixed_verdict || '' }, b.fixed) : null,
             b.needs ? h('p', { class: 'vb-needs', 'data-testid': 'exp-verdict-needs' }, b.needs) : null);
         }));
+    }
+
+    // The spend against every cap of the budget, or the spend alone without one.
+    function renderSpend() {
+        const spend = st.exp.spend;
+        els.spend.hidden = !spend;
+        if (!spend) return;
+        const view = spendView(spend);
+        replace(els.spend,
+            h('h2', null, 'Spend'),
+            h('p', { class: 'spend-figures', 'data-testid': 'exp-spend-figures' }, view.figures),
+            view.bars.length ? view.bars.map((b) => {
+                const labelId = `exp-spend-${b.cap}`;
+                const width = b.fraction === null ? 0 : Math.min(100, b.fraction * 100);
+                return h('div', {
+                    class: ['spend-bar', b.over && 'over'], 'data-testid': 'exp-spend-bar', 'data-cap': b.cap,
+                    'data-used': b.used ?? '', 'data-max': b.max, 'data-over': String(b.over),
+                },
+                h('p', { class: 'spend-label small', id: labelId, 'data-testid': 'exp-spend-text' }, b.text),
+                h('div', {
+                    class: 'progressbar', role: 'meter', 'aria-labelledby': labelId, 'aria-valuemin': 0, 'aria-valuemax': b.max,
+                    'aria-valuenow': b.used === null ? 0 : Math.min(b.used, b.max), 'aria-valuetext': b.text,
+                }, h('span', { style: `width:${width.toFixed(2)}%` })));
+            }) : h('p', { class: 'muted small', 'data-testid': 'exp-spend-nobudget' }, 'No budget: nothing caps the spend.'));
+    }
+
+    // ---- the confidence sequence
+    function seqComparisons() {
+        return ((st.exp && st.exp.comparisons) || []).filter((c) => c.sequential && typeof c.sequential === 'object');
+    }
+
+    function seqLength() {
+        const an = st.exp.analysis || {};
+        if (Number.isInteger(an.sequence_length)) return an.sequence_length;
+        return Math.max(0, ...seqComparisons().map((c) => c.sequential.n || 0));
+    }
+
+    // Reads the case rows again when the sequence grew (or once it is final), at most every 5 s.
+    function maybeLoadSequence() {
+        if (st.disposed || !st.exp || st.seqLoading || !seqComparisons().length) return;
+        if ((st.exp.analysis || {}).rule !== 'anytime' && !st.seqOpen) return;
+        const terminal = isTerminal(statusOf());
+        const len = seqLength();
+        if (st.seqRows && len === st.seqLen && (st.seqFinal || !terminal)) return;
+        if (st.seqError && len === st.seqLen) return; // "Try again" or a longer sequence reads again
+        if (!terminal && ((st.exp.dataset || {}).case_count || 0) > SEQ_LIVE_CASES) return;
+        const wait = terminal ? 0 : SEQ_EVERY_MS - (Date.now() - st.seqAt);
+        if (wait > 0) {
+            if (!st.seqTimer) st.seqTimer = setTimeout(() => { st.seqTimer = 0; maybeLoadSequence(); }, wait);
+            return;
+        }
+        loadSequence();
+    }
+
+    async function loadSequence() {
+        st.seqLoading = true;
+        const len = seqLength();
+        const final = isTerminal(statusOf());
+        try {
+            const rows = [];
+            let before;
+            let truncated = true;
+            for (let page = 0; page < SEQ_PAGES; page++) {
+                const res = await api.experimentCases(id, { limit: 100, before });
+                if (st.disposed) return;
+                for (const c of res.cases || []) {
+                    if (Number.isInteger(c.seq)) rows.push({ case_id: c.case_id, seq: c.seq, arms: (c.arms || []).map((a) => ({ index: a.index, passed: a.passed, evaluated: a.evaluated })) });
+                }
+                before = res.next_cursor;
+                if (!before) {
+                    truncated = false;
+                    break;
+                }
+            }
+            st.seqRows = rows;
+            st.seqTruncated = truncated;
+            st.seqFinal = final;
+            st.seqError = null;
+        } catch (e) {
+            if (st.disposed) return;
+            st.seqError = `Could not read the cases of the sequence: ${e.message}`;
+        } finally {
+            st.seqLen = len;
+            st.seqLoading = false;
+            st.seqAt = Date.now();
+        }
+        renderSequence();
+        maybeLoadSequence(); // the analysis may have moved on meanwhile
+    }
+
+    // One chart of one comparison: the recomputed CS, up to the server's n, and whether its last
+    // point is the server's.
+    function sequenceFigure(c, an, controlLabel) {
+        const seq = c.sequential;
+        const alpha2 = Number.isFinite(an.alpha_adjusted) ? an.alpha_adjusted : (an.alpha || 0.05) / Math.max(1, seqComparisons().length);
+        let diffs = sequenceDiffs(st.seqRows, c.treatment);
+        // Cases read after the analysis: draw what the analysis had seen.
+        if (Number.isInteger(seq.n) && diffs.length > seq.n) diffs = diffs.slice(0, seq.n);
+        const points = confidenceSequence(diffs.map((x) => x.d), alpha2);
+        const last = points[points.length - 1] || null;
+        const serverN = Number.isInteger(seq.n) ? seq.n : 0;
+        const match = last ? last.n === serverN && Number.isFinite(seq.low) && Number.isFinite(seq.high)
+            && Math.abs(last.low - seq.low) <= SEQ_TOLERANCE && Math.abs(last.high - seq.high) <= SEQ_TOLERANCE : serverN === 0;
+        let note;
+        if (!last) note = 'No case in the sequence yet.';
+        else if (match) note = `Last point [${fmtPp(last.low)}, ${fmtPp(last.high)}] at case ${last.n}, as evald computed it.`;
+        else if (last.n < serverN) note = `Drawn to case ${last.n} of ${serverN}: the cases were read before the analysis; the chart follows on the next read.`;
+        else note = `Recomputed [${fmtPp(last.low)}, ${fmtPp(last.high)}] at case ${last.n} differs from evald's [${fmtPp(seq.low)}, ${fmtPp(seq.high)}] at case ${serverN}.`;
+        return h('figure', {
+            class: 'chart cs-chart', 'data-testid': 'exp-seq-chart', 'data-treatment': c.treatment, 'data-verdict': seq.verdict || '',
+            'data-n': last ? last.n : 0, 'data-low': last ? last.low : '', 'data-high': last ? last.high : '',
+            'data-server-n': serverN, 'data-server-low': seq.low ?? '', 'data-server-high': seq.high ?? '', 'data-decided-at': seq.decided_at ?? '',
+            'data-match': String(match),
+        },
+        h('figcaption', null, `${c.label} − ${controlLabel}: pass-rate difference, ${ciLevel(an)} anytime-valid confidence sequence`),
+        sequenceChart({
+            points, label: `${c.label} − ${controlLabel}`, verdict: seq.verdict, minEffect: an.min_effect || 0, minCases: minCasesOf(),
+            decidedAt: Number.isInteger(seq.decided_at) ? seq.decided_at : null, level: ciLevel(an),
+        }),
+        h('p', { class: ['small', match || !last ? 'muted' : 'warn-text'], 'data-testid': 'exp-seq-note' }, note));
+    }
+
+    function renderSequence() {
+        const comps = seqComparisons();
+        els.sequence.hidden = !comps.length;
+        if (!comps.length) {
+            replace(els.sequence);
+            return;
+        }
+        const an = st.exp.analysis || {};
+        const anytime = an.rule === 'anytime';
+        const controlLabel = (armList(st.exp)[0] || {}).label || 'control';
+        let body;
+        if (st.seqError) {
+            body = h('p', { class: 'error-text', 'data-testid': 'exp-seq-error' }, st.seqError, ' ',
+                h('button', { type: 'button', class: 'small', onclick: () => { st.seqError = null; st.seqLen = -1; renderSequence(); maybeLoadSequence(); } }, 'Try again'));
+        }
+        else if (!st.seqRows) {
+            const later = !isTerminal(statusOf()) && ((st.exp.dataset || {}).case_count || 0) > SEQ_LIVE_CASES;
+            body = h('p', { class: 'muted' }, later ? 'Drawn once the experiment ends (a large dataset is not re-read while it runs).' : 'Reading the cases of the sequence…');
+        } else {
+            body = h('div', { class: 'cs-grid' }, comps.map((c) => sequenceFigure(c, an, controlLabel)),
+                st.seqTruncated ? h('p', { class: 'warn-text small' }, `Only the first ${fmtInt(SEQ_PAGES * 100)} cases were read.`) : null);
+        }
+        const legend = h('p', { class: 'chart-legend' },
+            'Case by case, in the order the cases finished (seq): the band holds every pass-rate difference still compatible with the cases so far, at any n at once, and only narrows. ',
+            'Dashed: 0; shaded: ±min_effect; dotted upright: min_cases; marked: the case at which it was decided.',
+            st.source !== 'evaluator' ? ' It is drawn from the evaluator\'s verdicts, as the cases below.' : '');
+        if (anytime) {
+            replace(els.sequence, h('h2', null, 'Confidence sequence'), legend, body);
+            return;
+        }
+        // The fixed rule: information only, read when opened.
+        const details = h('details', {
+            class: 'cs-details', 'data-testid': 'exp-sequence-details', open: st.seqOpen,
+            ontoggle: (ev) => {
+                if (ev.target.open === st.seqOpen) return;
+                st.seqOpen = ev.target.open;
+                if (st.seqOpen) {
+                    renderSequence();
+                    maybeLoadSequence();
+                }
+            },
+        }, h('summary', null, h('strong', null, 'Confidence sequence'), h('span', { class: 'muted' }, ' — information only: under the fixed rule the verdict is the fixed-sample one')),
+        st.seqOpen ? [legend, body] : null);
+        replace(els.sequence, details);
     }
 
     function renderForest() {
@@ -317,6 +533,7 @@ export function mountExperiment(root, ctx, id, source) {
     // ---- matrix
     function renderMatrix() {
         const arms = armList(st.exp);
+        const sequential = ((st.exp.analysis || {}).rule === 'anytime');
         const filterButton = (value, label) => h('button', {
             type: 'button', class: ['small', st.filter === value && 'primary'], 'aria-pressed': String(st.filter === value),
             'data-testid': `exp-filter-${value || 'all'}`, onclick: () => { if (st.filter !== value) { st.filter = value; loadCases(true); } },
@@ -329,20 +546,28 @@ export function mountExperiment(root, ctx, id, source) {
                 st.filter === 'flaky' ? 'No flaky case: every arm\'s repeats agree.' : st.filter === 'disagree' ? 'No case where the arms\' pass rates differ.' : 'No cases yet.');
         } else {
             body = h('div', { class: 'table-wrap' }, h('table', { class: 'report matrix', 'data-testid': 'exp-matrix-table' },
-                h('caption', null, 'passed/evaluated runs per arm; ~ marks an arm whose repeats disagree (flaky). Click a case to see its runs.'),
+                h('caption', null, `passed/evaluated runs per arm; ~ marks an arm whose repeats disagree (flaky)${sequential ? '; #n: the case\'s place in the sequence; skipped: never run after the stop' : ''}. Click a case to see its runs.`),
                 h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Case'), h('th', { scope: 'col' }, 'Variables'),
                     arms.map((a) => h('th', { scope: 'col' }, a.label)))),
                 h('tbody', null, st.cases.map((c) => {
                     const byIndex = new Map((c.arms || []).map((a) => [a.index, a]));
                     const open = () => selectCase(c);
+                    const skipped = c.skipped === true;
                     return h('tr', {
-                        class: ['case-row', c.flaky && 'is-flaky', st.selected && st.selected.case_id === c.case_id && 'is-selected'],
-                        'data-testid': 'exp-case-row', 'data-case-id': c.case_id, 'data-flaky': String(Boolean(c.flaky)), tabindex: 0,
+                        class: ['case-row', c.flaky && 'is-flaky', skipped && 'is-skipped', st.selected && st.selected.case_id === c.case_id && 'is-selected'],
+                        'data-testid': 'exp-case-row', 'data-case-id': c.case_id, 'data-flaky': String(Boolean(c.flaky)), 'data-skipped': String(skipped),
+                        'data-seq': c.seq ?? '', 'data-dispatch-index': c.dispatch_index ?? '', tabindex: 0,
                         onclick: open, onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(); } },
                     },
-                    h('th', { scope: 'row' }, h('span', { class: 'case-id' }, c.case_id), c.flaky ? h('span', { class: 'badge flaky', title: 'the repeats of an arm disagree' }, 'flaky') : null),
+                    h('th', { scope: 'row' }, h('span', { class: 'case-id' }, c.case_id),
+                        c.flaky ? h('span', { class: 'badge flaky', title: 'the repeats of an arm disagree' }, 'flaky') : null,
+                        skipped ? h('span', { class: 'badge skipped', title: 'never run: the experiment stopped before this case' }, 'skipped') : null,
+                        Number.isInteger(c.seq) && sequential ? h('small', { class: 'muted case-seq', title: `${ordinal(c.seq)} case in the sequence; dispatched ${ordinal(c.dispatch_index)}` }, ` #${c.seq}`) : null),
                     h('td', { class: 'vars' }, previewVars(c.vars)),
                     arms.map((a) => {
+                        if (skipped) {
+                            return h('td', { class: 'cell skipped', 'data-testid': 'exp-cell', 'data-arm': a.index, 'data-passed': 0, 'data-evaluated': 0, 'data-skipped': 'true', title: `${a.label}: not run (skipped)` }, 'skipped');
+                        }
                         const cell = matrixCell(byIndex.get(a.index));
                         return h('td', {
                             class: ['cell', cell.flaky && 'flaky', cell.pending && 'pending', cell.rate === 1 && 'all', cell.rate === 0 && 'none'],
@@ -359,6 +584,12 @@ export function mountExperiment(root, ctx, id, source) {
                     filterButton('', 'All'), filterButton('flaky', 'Flaky'), filterButton('disagree', 'Arms disagree'))),
             body,
             st.next ? h('p', null, h('button', { type: 'button', 'data-testid': 'exp-cases-more', onclick: () => loadCases(false) }, 'Load more cases')) : null);
+    }
+
+    function ordinal(n) {
+        if (!Number.isInteger(n)) return '—';
+        const s = n % 100 >= 11 && n % 100 <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] || 'th';
+        return `${n}${s}`;
     }
 
     function previewVars(vars) {
@@ -536,7 +767,10 @@ export function mountExperiment(root, ctx, id, source) {
     function renderAnalysis() {
         renderHead();
         renderProgress();
+        renderSpend();
         renderVerdicts();
+        renderSequence();
+        maybeLoadSequence();
         renderForest();
         renderArms();
         renderMetrics();
@@ -666,6 +900,7 @@ export function mountExperiment(root, ctx, id, source) {
             closeStream();
             clearTimeout(st.refreshTimer);
             clearTimeout(st.matrixTimer);
+            clearTimeout(st.seqTimer);
         },
     };
 }

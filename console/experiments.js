@@ -1,10 +1,11 @@
 // The Experiments view: the list (#/experiments, newest first, paged) and the create form
-// (#/experiments/new: arms, evaluator, repeats, analysis, and the data from a dataset or an
-// uploaded CSV/JSONL file); the detail (#/experiments/<id>) is experiment.js, mounted from here.
-// mountExperiments() returns {dispose}. All text is inserted as text nodes.
+// (#/experiments/new: arms, evaluator, repeats, analysis, stopping rule and budget, the data
+// from a dataset or an uploaded CSV/JSONL file, and a plan of the start that writes nothing);
+// the detail (#/experiments/<id>) is experiment.js, mounted from here. mountExperiments()
+// returns {dispose}. All text is inserted as text nodes.
 import { api, ApiError } from './api.js';
 import {
-    MAX_TREATMENTS, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, uploadType,
+    MAX_TREATMENTS, MIN_CASES_MAX, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, planFigures, uploadType,
 } from './analysis.js';
 import { h, replace } from './dom.js';
 import { mountExperiment } from './experiment.js';
@@ -128,9 +129,10 @@ function buildForm(root, ctx, form, st) {
     }
 
     // A text input or textarea bound to get/set on the form state.
-    function bound(name, get, set, { area = false, rows = 3, placeholder, type = 'text', list } = {}) {
+    function bound(name, get, set, { area = false, rows = 3, placeholder, type = 'text', list, step } = {}) {
         const el = h(area ? 'textarea' : 'input', {
             id: `exp-${name}`, 'data-testid': `exp-field-${name}`, placeholder, rows: area ? rows : undefined, type: area ? undefined : type, list,
+            step: type === 'number' ? step : undefined, min: type === 'number' && step ? 0 : undefined,
             value: get(),
             oninput: (e) => {
                 set(e.target.value);
@@ -252,6 +254,89 @@ function buildForm(root, ctx, form, st) {
         }
     }
 
+    // ---- stopping rule, budget and plan
+    const ruleSelect = h('select', {
+        id: 'exp-stopping_rule', 'data-testid': 'exp-field-stopping_rule',
+        onchange: (e) => { form.stopping_rule = e.target.value; errorEl('stopping_rule').hidden = true; syncRule(); },
+    }, h('option', { value: 'fixed', selected: form.stopping_rule !== 'anytime' }, 'fixed: every case runs'),
+    h('option', { value: 'anytime', selected: form.stopping_rule === 'anytime' }, 'anytime: stop once every treatment is decided'));
+    controls.set('stopping_rule', ruleSelect);
+    const numberInput = (name, placeholder, step = '1') => bound(name, () => form[name], (v) => { form[name] = v; }, { type: 'number', placeholder, step });
+    // min_cases and seed belong to the anytime rule: shown with it only.
+    const anytimeFields = [
+        field('min_cases', 'Fewest cases before a stop', numberInput('min_cases', '10'), `2–${MIN_CASES_MAX.toLocaleString('en-US')}; no verdict rests on fewer cases.`),
+        field('seed', 'Seed of the case order', numberInput('seed', 'from the experiment id'), 'Cases run in a random order drawn from it; the same seed, the same order.'),
+    ];
+    function syncRule() {
+        for (const el of anytimeFields) el.hidden = form.stopping_rule !== 'anytime';
+    }
+    syncRule();
+
+    const planButton = h('button', { type: 'button', 'data-testid': 'exp-plan', onclick: () => plan() }, 'Plan');
+    const planStatus = h('span', { class: 'muted small', 'data-testid': 'exp-plan-status', role: 'status' });
+    const planError = h('p', { class: 'form-error', 'data-testid': 'exp-plan-error', role: 'alert', hidden: true });
+    const planResult = h('div', { class: 'plan-result', 'data-testid': 'exp-plan-result', hidden: true, 'aria-live': 'polite' });
+    let planned = false;
+    // A plan read for another form is marked stale at the first change.
+    formEl.addEventListener('input', markStale);
+    formEl.addEventListener('change', markStale);
+    function markStale() {
+        if (!planned || planResult.classList.contains('stale')) return;
+        planResult.classList.add('stale');
+        planResult.dataset.stale = 'true';
+        planStatus.textContent = 'The form changed since this plan: plan again.';
+    }
+
+    function showPlan(res) {
+        planned = true;
+        const pw = res.power || {};
+        const cost = res.cost_usd && typeof res.cost_usd === 'object' ? res.cost_usd : null;
+        planResult.classList.remove('stale');
+        Object.assign(planResult.dataset, {
+            stale: 'false', runs: res.runs ?? '', callsMin: (res.calls || {}).min ?? '', inputEstimate: (res.tokens || {}).input_estimate ?? '',
+            outputMax: (res.tokens || {}).output_max ?? '', costEstimate: cost ? cost.estimate : '', costMax: cost ? cost.max : '',
+            casesNeeded: pw.cases_needed ?? '', runsNeeded: pw.runs_needed ?? '',
+        });
+        replace(planResult,
+            h('h3', null, 'What the start would do'),
+            h('dl', { class: 'kv' }, planFigures(res, form.stopping_rule).map((f) => [
+                h('dt', null, f.label), h('dd', { 'data-testid': `exp-plan-${f.key}` }, f.text)])));
+        planResult.hidden = false;
+    }
+
+    async function plan() {
+        if (st.uploading || st.planning) return;
+        planError.hidden = true;
+        const { request, errors } = experimentRequest(form);
+        if (errors.length) {
+            showErrors(errors, 'client');
+            planStatus.textContent = 'Fix the fields marked first.';
+            return;
+        }
+        showErrors([], 'client');
+        st.planning = true;
+        planButton.disabled = true;
+        planStatus.textContent = 'Planning…';
+        try {
+            const res = await api.planExperiment(request);
+            if (st.disposed) return;
+            showPlan(res);
+            planStatus.textContent = 'Nothing was written; start it below.';
+        } catch (err) {
+            if (st.disposed) return;
+            const detail = err instanceof ApiError ? err.detail : String(err);
+            planStatus.textContent = '';
+            planError.textContent = detail;
+            planError.dataset.source = 'server';
+            planError.hidden = false;
+            const field = experimentFieldForDetail(detail);
+            if (field) showErrors([{ field, message: detail }], 'server', { summary: false });
+        } finally {
+            st.planning = false;
+            planButton.disabled = false;
+        }
+    }
+
     const formError = h('p', { class: 'form-error', 'data-testid': 'exp-form-error', role: 'alert', hidden: true });
     const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'exp-submit' }, 'Start experiment');
     const dimension = h('select', {
@@ -287,12 +372,32 @@ function buildForm(root, ctx, form, st) {
             field('alpha', 'α (family-wise)', bound('alpha', () => form.alpha, (v) => { form.alpha = v; })),
             field('min_effect', 'Smallest effect that matters', bound('min_effect', () => form.min_effect, (v) => { form.min_effect = v; }), 'A pass-rate difference (0.05 = 5 pp); 0: no equivalence verdict.'),
             field('cluster_by', 'Cluster by variable', bound('cluster_by', () => form.cluster_by, (v) => { form.cluster_by = v; }, { placeholder: 'none' }))),
+        h('h2', null, 'Stopping and budget'),
+        h('div', { class: 'grid3' },
+            field('stopping_rule', 'Stopping rule', ruleSelect, 'anytime: cases in a random order, an anytime-valid verdict, no more cases once every treatment is decided.'),
+            anytimeFields),
+        h('div', { class: 'grid3' },
+            field('max_calls', 'Max provider calls', numberInput('max_calls', 'no cap'), 'Every call of the arms and of any judge.'),
+            field('max_tokens', 'Max tokens', numberInput('max_tokens', 'no cap'), 'Input and output tokens together.'),
+            field('max_cost_usd', 'Max cost (USD)', numberInput('max_cost_usd', 'no cap', 'any'), 'Needs a price for the model.')),
+        h('p', { class: 'hint' }, 'Within a budget a case starts only while the spend so far and what the cases in flight and the case itself may spend fit every cap; then the experiment stops with the cases left skipped.'),
+        h('h2', null, 'Plan'),
+        h('p', { class: 'hint' }, 'What the start would run and cost, and how many cases it needs to find the effect: the form is checked as a start would be, and nothing is written.'),
+        h('div', { class: 'grid3' },
+            field('plan_effect', 'Effect to detect', numberInput('plan_effect', 'min_effect', 'any'), 'A pass-rate difference, 0.1 = 10 pp.'),
+            field('plan_sd', 'S.d. of the per-case difference', numberInput('plan_sd', 'from a pilot', 'any')),
+            field('plan_pilot', 'Pilot experiment', bound('plan_pilot', () => form.plan_pilot, (v) => { form.plan_pilot = v; }, { placeholder: 'exp_… (optional)' }), 'A finished experiment whose per-case s.d. (and mean output) the plan uses.')),
+        h('div', { class: 'plan-bar' }, planButton, planStatus),
+        planError,
+        planResult,
         h('details', { class: 'advanced' }, h('summary', null, 'Advanced: limits, function policy, output contract, metadata'),
             field('extra', 'JSON object with any of limits, functions, output, metadata', bound('extra', () => form.extra, (v) => { form.extra = v; }, { area: true, rows: 4, placeholder: '{"limits": {"execution": {"max_turns": 4}}}' }))),
         formError,
         h('div', { class: 'submit-bar' }, submit));
 
-    function showErrors(errors, source) {
+    // errors: [{field, message}] shown at their fields; the rest (all of a server's with
+    // summary) above the submit button.
+    function showErrors(errors, source, { summary = true } = {}) {
         for (const el of errorEls.values()) el.hidden = true;
         for (const c of controls.values()) c.removeAttribute('aria-invalid');
         const unplaced = [];
@@ -305,11 +410,15 @@ function buildForm(root, ctx, form, st) {
                 if (controls.has(e.field)) controls.get(e.field).setAttribute('aria-invalid', 'true');
             } else unplaced.push(e.message);
         }
-        formError.hidden = !unplaced.length && source !== 'server';
+        formError.hidden = summary ? !unplaced.length && source !== 'server' : true;
         formError.textContent = source === 'server' ? errors.map((e) => e.message).join('; ') : unplaced.join('; ');
         formError.dataset.source = source;
         const first = errors[0] && controls.get(errors[0].field);
-        if (first) first.focus();
+        if (first) {
+            const closed = first.closest('details:not([open])');
+            if (closed) closed.open = true;
+            first.focus();
+        }
     }
 
     formEl.addEventListener('submit', async (e) => {

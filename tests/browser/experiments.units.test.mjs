@@ -1,11 +1,13 @@
 // Unit tests of console/analysis.js (the Experiments view's pure helpers) under node --test:
 // the form → request conversion and its checks, the server-detail field mapping, upload types,
-// the verdict banner texts, the matrix cells, the forest plot scale and the word diff.
+// the verdict banner texts, the matrix cells, the forest plot scale and the word diff; for
+// sequential experiments the stopping rule, budget and plan of the form, the anytime banner, the
+// stop line, the spend against a budget and the figures of a plan.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
     armList, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, fmtPp, forestScale, matrixCell, niceTicks,
-    outputText, runPassed, tokenize, uploadType, verdictBanner, wordDiff,
+    outputText, planFigures, runPassed, spendView, stopLine, tokenize, uploadType, verdictBanner, wordDiff,
 } from '../../console/analysis.js';
 
 function form(over = {}) {
@@ -228,4 +230,123 @@ test('the arms of an experiment: the analysis\'s, else the request\'s', () => {
     assert.deepEqual(armList({ arms: [], request: { control: { label: 'c' }, treatments: [{ label: 't1' }, {}] } }),
         [{ index: 0, label: 'c', role: 'control' }, { index: 1, label: 't1', role: 'treatment' }, { index: 2, label: 'C', role: 'treatment' }]);
     assert.deepEqual(armList(null), [{ index: 0, label: 'A', role: 'control' }]);
+});
+
+test('the stopping rule, budget and plan reach the request only when set, with the server\'s checks', () => {
+    assert.deepEqual(Object.keys(experimentRequest(form()).request).filter((k) => ['stopping', 'budget', 'plan'].includes(k)), [], 'fixed, no cap, no plan: nothing sent');
+    const anytime = experimentRequest(form({ stopping_rule: 'anytime', min_cases: '25', seed: '0', max_calls: '2000', max_tokens: '5000000', max_cost_usd: '12.5', plan_effect: '0.1', plan_sd: '0.4', plan_pilot: ' exp_1 ' }));
+    assert.deepEqual(anytime.errors, []);
+    assert.deepEqual(anytime.request.stopping, { rule: 'anytime', min_cases: 25, seed: 0 });
+    assert.deepEqual(anytime.request.budget, { max_calls: 2000, max_tokens: 5000000, max_cost_usd: 12.5 });
+    assert.deepEqual(anytime.request.plan, { effect: 0.1, sd: 0.4, pilot_experiment_id: 'exp_1' });
+    assert.deepEqual(experimentRequest(form({ stopping_rule: 'anytime' })).request.stopping, { rule: 'anytime' }, 'the server\'s defaults');
+    assert.equal(experimentRequest(form({ min_cases: '1', seed: 'x' })).request.stopping, undefined, 'min_cases and seed are the anytime rule\'s');
+    assert.deepEqual(errorsOf(form({
+        stopping_rule: 'anytime', min_cases: '1', seed: '-1', max_calls: '0', max_tokens: '1.5', max_cost_usd: '0', plan_effect: '1.5', plan_sd: '-2',
+    })), [
+        'min_cases: stopping.min_cases must be between 2 and 100000',
+        'seed: stopping.seed must be a non-negative integer',
+        'max_calls: budget.max_calls must be a positive integer',
+        'max_tokens: budget.max_tokens must be a positive integer',
+        'max_cost_usd: budget.max_cost_usd must be a positive number',
+        'plan_effect: plan.effect must be between 0 and 1',
+        'plan_sd: plan.sd must be a positive number',
+    ]);
+    assert.deepEqual(errorsOf(form({ stopping_rule: 'anytime', min_cases: '100001', seed: '9007199254740992' })), [
+        'min_cases: stopping.min_cases must be between 2 and 100000', 'seed: stopping.seed must be a non-negative integer']);
+    assert.deepEqual(errorsOf(form({ stopping_rule: 'sometimes' })), ['stopping_rule: stopping.rule must be fixed or anytime']);
+});
+
+test('edit as new keeps the stopping rule, budget and plan', () => {
+    const f = form({ stopping_rule: 'anytime', min_cases: '12', seed: '7', max_calls: '90', max_cost_usd: '0.5', plan_effect: '0.2' });
+    const { request } = experimentRequest(f);
+    const back = experimentToForm({ request, dataset: { dataset_id: f.dataset_id } });
+    assert.deepEqual(experimentRequest(back), { request, errors: [] });
+    const fixed = experimentToForm({ request: { ...experimentRequest(form()).request, stopping: { rule: 'fixed', min_cases: 10, seed: null }, budget: null } });
+    assert.deepEqual([fixed.stopping_rule, fixed.min_cases, fixed.seed, fixed.max_calls], ['fixed', '', '', '']);
+});
+
+test('details of the stopping rule, budget and plan are placed at their field', () => {
+    const cases = {
+        'stopping.rule must be fixed or anytime': 'stopping_rule',
+        'stopping.min_cases must be between 2 and 100000': 'min_cases',
+        'stopping.seed must be a non-negative integer': 'seed',
+        'stopping: unknown field "rules"': 'stopping_rule',
+        'budget.max_calls must be a positive integer': 'max_calls',
+        'budget.max_tokens must be a positive integer': 'max_tokens',
+        'budget.max_cost_usd must be a positive number': 'max_cost_usd',
+        'budget.max_cost_usd needs a price for model stub-model': 'max_cost_usd',
+        'plan.effect must be between 0 and 1': 'plan_effect',
+        'plan.sd must be a positive number': 'plan_sd',
+        'plan.pilot_experiment_id names no finished experiment: exp_1': 'plan_pilot',
+    };
+    for (const [detail, field] of Object.entries(cases)) assert.equal(experimentFieldForDetail(detail), field, detail);
+});
+
+test('an anytime banner shows the sequential verdict and keeps the fixed-sample figures beside it', () => {
+    const c = {
+        ...cmp('better', { delta: 1, ci_low: 1, ci_high: 1, p_value_adjusted: 0, mde: 0 }, 17),
+        fixed_verdict: 'better', sequential: { n: 17, low: 0.11398834048440798, high: 1, verdict: 'better', decided_at: 16 },
+    };
+    const b = verdictBanner(c, exp({ rule: 'anytime' }));
+    assert.equal(b.anytime, true);
+    assert.equal(b.headline, 'v2 is better than v1');
+    assert.deepEqual(b.figures, ['anytime-valid 95% CS [+11.4 pp, +100 pp]', 'decided at case 16', '17 cases in the sequence']);
+    assert.equal(b.fixed, 'fixed-sample, not valid under optional stopping: better · pass rate +100 pp · 95% CI [+100 pp, +100 pp] · p (adjusted) < 0.001 · MDE 0 pp · 17 paired cases');
+    const running = verdictBanner({ ...c, verdict: 'continue', fixed_verdict: 'inconclusive', sequential: { n: 1, low: -1, high: 1, verdict: 'continue', decided_at: null } }, exp({ rule: 'anytime', partial: true }));
+    assert.equal(running.headline, 'v2 vs v1: undecided so far');
+    assert.deepEqual(running.figures, ['anytime-valid 95% CS [−100 pp, +100 pp]', 'not decided yet', '1 case in the sequence']);
+    assert.equal(running.needs, null);
+    const fixedRule = verdictBanner(c, exp({ rule: 'fixed' }));
+    assert.equal(fixedRule.anytime, false, 'under the fixed rule the sequence is information only');
+    assert.equal(fixedRule.fixed, null);
+    assert.equal(fixedRule.figures[0], 'pass rate +100 pp');
+});
+
+test('the stop line: decided, budget, every case ran, and the anytime rule still running', () => {
+    const base = { cases: 1000, status: 'completed', rule: 'anytime', minCases: 10 };
+    assert.deepEqual(stopLine({ ...base, stopped: { reason: 'decided', at_case: 84, runs_saved: 2748 } }), { reason: 'decided', text: 'decided at case 84 of 1,000 · 2,748 runs saved' });
+    assert.deepEqual(stopLine({ ...base, stopped: { reason: 'budget', at_case: 6, runs_saved: 1 } }), { reason: 'budget', text: 'budget reached at case 6 of 1,000 · 1 run saved' });
+    assert.equal(stopLine({ ...base, status: 'running', stopped: { reason: 'decided', at_case: 84, runs_saved: 10 } }).text, 'decided at case 84 of 1,000 · 10 runs saved · the cases in flight are finishing');
+    assert.deepEqual(stopLine({ ...base, stopped: { reason: 'exhausted', at_case: 1000, runs_saved: 0 } }), { reason: 'exhausted', text: 'every case ran (1,000 of 1,000) · no run saved' });
+    assert.equal(stopLine({ ...base, rule: 'fixed', stopped: { reason: 'exhausted', at_case: 1000, runs_saved: 0 } }), null, 'a plain fixed experiment');
+    assert.equal(stopLine({ ...base, rule: 'fixed', budget: true, stopped: { reason: 'exhausted', at_case: 1000, runs_saved: 0 } }).reason, 'exhausted', 'within its budget');
+    assert.deepEqual(stopLine({ ...base, status: 'running', stopped: null, seqLength: 4 }), { reason: '', text: 'anytime: 4 of 1,000 cases in the sequence · no stop before 10' });
+    assert.equal(stopLine({ ...base, status: 'running', stopped: null, seqLength: 12 }).text, 'anytime: 12 of 1,000 cases in the sequence · stops once every treatment is decided');
+    assert.equal(stopLine({ ...base, rule: 'fixed', status: 'running', stopped: null }), null);
+});
+
+test('the spend: one bar per cap present, tokens as input + output, cost without a price', () => {
+    const spend = { calls: 160, input_tokens: 1600, output_tokens: 160, cost_usd: null, budget: { max_calls: 200, max_tokens: 100000 } };
+    const v = spendView(spend);
+    assert.equal(v.figures, '160 calls · 1,600 input + 160 output tokens · cost not counted (no price)');
+    assert.deepEqual(v.bars.map((b) => [b.cap, b.used, b.max, b.over, b.text]), [
+        ['max_calls', 160, 200, false, '160 of 200 calls (80%)'],
+        ['max_tokens', 1760, 100000, false, '1,760 of 100,000 tokens (1.8%)'],
+    ]);
+    const over = spendView({ calls: 14, input_tokens: 0, output_tokens: 0, cost_usd: 0.25, budget: { max_calls: 12, max_cost_usd: 1 } });
+    assert.deepEqual(over.bars.map((b) => [b.cap, b.over, b.text]), [['max_calls', true, '14 of 12 calls (117%)'], ['max_cost_usd', false, '$0.2500 of $1.0000 cost (25%)']]);
+    assert.equal(over.figures, '14 calls · 0 input + 0 output tokens · cost $0.2500');
+    assert.deepEqual(spendView({ calls: 1, input_tokens: 1, output_tokens: 1, cost_usd: null, budget: null }).bars, []);
+    assert.deepEqual(spendView({ calls: 1, cost_usd: null, budget: { max_cost_usd: 2 } }).bars[0].text, 'cost not counted (no price) · cap $2.0000');
+});
+
+test('the figures of a plan, with and without a price and a power figure', () => {
+    const plan = {
+        cases: 40, arms: 2, repeats: 1, runs: 80, calls: { min: 20 }, tokens: { input_estimate: 332, output_max: 655360 }, cost_usd: null,
+        power: { effect: 0.3, sd: 0.5, alpha_adjusted: 0.05, cases_needed: 22, runs_needed: 44 },
+    };
+    const text = (p, rule) => Object.fromEntries(planFigures(p, rule).map((f) => [f.key, f.text]));
+    assert.deepEqual(text(plan, 'anytime'), {
+        runs: '80 (40 cases × 2 arms × 1 repeat)',
+        calls: '20 (the cases before the first possible stop; more until it is decided)',
+        tokens: 'about 332 input · at most 655,360 output',
+        cost: 'no price for this model: not estimated',
+        cases_needed: "22 cases (44 runs) for 80% power at 30 pp with s.d. 0.5, α'' 0.05; the anytime rule needs about twice as many at exactly that effect, far fewer when the effect is larger",
+    });
+    const priced = text({ ...plan, calls: { min: 80 }, cost_usd: { estimate: 0.0123, max: 1.5 }, power: { effect: 0.05, sd: null, alpha_adjusted: 0.05, cases_needed: null, runs_needed: null } }, 'fixed');
+    assert.equal(priced.calls, '80 (one a run)');
+    assert.equal(priced.cost, 'about $0.0123 · at most $1.5000');
+    assert.equal(priced.cases_needed, 'not computed: needs an effect (given) and an s.d. (plan s.d. or a pilot)');
+    assert.match(text({ ...plan, power: { ...plan.power, cases_needed: 400, runs_needed: 800 } }, 'fixed').cases_needed, / · more than the 40 cases of the data$/);
 });
