@@ -93,6 +93,14 @@ export const EXAMPLES = {
     ],
     output: /^\{"label":"return","verdict":"worse","delta":-1,"ci":\[-1,-1\]\}\nexperiment_id,run_id,session_id,case_id,case_index,arm$/m,
   },
+  sequential: {
+    calls: [
+      ['POST', /^\/v1\/experiments$/, 202, ['experiment_id', 'status']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/events$/, 200, []],
+      ['GET', /^\/v1\/experiments\/exp_\w+$/, 200, ['comparisons.0.sequential.decided_at', 'stopped.runs_saved', 'spend.calls']],
+    ],
+    output: /^\{"verdict":"worse","decided_at":16,"stop":"decided","saved":true\}$/m,
+  },
   plan: {
     calls: [['POST', /^\/v1\/experiments\/plan$/, 200, ['runs', 'calls.min', 'tokens.input_estimate', 'power.cases_needed']]],
     output: /^\{"runs":12,"calls":12,"cases_needed":8,"runs_needed":48\}$/m,
