@@ -5,7 +5,7 @@
 add_executable(stats_dump ${CMAKE_SOURCE_DIR}/tests/stats/stats_dump.c)
 target_link_libraries(stats_dump PRIVATE evald_lib)
 add_test(NAME unit/stats_scipy
-  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/stats/run.sh $<TARGET_FILE:stats_dump>)
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/stats/run.sh check_scipy.py $<TARGET_FILE:stats_dump>)
 set_tests_properties(unit/stats_scipy PROPERTIES
   LABELS unit
   TIMEOUT 300
