@@ -155,8 +155,6 @@ static void pending_done(const struct case_ctx *x, const struct pending *p,
     };
 }
 
-/* Folds a terminal cell into the case and keeps it for the next write (steals run and
- * transcript); false on ENOMEM (nothing kept). */
 /*
  * What a run spent, for the experiment's spend and budget (migrations/0024): its provider
  * calls (the generations, `turns`), input and output tokens, and cost (null when a call
@@ -175,6 +173,8 @@ static json_t *run_spend(const json_t *run)
                                             : json_null());
 }
 
+/* Folds a terminal cell into the case and keeps it for the next write (steals run and
+ * transcript); false on ENOMEM (nothing kept). */
 static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int attempt,
                         json_t *run, json_t *transcript)
 {

@@ -82,14 +82,25 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
     const double min_effect = json_number_value(json_object_get(an, "min_effect"));
     const double alpha2 = (alpha > 0 ? alpha : 0.05) / (arms - 1);
 
-    bool all = arms > 1;
+    /* Another process may have placed a case this one has not read complete yet: its
+     * figures would be wrong here, so such a pass shows them but decides nothing. */
+    bool current = true;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(seq, i, v)
+    {
+        size_t k = (size_t)json_integer_value(v) - 1;
+        uint32_t runs = 0;
+        for (unsigned arm = 0; k < cases && arm < arms; arm++)
+            runs += cells[k * arms + arm].runs;
+        current = current && runs >= arms * repeats;
+    }
+    bool all = arms > 1 && current;
     enum evd_code rc = EVD_OK;
     json_t *cmps = json_object_get(analysis, "comparisons");
     for (unsigned t = 1; t < arms; t++) {
         struct evd_seq_cs cs;
         evd_seq_cs_init(&cs, alpha2, (uint64_t)min_cases, min_effect);
-        size_t i;
-        const json_t *v;
         json_array_foreach(seq, i, v)
         {
             size_t k = (size_t)json_integer_value(v) - 1;

@@ -474,7 +474,6 @@ void *evd_engine_analyst_main(void *arg)
             continue;
         }
         /* Take in what changed in every out-of-date analysis (each at most once a period). */
-        bool anytime = false;
         for (int n = 0; n < 64 && !atomic_load(&e->stopping); n++) {
             char id[64];
             int64_t seq = 0;
@@ -483,10 +482,6 @@ void *evd_engine_analyst_main(void *arg)
                 break;
             struct xstate *x = analyst_state(c, &states, id, &err);
             json_t *an = x ? xstate_json(x, true) : NULL;
-            const char *rule = x ? json_string_value(json_object_get(
-                                       json_object_get(x->request, "stopping"), "rule"))
-                                 : NULL;
-            anytime |= rule != NULL && strcmp(rule, "anytime") == 0;
             /* The sequence, the analysis and a decision to stop commit together. */
             if (an != NULL && evd_db_begin(c, &err) == EVD_OK &&
                 evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
@@ -516,9 +511,9 @@ void *evd_engine_analyst_main(void *arg)
             json_decref(ids);
         }
         struct pollfd pfd = {.fd = e->wake_pipe[0], .events = POLLIN};
-        if (!anytime)
-            anytime = evd_store_experiments_anytime_live(c);
-        poll(&pfd, 1, anytime ? ANALYST_ANYTIME_PERIOD_MS : ANALYST_PERIOD_MS);
+        poll(&pfd, 1,
+             evd_store_experiments_anytime_live(c) ? ANALYST_ANYTIME_PERIOD_MS
+                                                   : ANALYST_PERIOD_MS);
     }
     analyst_evict(&states, INT64_MAX);
     evd_listener_free(l);
