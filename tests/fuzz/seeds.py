@@ -293,3 +293,35 @@ iii = [
 ]
 for name, m in iii:
     write("iii", name, j(m))
+
+# ---- experiment: byte 0 even = a start request, odd = the sequential statistics
+# (fuzz_experiment.c) -------------------------------------------------------------------------
+EXPERIMENT = {
+    "name": "fuzz", "dimension": "prompt",
+    "model": {"model": "gpt-4.1-mini", "provider": "openai"},
+    "control": {"label": "a", "prompt": "Q: {{question}}", "system_prompt": None},
+    "treatments": [{"label": "b", "prompt": "Answer briefly. Q: {{question}}"},
+                   {"prompt": "Think. {{question}} ({{topic}})"}],
+    "dataset_id": "ds_00000000000000000000000000000000",
+    "evaluator": {"function_id": "eval::assert::normalized_text",
+                  "arguments": {"expected": "{{expected}}"}},
+    "repeats": 3, "concurrency": 8,
+    "analysis": {"alpha": 0.05, "min_effect": 0.05, "cluster_by": "topic"},
+    "stopping": {"rule": "anytime", "min_cases": 10, "seed": 42},
+    "budget": {"max_calls": 2000, "max_tokens": 5000000, "max_cost_usd": 12.5},
+    "plan": {"effect": 0.2, "sd": 0.5, "pilot_experiment_id": "exp_00000000000000000000000000000000"},
+}
+write("experiment", "start_full", bytes([0]) + j(EXPERIMENT).encode())
+write("experiment", "start_inline", bytes([0]) + j({
+    "dimension": "system_prompt", "model": {"model": "claude-sonnet-4-5"},
+    "control": {"prompt": "{{question}}", "system_prompt": "be terse"},
+    "treatments": [{"prompt": "{{question}}", "system_prompt": "be kind"}],
+    "cases": [{"vars": {"question": "x"}}],
+    "evaluator": {"function_id": "eval::assert::exact", "arguments": {"expected": "x"}},
+    "stopping": {"rule": "fixed"}, "budget": None}).encode())
+write("experiment", "start_refused", bytes([0]) + j(dict(
+    EXPERIMENT, stopping={"rule": "anytime", "min_cases": 1.5, "seed": -3})).encode())
+# Differences as byte % 7 (0 → −1, 3 → 0, 6 → +1) after α'' and min_cases.
+write("experiment", "cs_decisive", bytes([1, 40, 10]) + bytes([6] * 60))
+write("experiment", "cs_equal", bytes([3, 3, 2]) + bytes([3] * 80))
+write("experiment", "cs_mixed", bytes([1, 200, 5]) + bytes((k * 37 + 11) % 256 for k in range(400)))
