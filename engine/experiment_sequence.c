@@ -22,14 +22,17 @@
 #include "engine/internal.h"
 #include "store/experiments.h"
 
-/* The int[] literal of the cases whose planned runs are all terminal (none skipped). */
+/* The int[] literal of the cases whose planned runs are all terminal (none skipped), but
+ * those `sequenced` marks (NULL: none) as in the sequence already. */
 static char *complete_cases(const struct evd_analysis_cell *cells, unsigned arms, size_t cases,
-                            uint32_t per_case)
+                            uint32_t per_case, const uint8_t *sequenced)
 {
     struct evd_buf b = {0};
     int rc = evd_buf_append(&b, "{", 1);
     bool first = true;
     for (size_t k = 0; k < cases && rc == 0; k++) {
+        if (sequenced != NULL && sequenced[k])
+            continue;
         uint32_t runs = 0;
         for (unsigned arm = 0; arm < arms; arm++)
             runs += cells[k * arms + arm].runs;
@@ -58,14 +61,15 @@ static bool rate(const struct evd_analysis_cell *cell, double *out)
 
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
-                                             const struct evd_analysis_cell *cells, bool anytime,
-                                             bool terminal, json_t *analysis, bool *decided,
-                                             int64_t *at_case, struct evd_err *err)
+                                             const struct evd_analysis_cell *cells,
+                                             uint8_t *sequenced, bool anytime, bool terminal,
+                                             json_t *analysis, bool *decided, int64_t *at_case,
+                                             struct evd_err *err)
 {
     *decided = false;
     *at_case = 0;
     const uint32_t repeats = (uint32_t)json_integer_value(json_object_get(request, "repeats"));
-    char *complete = complete_cases(cells, arms, cases, arms * repeats);
+    char *complete = complete_cases(cells, arms, cases, arms * repeats, sequenced);
     if (complete == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     json_t *seq = evd_store_experiment_sequence(c, id, complete, err);
@@ -94,6 +98,8 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
         for (unsigned arm = 0; k < cases && arm < arms; arm++)
             runs += cells[k * arms + arm].runs;
         current = current && runs >= arms * repeats;
+        if (sequenced != NULL && k < cases)
+            sequenced[k] = 1;
     }
     bool all = arms > 1 && current;
     enum evd_code rc = EVD_OK;
@@ -142,7 +148,8 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
 enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
                                               const json_t *request, unsigned arms,
                                               size_t cases, const struct evd_analysis_cell *cells,
-                                              enum evd_stop_pass pass, struct evd_err *err)
+                                              uint8_t *sequenced, enum evd_stop_pass pass,
+                                              struct evd_err *err)
 {
     struct evd_store_experiment_stop st;
     enum evd_code rc = evd_store_experiment_stop_state(c, id, &st, err);
@@ -150,9 +157,9 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
         return rc;
     bool decided = false;
     int64_t seq_len = 0;
-    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells, st.anytime,
-                                             pass != EVD_STOP_PASS_RUNNING, analysis, &decided,
-                                             &seq_len, err)) != EVD_OK)
+    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells, sequenced,
+                                             st.anytime, pass != EVD_STOP_PASS_RUNNING, analysis,
+                                             &decided, &seq_len, err)) != EVD_OK)
         return rc;
     const bool live = strcmp(st.status, "queued") == 0 || strcmp(st.status, "running") == 0;
     if (!live || st.stopped || pass == EVD_STOP_PASS_CANCEL)

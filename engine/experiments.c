@@ -86,6 +86,7 @@ struct xstate {
     json_t *clusters;       /* cluster key -> index */
     uint32_t *cluster;      /* per case */
     struct evd_analysis_cell *cells; /* cases x arms */
+    uint8_t *sequenced;              /* per case: seen in the sequence (experiment_sequence.c) */
     struct evd_analysis *a;
     int64_t counts[3]; /* terminal, passed, failed (evaluated, not passed) runs */
     int64_t seen;      /* the highest change number taken in */
@@ -101,6 +102,7 @@ static void xstate_free(struct xstate *x)
     json_decref(x->clusters);
     free(x->cluster);
     free(x->cells);
+    free(x->sequenced);
     evd_analysis_free(x->a);
     free(x);
 }
@@ -154,7 +156,9 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
     x->clusters = json_object();
     x->cluster = calloc(cases + 1, sizeof(*x->cluster));
     x->cells = calloc((cases + 1) * arms, sizeof(*x->cells));
-    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL)
+    x->sequenced = calloc(cases + 1, 1);
+    if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
+        x->sequenced == NULL)
         goto fail;
     const json_t *an = json_object_get(x->request, "analysis");
     x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
@@ -327,7 +331,7 @@ static json_t *analysis_final(PGconn *c, const char *id, enum evd_stop_pass pass
     if (x != NULL && an == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
     if (an != NULL && evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
-                                                      x->cells, pass, err) != EVD_OK) {
+                                                      x->cells, x->sequenced, pass, err) != EVD_OK) {
         json_decref(an);
         an = NULL;
     }
@@ -485,16 +489,20 @@ void *evd_engine_analyst_main(void *arg)
             /* The sequence, the analysis and a decision to stop commit together. */
             if (an != NULL && evd_db_begin(c, &err) == EVD_OK &&
                 evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
-                                                 x->cells, EVD_STOP_PASS_RUNNING,
+                                                 x->cells, x->sequenced, EVD_STOP_PASS_RUNNING,
                                                  &err) == EVD_OK &&
                 evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(),
                                                   &err) == EVD_OK)
                 evd_db_commit(c, &err);
             evd_db_rollback(c);
             json_decref(an);
-            if (err.code != EVD_OK)
+            if (err.code != EVD_OK) {
+                /* A pass that did not commit placed nothing: forget what it saw placed. */
+                if (x != NULL)
+                    memset(x->sequenced, 0, x->cases + 1);
                 evd_log(EVD_LOG_WARN, "could not rebuild an experiment's analysis",
                         "experiment_id", id, "error", err.msg, NULL);
+            }
         }
         analyst_evict(&states, evd_now_ms() - ANALYST_KEEP_MS);
         if (++round % ANALYST_STALLED_EVERY == 0) {

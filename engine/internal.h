@@ -357,23 +357,27 @@ enum evd_stop_pass {
     EVD_STOP_PASS_CANCEL,  /* the final pass of a cancel: no stop */
 };
 /* In the caller's transaction: locks the experiment's row, gives the cases that completed
- * (their runs all terminal, per `cells`, cases × arms) their place in the sequence, adds
+ * (their runs all terminal, per `cells`, cases × arms) their place in the sequence
+ * (`sequenced`, one byte a case or NULL, remembers the cases already in it from one pass to
+ * the next, so that a pass names only the cases it has not seen placed), adds
  * each comparison's `sequential` to `analysis` ({arms, comparisons, analysis}; with the
  * anytime rule the verdict becomes the sequential one), and stops the dispatch as `pass`
  * says (evd_store_experiment_stop). */
 enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
                                               const json_t *request, unsigned arms,
                                               size_t cases, const struct evd_analysis_cell *cells,
-                                              enum evd_stop_pass pass, struct evd_err *err);
+                                              uint8_t *sequenced, enum evd_stop_pass pass,
+                                              struct evd_err *err);
 /* The sequence part of it, without the lock and the stop: `anytime` is the experiment's
  * stored rule (a re-score or retry of an anytime experiment runs with the fixed one);
  * *decided when the anytime rule's every treatment is decided, *seq_len the sequence's
  * length. */
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
-                                             const struct evd_analysis_cell *cells, bool anytime,
-                                             bool terminal, json_t *analysis, bool *decided,
-                                             int64_t *seq_len, struct evd_err *err);
+                                             const struct evd_analysis_cell *cells,
+                                             uint8_t *sequenced, bool anytime, bool terminal,
+                                             json_t *analysis, bool *decided, int64_t *seq_len,
+                                             struct evd_err *err);
 
 /* experiments (engine/experiments.c) */
 struct evd_analysis_cell;
