@@ -40,6 +40,16 @@ struct evd_agreement {
     double ci_low, ci_high; /* with has_kappa, at confidence 1 − alpha */
 };
 
+#define EVD_AGREEMENT_MAX_CATEGORIES 8
+
+/*
+ * Cohen's kappa over k categories (2 <= k <= EVD_AGREEMENT_MAX_CATEGORIES; more gives n
+ * only): counts[i·k + j] items rater A put in category i and rater B in j. The formulas
+ * above with i, j over the k categories; its interval at confidence 1 − alpha.
+ */
+void evd_agreement_kappa_k(const uint64_t *counts, unsigned k, double alpha,
+                           struct evd_agreement *out);
+
 /* Cohen's kappa of table t and its interval at confidence 1 − alpha (0 < alpha < 1). */
 void evd_agreement_kappa(const struct evd_agreement_table *t, double alpha,
                          struct evd_agreement *out);

@@ -56,6 +56,27 @@ enum evd_code evd_human_review_decode(const json_t *body, struct evd_human_revie
     return EVD_OK;
 }
 
+enum evd_code evd_pair_review_decode(const json_t *body, struct evd_pair_review *out,
+                                     struct evd_err *err)
+{
+    static const char *const fields[] = {"winner", "note", "reviewer", NULL};
+    static const char *const winners[] = {"control", "tie", "treatment"};
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(body))
+        return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
+    int winner = -1;
+    enum evd_code rc;
+    if ((rc = evd_fields_only(body, NULL, fields, err)) != EVD_OK ||
+        (rc = evd_fields_enum(body, NULL, "winner", EVD_F_REQUIRED, winners, 3, &winner, err)) !=
+            EVD_OK ||
+        (rc = text(body, "note", false, EVD_HUMAN_REVIEW_NOTE_MAX, &out->note, err)) != EVD_OK ||
+        (rc = text(body, "reviewer", true, EVD_HUMAN_REVIEW_REVIEWER_MAX, &out->reviewer, err)) !=
+            EVD_OK)
+        return rc;
+    out->winner = winners[winner];
+    return EVD_OK;
+}
+
 double evd_human_review_threshold(const json_t *evaluator)
 {
     const json_t *t = json_object_get(json_object_get(evaluator, "arguments"), "threshold");

@@ -24,6 +24,21 @@ struct evd_human_review {
     const char *reviewer; /* borrowed from the body */
 };
 
+/*
+ * A person's outcome of a judged pair (docs/judges.md, "Pair reviews"): the body of PUT
+ * /v1/experiments/{id}/pairs/{case_id}/{repeat}/{treatment}/review, a closed object
+ *   {winner: "control" | "tie" | "treatment", note?: string | null, reviewer: string}
+ * with the messages and limits of a run's review ("winner is required", "winner must be
+ * one of control, tie, treatment", …).
+ */
+struct evd_pair_review {
+    const char *winner;   /* static: "control", "tie" or "treatment" */
+    const char *note;     /* NULL when absent or null; borrowed from the body */
+    const char *reviewer; /* borrowed from the body */
+};
+enum evd_code evd_pair_review_decode(const json_t *body, struct evd_pair_review *out,
+                                     struct evd_err *err);
+
 enum evd_code evd_human_review_decode(const json_t *body, struct evd_human_review *out,
                                       struct evd_err *err);
 

@@ -1,5 +1,6 @@
 /* The pairwise judge of an experiment; see judge.h. */
 #include "domain/judge.h"
+#include "domain/preference.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -166,4 +167,21 @@ json_t *evd_judge_schema(void)
                      "properties", "winner", "type", "string", "enum", "1", "2", "tie", "reason",
                      "type", "string", "required", "winner", "reason", "additionalProperties",
                      0);
+}
+
+unsigned evd_judge_orders(const json_t *judge)
+{
+    if (!json_is_object(judge))
+        return 0;
+    const char *o = json_string_value(json_object_get(judge, "orders"));
+    return o != NULL && strcmp(o, "one") == 0 ? 1 : 2;
+}
+
+void evd_judge_call_at(unsigned treatments, unsigned orders, uint32_t p,
+                       struct evd_judge_call *out)
+{
+    uint32_t k = p - 1;
+    out->repeat = k / (orders * treatments) + 1;
+    out->treatment = (k / orders) % treatments + 1;
+    out->order = orders == 2 ? k % 2 + 1 : evd_pref_single_order(out->repeat);
 }

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 
@@ -56,5 +57,25 @@ enum evd_code evd_judge_prompt(const json_t *judge, const json_t *c, const char 
 /* The JSON Schema of the judge's answer (new reference): a closed object with a required
  * `winner` ("1", "2" or "tie") and `reason` (a string). */
 json_t *evd_judge_schema(void);
+
+/*
+ * The judge calls of one case (engine/judgements.c, migrations/0025), numbered 1..n with
+ * n = repeats × treatments × orders (orders 2 for "both", 1 for "one"): position p is
+ * repeat r, treatment t (1-based arm) and order o with, for k = p − 1,
+ *   o = k mod orders + 1 ("both"), or evd_pref_single_order(r) ("one"),
+ *   t = ⌊k / orders⌋ mod treatments + 1,  r = ⌊k / (orders × treatments)⌋ + 1,
+ * so a repeat's pairs come before the next repeat's, each pair's orders together.
+ */
+struct evd_judge_call {
+    uint32_t repeat;
+    unsigned treatment, order;
+};
+
+/* 2 for orders "both", 1 for "one", of a normalized judge; 0 for no judge (JSON null). */
+unsigned evd_judge_orders(const json_t *judge);
+
+/* The call at position p (1 <= p <= repeats × treatments × orders). */
+void evd_judge_call_at(unsigned treatments, unsigned orders, uint32_t p,
+                       struct evd_judge_call *out);
 
 #endif

@@ -142,64 +142,63 @@ static void fraction_of(uint64_t hits, uint64_t n, double alpha, struct evd_pref
     out->fraction = (double)hits / (double)n;
 }
 
-/* The judge-quality counts of one pair judged in both orders. */
-static void quality_add(const struct evd_pref_judged *j, uint64_t *named, uint64_t *first,
-                        uint64_t *decisive, uint64_t *longer)
+void evd_pref_tally_add(struct evd_pref_tally *t, const struct evd_pref_pair *pair,
+                        uint64_t len_control, uint64_t len_treatment)
 {
+    evd_pref_case_add(&t->c, pair);
+    t->inconsistent += pair->inconsistent;
+    if (!pair->both)
+        return; /* only pairs judged in both orders count in the judge quality */
+    t->both++;
+    t->consistent += pair->consistent;
     for (int o = 0; o < 2; o++) {
-        if (j->pair.slot[o] == EVD_PREF_TIE)
+        if (pair->slot[o] == EVD_PREF_TIE)
             continue;
-        (*named)++;
-        *first += j->pair.slot[o] == EVD_PREF_SLOT_1;
+        t->named++;
+        t->first += pair->slot[o] == EVD_PREF_SLOT_1;
     }
-    enum evd_pref_outcome out = j->pair.outcome;
-    if (out == EVD_PREF_OUTCOME_TIE || j->len_control == j->len_treatment)
+    if (pair->outcome == EVD_PREF_OUTCOME_TIE || len_control == len_treatment)
         return;
-    (*decisive)++;
-    bool treatment_longer = j->len_treatment > j->len_control;
-    *longer += (out == EVD_PREF_OUTCOME_TREATMENT) == treatment_longer;
+    t->decisive++;
+    bool treatment_longer = len_treatment > len_control;
+    t->longer += (pair->outcome == EVD_PREF_OUTCOME_TREATMENT) == treatment_longer;
 }
 
-bool evd_pref_summarize(const struct evd_pref_judged *pairs, size_t npairs, size_t ncases,
-                        const uint32_t *cluster, size_t nclusters,
-                        const struct evd_stats_params *params, struct evd_pref_summary *out)
+bool evd_pref_summarize_tallies(const struct evd_pref_tally *cases, size_t ncases,
+                                const uint32_t *cluster, size_t nclusters,
+                                const struct evd_stats_params *params,
+                                struct evd_pref_summary *out)
 {
     *out = (struct evd_pref_summary){0};
     out->delta.verdict = EVD_VERDICT_INCONCLUSIVE;
-    /* one block: the per-case counts, p of the paired cases, their clusters, the
-     * clustered sums evd_stats_paired_direct needs */
+    /* one block: p of the paired cases, the clustered sums evd_stats_paired_direct needs,
+     * the paired cases' clusters */
     size_t nc = cluster != NULL ? nclusters : 0;
     if (ncases > SIZE_MAX / 64 || nc > SIZE_MAX / 64)
         return false; /* the block's size would overflow */
-    size_t bytes = ncases * (sizeof(struct evd_pref_case) + sizeof(double) + sizeof(uint32_t)) +
-                   nc * sizeof(double);
+    size_t bytes = ncases * (sizeof(double) + sizeof(uint32_t)) + nc * sizeof(double);
     void *block = calloc(1, bytes > 0 ? bytes : 1);
     if (block == NULL)
         return false;
-    struct evd_pref_case *cases = block;
-    double *p = (double *)(cases + ncases);
+    double *p = block;
     double *sums = p + ncases;
     uint32_t *pc = (uint32_t *)(sums + nc);
 
     uint64_t named = 0, first = 0, decisive = 0, longer = 0;
-    for (size_t k = 0; k < npairs; k++) {
-        const struct evd_pref_judged *j = &pairs[k];
-        assert(j->case_index < ncases);
-        evd_pref_case_add(&cases[j->case_index], &j->pair);
-        out->inconsistent += j->pair.inconsistent;
-        if (!j->pair.both)
-            continue;
-        out->both_pairs++;
-        out->consistent_pairs += j->pair.consistent;
-        quality_add(j, &named, &first, &decisive, &longer);
-    }
-
     size_t n = 0;
     for (size_t c = 0; c < ncases; c++) {
-        out->wins += cases[c].wins;
-        out->losses += cases[c].losses;
-        out->ties += cases[c].ties;
-        if (!evd_pref_case_p(&cases[c], &p[n]))
+        const struct evd_pref_tally *t = &cases[c];
+        out->wins += t->c.wins;
+        out->losses += t->c.losses;
+        out->ties += t->c.ties;
+        out->inconsistent += t->inconsistent;
+        out->both_pairs += t->both;
+        out->consistent_pairs += t->consistent;
+        named += t->named;
+        first += t->first;
+        decisive += t->decisive;
+        longer += t->longer;
+        if (!evd_pref_case_p(&t->c, &p[n]))
             continue;
         if (cluster != NULL) {
             assert(cluster[c] < nclusters);
@@ -224,6 +223,27 @@ bool evd_pref_summarize(const struct evd_pref_judged *pairs, size_t npairs, size
     fraction_of(longer, decisive, params->alpha, &out->length);
     free(block);
     return true;
+}
+
+bool evd_pref_summarize(const struct evd_pref_judged *pairs, size_t npairs, size_t ncases,
+                        const uint32_t *cluster, size_t nclusters,
+                        const struct evd_stats_params *params, struct evd_pref_summary *out)
+{
+    *out = (struct evd_pref_summary){0};
+    out->delta.verdict = EVD_VERDICT_INCONCLUSIVE;
+    if (ncases > SIZE_MAX / sizeof(struct evd_pref_tally))
+        return false;
+    struct evd_pref_tally *cases = calloc(ncases > 0 ? ncases : 1, sizeof(*cases));
+    if (cases == NULL)
+        return false;
+    for (size_t k = 0; k < npairs; k++) {
+        assert(pairs[k].case_index < ncases);
+        evd_pref_tally_add(&cases[pairs[k].case_index], &pairs[k].pair, pairs[k].len_control,
+                           pairs[k].len_treatment);
+    }
+    bool ok = evd_pref_summarize_tallies(cases, ncases, cluster, nclusters, params, out);
+    free(cases);
+    return ok;
 }
 
 /*

@@ -5,8 +5,8 @@
  * per-case preference p_i and its verdict) and the judge-quality figures (consistency,
  * first-slot bias, length bias), plus the character count the length bias needs.
  *
- * Pure: no I/O, no global state; thread-safe. evd_pref_summarize allocates one scratch
- * block for the call and frees it before returning; nothing else allocates. The paired
+ * Pure: no I/O, no global state; thread-safe. The summaries allocate their scratch for the
+ * call and free it before returning; nothing else allocates. The paired
  * statistics are stats.h's (evd_stats_paired_direct, evd_stats_paired_summary,
  * evd_stats_wilson), applied to p_i instead of d_i. Cross-checked against an independent
  * Python implementation with SciPy by tests/stats/check_preference.py.
@@ -173,6 +173,32 @@ struct evd_pref_summary {
     double consistency;
     struct evd_pref_fraction first_slot, length;
 };
+
+/*
+ * What one case contributes to a treatment's summary: its w_i, l_i, t_i and the
+ * judge-quality counts of its pairs (the engine keeps one per case and treatment, so that a
+ * new judgement costs O(1) to take in). Plain counts: they add.
+ */
+struct evd_pref_tally {
+    struct evd_pref_case c; /* w_i, l_i, t_i */
+    uint64_t inconsistent;
+    uint64_t both, consistent; /* pairs judged in both orders; the consistent ones */
+    uint64_t named, first;     /* answers naming a slot; those naming slot 1 */
+    uint64_t decisive, longer; /* decisive outcomes of unequal lengths; won by the longer */
+};
+
+/* Counts one judged pair (with its output lengths) into t. */
+void evd_pref_tally_add(struct evd_pref_tally *t, const struct evd_pref_pair *pair,
+                        uint64_t len_control, uint64_t len_treatment);
+
+/*
+ * The summary from per-case tallies (ncases of them, borrowed), as evd_pref_summarize
+ * (below) computes it from the pairs themselves. False on ENOMEM (out zeroed).
+ */
+bool evd_pref_summarize_tallies(const struct evd_pref_tally *cases, size_t ncases,
+                                const uint32_t *cluster, size_t nclusters,
+                                const struct evd_stats_params *params,
+                                struct evd_pref_summary *out);
 
 /*
  * The summary of `npairs` judged pairs (borrowed) of one treatment over `ncases` cases.
