@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "domain/dataset.h"
 #include "domain/fields.h"
+#include "domain/judge.h"
 #include "domain/request.h"
 #include "domain/template.h"
 
@@ -23,7 +24,7 @@ static const char *const KNOWN[] = {"name",       "dimension",   "model",    "co
                                     "treatments", "dataset_id",  "cases",    "evaluator",
                                     "repeats",    "concurrency", "limits",   "functions",
                                     "output",     "metadata",    "analysis", "stopping",
-                                    "budget",     "plan",        NULL};
+                                    "budget",     "plan",        "judge",    NULL};
 
 /* Members of the seed's start request that an experiment passes through unchanged. */
 static const char *const SHARED[] = {"dimension", "model",  "control",  "evaluator", "limits",
@@ -54,7 +55,8 @@ static enum evd_code bounded(const json_t *body, const char *key, uint32_t dflt,
 /* analysis {alpha, min_effect, cluster_by} with defaults; *out a new reference. */
 static enum evd_code analysis(const json_t *a, json_t **out, struct evd_err *err)
 {
-    static const char *const known[] = {"alpha", "min_effect", "cluster_by", NULL};
+    static const char *const known[] = {"alpha", "min_effect", "cluster_by", "verdict_by",
+                                        NULL};
     *out = NULL;
     double alpha = EVD_EXPERIMENT_DEFAULT_ALPHA, min_effect = 0;
     const char *cluster_by = NULL;
@@ -93,8 +95,23 @@ static enum evd_code analysis(const json_t *a, json_t **out, struct evd_err *err
                                    "digits and _, dots for nested objects)");
         }
     }
-    *out = json_pack("{s:f, s:f, s:s?}", "alpha", alpha, "min_effect", min_effect, "cluster_by",
-                     cluster_by);
+    const char *verdict_by = NULL;
+    if (present(a)) {
+        json_t *v;
+        enum evd_code rc = evd_fields_get(a, "analysis", "verdict_by",
+                                          EVD_F_STRING | EVD_F_NULLABLE, &v, err);
+        if (rc != EVD_OK)
+            return rc;
+        if (v != NULL) {
+            verdict_by = json_string_value(v);
+            if (strcmp(verdict_by, "evaluator") != 0 && strcmp(verdict_by, "judge") != 0)
+                return evd_err_set(err, EVD_EINVAL,
+                                   "analysis.verdict_by must be evaluator or judge");
+        }
+    }
+    /* verdict_by stays absent here when not given: the request's end resolves it. */
+    *out = json_pack("{s:f, s:f, s:s?, s:s?}", "alpha", alpha, "min_effect", min_effect,
+                     "cluster_by", cluster_by, "verdict_by", verdict_by);
     return *out != NULL ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
 }
 
@@ -161,6 +178,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
     *normalized = NULL;
     *cases = NULL;
     json_t *out = NULL, *an = NULL, *arms = NULL, *first = NULL, *stop = NULL, *budget = NULL;
+    json_t *judge = NULL;
     enum evd_code rc;
     if (!json_is_object(body))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
@@ -216,8 +234,26 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         (rc = evd_experiment_budget(json_object_get(body, "budget"), &budget, err)) != EVD_OK ||
         (rc = evd_experiment_plan_options(json_object_get(body, "plan"), &plan, err)) != EVD_OK)
         goto out;
-    if (!present(json_object_get(body, "evaluator"))) {
-        rc = evd_err_set(err, EVD_EINVAL, "evaluator is required");
+    if ((rc = evd_judge_request(json_object_get(body, "judge"), &judge, err)) != EVD_OK)
+        goto out;
+    bool has_evaluator = present(json_object_get(body, "evaluator"));
+    if (!has_evaluator && json_is_null(judge)) {
+        rc = evd_err_set(err, EVD_EINVAL, "an experiment needs an evaluator or a judge");
+        goto out;
+    }
+    const char *by = json_string_value(json_object_get(an, "verdict_by"));
+    if (by != NULL && strcmp(by, "judge") == 0 && json_is_null(judge)) {
+        rc = evd_err_set(err, EVD_EINVAL, "analysis.verdict_by judge needs a judge");
+        goto out;
+    }
+    if (by != NULL && strcmp(by, "evaluator") == 0 && !has_evaluator) {
+        rc = evd_err_set(err, EVD_EINVAL, "analysis.verdict_by evaluator needs an evaluator");
+        goto out;
+    }
+    if (by == NULL &&
+        json_object_set_new(an, "verdict_by",
+                            json_string(has_evaluator ? "evaluator" : "judge")) != 0) {
+        rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
     }
 
@@ -266,7 +302,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
 
     json_t *treat = json_array();
     out =
-        json_pack("{s:O?, s:O, s:O, s:O, s:o, s:O, s:i, s:i, s:O, s:O, s:O, s:O}", "name", name,
+        json_pack("{s:O?, s:O, s:O, s:O, s:o, s:O?, s:i, s:i, s:O, s:O, s:O, s:O}", "name", name,
                   "dimension", json_object_get(first, "dimension"), "model",
                   json_object_get(first, "model"), "control", json_array_get(arms, 0), "treatments",
                   treat, "evaluator", json_object_get(first, "evaluator"), "repeats", (int)repeats,
@@ -286,6 +322,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         bad |= json_object_set(out, "dataset_id", dataset_id);
     bad |= json_object_set(out, "stopping", stop);
     bad |= json_object_set(out, "budget", budget);
+    bad |= json_object_set(out, "judge", judge);
     if (present(json_object_get(body, "plan")))
         bad |= json_object_set(out, "plan", json_object_get(body, "plan"));
     if (bad) {
@@ -301,6 +338,7 @@ out:
     json_decref(an);
     json_decref(stop);
     json_decref(budget);
+    json_decref(judge);
     json_decref(arms);
     json_decref(first);
     return rc;
@@ -351,8 +389,9 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
         *variant_out = json_pack("{s:O, s:o, s:o}", "label", json_object_get(v, "label"), "prompt",
                                  prompt, "system_prompt", system);
         prompt = system = NULL;
-        *evaluator = json_pack("{s:O, s:o}", "function_id", json_object_get(ev, "function_id"),
-                               "arguments", args);
+        /* No evaluator (a judged experiment): function_id null, the run is not scored. */
+        *evaluator = json_pack("{s:O?, s:o?}", "function_id",
+                               json_object_get(ev, "function_id"), "arguments", args);
         args = NULL;
         if (*variant_out == NULL || *evaluator == NULL) {
             json_decref(*variant_out);
@@ -387,6 +426,9 @@ enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *
             json_object_get(json_object_get(normalized, "evaluator"), "arguments"), c, &args, err);
         json_decref(args);
     }
+    const json_t *judge = json_object_get(normalized, "judge");
+    if (rc == EVD_OK && json_is_object(judge))
+        rc = evd_judge_check_case(judge, c, err);
     if (rc != EVD_OK)
         return rc;
     const json_t *by = json_object_get(json_object_get(normalized, "analysis"), "cluster_by");

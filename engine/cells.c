@@ -43,6 +43,7 @@ struct case_ctx {
     json_t *done;    /* terminal runs of the case [{position, arm, repeat, status, passed,
                         benchmark}] */
     bool rescore;    /* a re-score: the cells score their stored outputs again (rescore.c) */
+    bool judged;     /* the experiment has a judge: a finished run readies its pairs */
     struct evd_limits limits;
 };
 
@@ -123,12 +124,14 @@ json_t *evd_engine_case_cells(unsigned arms, uint32_t repeats, const json_t *don
     return cells;
 }
 
-/* A terminal cell waiting to be written by the next step (evd_store_cell_step). */
+/* A terminal cell, or an answered judgement, waiting to be written by the next step
+ * (evd_store_cell_step). */
 struct pending {
     bool set;
     int position, attempt;
     json_t *run, *transcript, *cells;
     bool flaky, disagree;
+    json_t *judgement, *judged; /* a judgement (engine/judgements.c) instead of a run */
 };
 
 static void pending_clear(struct pending *p)
@@ -136,6 +139,8 @@ static void pending_clear(struct pending *p)
     json_decref(p->run);
     json_decref(p->transcript);
     json_decref(p->cells);
+    json_decref(p->judgement);
+    json_decref(p->judged);
     memset(p, 0, sizeof(*p));
 }
 
@@ -152,6 +157,8 @@ static void pending_done(const struct case_ctx *x, const struct pending *p,
         .cells = p->cells,
         .flaky = p->flaky,
         .disagree = p->disagree,
+        .judgement = p->judgement,
+        .judged = p->judged,
     };
 }
 
@@ -178,7 +185,8 @@ static json_t *run_spend(const json_t *run)
 static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int attempt,
                         json_t *run, json_t *transcript)
 {
-    if (json_object_set_new(run, "spend", run_spend(run)) != 0) {
+    if (json_object_set_new(run, "spend", run_spend(run)) != 0 ||
+        (x->judged && json_object_set_new(run, "judge_pairs", json_true()) != 0)) {
         json_decref(run);
         json_decref(transcript);
         return false;
@@ -206,7 +214,8 @@ static bool finish_cell(struct case_ctx *x, struct pending *p, int position, int
                 x->experiment_id, "error", "out of memory", NULL);
         return false;
     }
-    *p = (struct pending){true, position, attempt, run, transcript, cells, flaky, disagree};
+    *p = (struct pending){true, position, attempt, run, transcript, cells, flaky, disagree,
+                          NULL, NULL};
     return true;
 }
 
@@ -390,6 +399,7 @@ static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ct
     x->repeats = (uint32_t)shape.repeats;
     x->rescore = shape.rescore;
     x->request = json_loads(shape.request, 0, NULL);
+    x->judged = x->request != NULL && json_is_object(json_object_get(x->request, "judge"));
     evd_store_experiment_shape_clear(&shape);
     if (x->request == NULL) {
         evd_err_set(&err, EVD_EINTERNAL, "stored request cannot be decoded");
@@ -443,8 +453,12 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
                                                evd_now_ms(), EVD_MAX_ATTEMPTS,
                                                pend.set ? &done : NULL, &next, &err);
         if (rc == EVD_OK && pend.set && next.outcome != EVD_CELL_LOST)
-            evd_metrics_count("evald_experiment_runs_finished_total", "status",
-                              json_string_value(json_object_get(pend.run, "status")), 1);
+            evd_metrics_count(pend.judgement != NULL ? "evald_experiment_judgements_finished_total"
+                                                     : "evald_experiment_runs_finished_total",
+                              "status",
+                              json_string_value(json_object_get(
+                                  pend.judgement != NULL ? pend.judgement : pend.run, "status")),
+                              1);
         pending_clear(&pend);
         if (rc != EVD_OK) {
             /* A finished cell not written is run again once the lease runs out. */
@@ -472,6 +486,29 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
             x.done = next.done;
         }
         cur.run_position = x.case_index;
+        if (next.outcome == EVD_CELL_JUDGE || next.outcome == EVD_CELL_JUDGE_EXHAUSTED) {
+            const struct evd_judge_case jc = {
+                .experiment_id = x.experiment_id,
+                .case_index = x.case_index,
+                .arms = x.arms,
+                .repeats = x.repeats,
+                .request = x.request,
+                .body = x.body,
+                .limits = &x.limits,
+            };
+            cur.claimed_mono = sent - (e->opts.lease_ms - next.lease_left_ms);
+            json_t *judgement, *judged;
+            if (!evd_engine_judge(e, w, &cur, &jc, next.position, next.attempt,
+                                  next.outcome == EVD_CELL_JUDGE_EXHAUSTED, &judgement,
+                                  &judged))
+                break;
+            pend = (struct pending){.set = true,
+                                    .position = next.position,
+                                    .attempt = next.attempt,
+                                    .judgement = judgement,
+                                    .judged = judged};
+            continue;
+        }
         if (next.outcome == EVD_CELL_EXHAUSTED) {
             if (!fail_exhausted(&x, &pend, next.position, next.attempt))
                 break;

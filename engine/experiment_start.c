@@ -22,6 +22,7 @@
 #include "domain/dataset.h"
 #include "domain/experiment.h"
 #include "domain/json_split.h"
+#include "domain/judge.h"
 #include "domain/plan.h"
 #include "domain/sequential.h"
 #include "engine/datasets.h"
@@ -278,6 +279,7 @@ static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_
     char **clusters = NULL;
     char *request_text = NULL, *analysis_text = NULL, *clusters_text = NULL;
     char *plan_arms = NULL, *plan_repeats = NULL;
+    char *judge_repeats = NULL, *judge_treatments = NULL, *judge_order = NULL;
     size_t ncases = 0;
     enum evd_code rc = EVD_OK;
     PGconn *c = evd_db_acquire(e->opts.db, err);
@@ -377,6 +379,33 @@ static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_
     }
     free(pa);
     free(pr);
+    /* The judge calls of a case (domain/judge.h), when there is a judge. */
+    unsigned orders = evd_judge_orders(json_object_get(normalized, "judge"));
+    size_t ncalls = (size_t)repeats * (arms - 1) * orders;
+    if (orders > 0) {
+        unsigned *jr = calloc(ncalls, sizeof(unsigned));
+        unsigned *jt = calloc(ncalls, sizeof(unsigned));
+        unsigned *jo = calloc(ncalls, sizeof(unsigned));
+        for (size_t k = 0; jr && jt && jo && k < ncalls; k++) {
+            struct evd_judge_call call;
+            evd_judge_call_at(arms - 1, orders, (uint32_t)k + 1, &call);
+            jr[k] = call.repeat;
+            jt[k] = call.treatment;
+            jo[k] = call.order;
+        }
+        if (jr && jt && jo) {
+            judge_repeats = int_array(jr, ncalls);
+            judge_treatments = int_array(jt, ncalls);
+            judge_order = int_array(jo, ncalls);
+        }
+        free(jr);
+        free(jt);
+        free(jo);
+        if (judge_repeats == NULL || judge_treatments == NULL || judge_order == NULL) {
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
     int64_t counts[3];
     analysis = evd_engine_experiment_analysis(normalized, arms, ncases, NULL, true, counts);
     request_text = json_dumps(normalized, JSON_COMPACT);
@@ -404,6 +433,10 @@ static enum evd_code start(struct evd_engine *e, json_t *normalized, struct evd_
         .dispatch = dispatch_text,
         .stop_rule = anytime ? "anytime" : "fixed",
         .budget = budget_text,
+        .judge_orders = (int)orders,
+        .judge_repeats = judge_repeats,
+        .judge_treatments = judge_treatments,
+        .judge_order = judge_order,
         .now = evd_now_ms(),
     };
     /* The dataset's row lock keeps a concurrent delete from taking the cases away. */
@@ -441,6 +474,9 @@ out:
     free(clusters_text);
     free(plan_arms);
     free(plan_repeats);
+    free(judge_repeats);
+    free(judge_treatments);
+    free(judge_order);
     free(dispatch_text);
     free(budget_text);
     json_decref(cs.bodies);

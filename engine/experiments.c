@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "domain/analysis.h"
+#include "domain/preference.h"
 #include "domain/dataset.h"
 #include "domain/experiment.h"
 #include "domain/plan.h"
@@ -87,6 +88,11 @@ struct xstate {
     uint32_t *cluster;      /* per case */
     struct evd_analysis_cell *cells; /* cases x arms */
     uint8_t *sequenced;              /* per case: seen in the sequence (experiment_sequence.c) */
+    /* With a judge (engine/judgements.c): per treatment, each case's tally and judge
+     * spend ([(t − 1) · cases + k]). */
+    bool judged;
+    struct evd_pref_tally *tallies;
+    struct evd_judge_spend *jspend;
     struct evd_analysis *a;
     int64_t counts[3]; /* terminal, passed, failed (evaluated, not passed) runs */
     int64_t seen;      /* the highest change number taken in */
@@ -103,6 +109,8 @@ static void xstate_free(struct xstate *x)
     free(x->cluster);
     free(x->cells);
     free(x->sequenced);
+    free(x->tallies);
+    free(x->jspend);
     evd_analysis_free(x->a);
     free(x);
 }
@@ -135,6 +143,11 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
                             ((int64_t)old->evaluated - old->passed);
             evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
         }
+        const json_t *judged = json_object_get(r, "judged");
+        for (unsigned t = 1; x->judged && t < x->arms; t++) {
+            size_t at = (size_t)(t - 1) * x->cases + k;
+            evd_engine_judged_decode(judged, t, &x->tallies[at], &x->jspend[at]);
+        }
         json_int_t seq = json_integer_value(json_object_get(r, "changed_seq"));
         if (seq > x->seen)
             x->seen = seq;
@@ -157,8 +170,13 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
     x->cluster = calloc(cases + 1, sizeof(*x->cluster));
     x->cells = calloc((cases + 1) * arms, sizeof(*x->cells));
     x->sequenced = calloc(cases + 1, 1);
+    x->judged = json_is_object(json_object_get(x->request, "judge"));
+    if (x->judged) {
+        x->tallies = calloc((size_t)(arms - 1) * cases + 1, sizeof(*x->tallies));
+        x->jspend = calloc((size_t)(arms - 1) * cases + 1, sizeof(*x->jspend));
+    }
     if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
-        x->sequenced == NULL)
+        x->sequenced == NULL || (x->judged && (x->tallies == NULL || x->jspend == NULL)))
         goto fail;
     const json_t *an = json_object_get(x->request, "analysis");
     x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
@@ -249,6 +267,100 @@ out:
     return x;
 }
 
+/* "evaluator" or "judge": which verdict a comparison's `verdict` is (docs/judges.md). */
+static const char *verdict_by(const struct xstate *x)
+{
+    const char *by = json_string_value(
+        json_object_get(json_object_get(x->request, "analysis"), "verdict_by"));
+    if (by != NULL)
+        return by;
+    return json_is_object(json_object_get(x->request, "evaluator")) || !x->judged ? "evaluator"
+                                                                                  : "judge";
+}
+
+static json_t *real_or_null(bool has, double v)
+{
+    return has ? json_real(v) : json_null();
+}
+
+static json_t *fraction_json(const struct evd_pref_fraction *f)
+{
+    if (!f->has)
+        return json_null();
+    return json_pack("{s:f, s:I, s:f, s:f}", "fraction", f->fraction, "n", (json_int_t)f->n,
+                     "wilson_low", f->wilson_low, "wilson_high", f->wilson_high);
+}
+
+/*
+ * A comparison's judge members (docs/judges.md): `preference` and `judge_quality` (null
+ * without a judge), `evaluator_verdict`, and `verdict` the one analysis.verdict_by
+ * chooses. 0, or -1 on ENOMEM.
+ */
+static int judge_members(const struct xstate *x, unsigned t, json_t *cj)
+{
+    json_t *ev = json_object_get(cj, "verdict");
+    bool has_evaluator = json_is_object(json_object_get(x->request, "evaluator"));
+    int bad = json_object_set_new(cj, "evaluator_verdict",
+                                  has_evaluator && ev != NULL ? json_incref(ev) : json_null());
+    if (!x->judged)
+        return bad | json_object_set_new(cj, "preference", json_null()) |
+               json_object_set_new(cj, "judge_quality", json_null());
+    const json_t *an = json_object_get(x->request, "analysis");
+    struct evd_stats_params params = {
+        .alpha = json_number_value(json_object_get(an, "alpha")),
+        .comparisons = x->arms - 1,
+        .min_effect = json_number_value(json_object_get(an, "min_effect")),
+    };
+    if (params.alpha <= 0)
+        params.alpha = EVD_EXPERIMENT_DEFAULT_ALPHA;
+    const size_t at = (size_t)(t - 1) * x->cases;
+    struct evd_pref_summary s;
+    if (!evd_pref_summarize_tallies(&x->tallies[at], x->cases,
+                                    x->cluster_by != NULL ? x->cluster : NULL,
+                                    x->cluster_by != NULL ? json_object_size(x->clusters) : 0,
+                                    &params, &s))
+        return -1;
+    struct evd_judge_spend sp = {0};
+    for (size_t k = 0; k < x->cases; k++) {
+        const struct evd_judge_spend *c = &x->jspend[at + k];
+        sp.calls += c->calls;
+        sp.input_tokens += c->input_tokens;
+        sp.output_tokens += c->output_tokens;
+        sp.cost_usd += c->cost_usd;
+        sp.unpriced += c->unpriced;
+    }
+    const struct evd_stats_paired *d = &s.delta;
+    const char *verdict = evd_stats_verdict_name(d->verdict);
+    json_t *pref = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "pairs",
+        (json_int_t)s.pairs, "wins", (json_int_t)s.wins, "losses", (json_int_t)s.losses, "ties",
+        (json_int_t)s.ties, "inconsistent", (json_int_t)s.inconsistent, "rate",
+        real_or_null(s.has_rate, s.rate), "paired_cases", (json_int_t)s.paired_cases, "delta",
+        real_or_null(d->has_mean, d->mean), "se", real_or_null(d->has_var, d->se), "df",
+        real_or_null(d->has_var, d->df), "ci_low", real_or_null(d->has_var, d->ci_low),
+        "ci_high", real_or_null(d->has_var, d->ci_high), "t_p_value",
+        real_or_null(d->has_var, d->t_p_value), "p_value_adjusted",
+        real_or_null(d->has_var, d->p_value_adjusted), "verdict", verdict);
+    json_t *quality = json_pack(
+        "{s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:o}}", "pairs", (json_int_t)s.both_pairs,
+        "consistent_pairs", (json_int_t)s.consistent_pairs, "consistency",
+        real_or_null(s.has_consistency, s.consistency), "first_slot",
+        fraction_json(&s.first_slot), "length", fraction_json(&s.length), "metrics", "calls",
+        (json_int_t)sp.calls, "input_tokens", (json_int_t)sp.input_tokens, "output_tokens",
+        (json_int_t)sp.output_tokens, "cost_usd",
+        sp.unpriced > 0 ? json_null() : json_real(sp.cost_usd));
+    if (pref == NULL || quality == NULL) {
+        json_decref(pref);
+        json_decref(quality);
+        return -1;
+    }
+    bad |= json_object_set_new(cj, "preference", pref);
+    bad |= json_object_set_new(cj, "judge_quality", quality);
+    if (strcmp(verdict_by(x), "judge") == 0)
+        bad |= json_object_set_new(cj, "verdict", json_string(verdict));
+    return bad ? -1 : 0;
+}
+
 /* {arms, comparisons, analysis} of the state. New reference, or NULL on ENOMEM. */
 static json_t *xstate_json(const struct xstate *x, bool partial)
 {
@@ -280,14 +392,17 @@ static json_t *xstate_json(const struct xstate *x, bool partial)
         json_array_append_new(arms_json, aj);
         if (arm > 0) {
             json_t *cj = evd_analysis_comparison_json(x->a, arm, evd_experiment_arm_label(x->request, arm));
-            if (cj == NULL)
+            if (cj == NULL || judge_members(x, arm, cj) != 0) {
+                json_decref(cj);
                 goto out;
+            }
             json_array_append_new(cmps, cj);
         }
     }
     json_t *info = evd_analysis_info_json(x->a, x->cluster_by, partial);
     if (info == NULL)
         goto out;
+    json_object_set_new(info, "verdict_by", json_string(verdict_by(x)));
     out = json_pack("{s:o, s:o, s:o}", "arms", arms_json, "comparisons", cmps, "analysis", info);
     arms_json = cmps = NULL;
 out:

@@ -403,6 +403,43 @@ void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w, const st
 void evd_engine_rescore_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                             int position, json_t *run, struct evd_cancel *cancel,
                             struct evd_scenario_outcome *out);
+/* judge calls (engine/judgements.c) */
+struct evd_limits;
+struct evd_pref_tally;
+/* The case a judgement belongs to, as its case job holds it. */
+struct evd_judge_case {
+    const char *experiment_id;
+    int case_index;
+    unsigned arms;
+    uint32_t repeats;
+    const json_t *request; /* normalized, with its judge */
+    const json_t *body;    /* the case */
+    const struct evd_limits *limits;
+};
+/* The judge calls' usage in a case's tallies. */
+struct evd_judge_spend {
+    uint64_t calls, input_tokens, output_tokens, unpriced;
+    double cost_usd;
+};
+/*
+ * Runs judgement `position` (attempt `attempt`; `exhausted`: its attempts were all
+ * interrupted, so it fails without a call) of case x on the lifecycle. 1 with *judgement
+ * (what evald_judge_finish writes) and *judged (the case's tallies with it), both new
+ * references; 0 when there is nothing to write (cancelled, handed back, not prepared: the
+ * lease runs out and it is tried again).
+ */
+int evd_engine_judge(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
+                     const struct evd_judge_case *x, int position, int attempt, bool exhausted,
+                     json_t **judgement, json_t **judged);
+/* A case's tallies from its answered judgements [{repeat, treatment, order, winner_slot,
+ * len_control, len_treatment, metrics}] (engine/judgements.c). New reference or NULL. */
+json_t *evd_engine_judged_tallies(unsigned treatments, unsigned orders, uint32_t repeats,
+                                  const json_t *rows);
+/* Treatment t's (1-based) tally and spend from a case's stored tallies; false (zeroed) when
+ * the case has none. */
+bool evd_engine_judged_decode(const json_t *judged, unsigned treatment,
+                              struct evd_pref_tally *t, struct evd_judge_spend *spend);
+
 /* Finishes `id` when every run is terminal and no case job is left (its own transaction). */
 enum evd_code evd_engine_experiment_finalize(struct evd_engine *e, PGconn *c, const char *id,
                                              struct evd_err *err);

@@ -7,6 +7,7 @@
 
 #include "common/util.h"
 #include "store/evals.h"
+#include "store/judgements.h"
 #include "store/page.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -96,6 +97,10 @@ enum evd_code evd_store_experiment_create(PGconn *c, const struct evd_store_expe
         return rc;
     const char *pr[] = {x->id, x->plan_arms, x->plan_repeats};
     if ((rc = evd_db_exec(c, SQL_CREATE_RUNS, 3, pr, err)) != EVD_OK)
+        return rc;
+    if (x->judge_orders > 0 &&
+        (rc = evd_store_judgements_create(c, x->id, x->judge_orders, x->judge_repeats,
+                                          x->judge_treatments, x->judge_order, err)) != EVD_OK)
         return rc;
     int scheduled = 0;
     return evd_store_experiment_schedule(c, x->id, owner, &scheduled, err);
@@ -338,6 +343,11 @@ static bool done_params(const struct evd_store_cell_done *d, struct done_params 
     snprintf(p->ci, sizeof(p->ci), "%d", d->case_index);
     snprintf(p->pos, sizeof(p->pos), "%d", d->position);
     snprintf(p->att, sizeof(p->att), "%d", d->attempt);
+    if (d->judgement != NULL) {
+        p->run = dump(d->judgement);
+        p->cells = dump(d->judged);
+        return p->run != NULL && p->cells != NULL;
+    }
     p->run = dump(d->run);
     p->transcript = d->transcript ? dump(d->transcript) : NULL;
     p->cells = dump(d->cells);
@@ -382,19 +392,32 @@ enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, 
                        d.cells,
                        done ? (done->flaky ? "t" : "f") : NULL,
                        done ? (done->disagree ? "t" : "f") : NULL};
-    PGresult *r = evd_db_query(c,
-                               "SELECT * FROM evald_cell_step($1::bigint, $2, $3::bigint,"
-                               " $4::bigint, $5::int, $6, $7::int, $8::int, $9::int,"
-                               " $10::jsonb, $11::jsonb, $12::jsonb, $13::boolean,"
-                               " $14::boolean)",
-                               14, p, err);
+    PGresult *r;
+    if (done != NULL && done->judgement != NULL) {
+        const char *pj[] = {job, owner, lease, ts, max, done->experiment_id, d.ci, d.pos, d.att,
+                            d.run, d.cells};
+        r = evd_db_query(c,
+                         "SELECT * FROM evald_judge_step($1::bigint, $2, $3::bigint,"
+                         " $4::bigint, $5::int, $6, $7::int, $8::int, $9::int, $10::jsonb,"
+                         " $11::jsonb)",
+                         11, pj, err);
+    } else {
+        r = evd_db_query(c,
+                         "SELECT * FROM evald_cell_step($1::bigint, $2, $3::bigint,"
+                         " $4::bigint, $5::int, $6, $7::int, $8::int, $9::int,"
+                         " $10::jsonb, $11::jsonb, $12::jsonb, $13::boolean,"
+                         " $14::boolean)",
+                         14, p, err);
+    }
     done_params_free(&d);
     if (r == NULL)
         return evd_db_code(err);
     if (PQntuples(r) == 1) {
         const char *o = PQgetvalue(r, 0, 0);
-        next->outcome = strcmp(o, "started") == 0     ? EVD_CELL_STARTED
-                        : strcmp(o, "exhausted") == 0 ? EVD_CELL_EXHAUSTED
+        next->outcome = strcmp(o, "started") == 0           ? EVD_CELL_STARTED
+                        : strcmp(o, "exhausted") == 0       ? EVD_CELL_EXHAUSTED
+                        : strcmp(o, "judge") == 0           ? EVD_CELL_JUDGE
+                        : strcmp(o, "judge_exhausted") == 0 ? EVD_CELL_JUDGE_EXHAUSTED
                         : strcmp(o, "done") == 0      ? EVD_CELL_DONE
                         : strcmp(o, "gone") == 0      ? EVD_CELL_GONE
                                                       : EVD_CELL_LOST;
@@ -434,11 +457,18 @@ enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done 
     }
     const char *p[] = {done->experiment_id, d.ci, d.pos, d.att, d.run, d.transcript, d.cells,
                        done->flaky ? "t" : "f", done->disagree ? "t" : "f", ts};
-    PGresult *r = evd_db_query(c,
-                               "SELECT evald_cell_finish($1, $2::int, $3::int, $4::int,"
-                               " $5::jsonb, $6::jsonb, $7::jsonb, $8::boolean, $9::boolean,"
-                               " $10::bigint)",
-                               10, p, err);
+    const char *pj[] = {done->experiment_id, d.ci, d.pos, d.att, d.run, d.cells, ts};
+    PGresult *r =
+        done->judgement != NULL
+            ? evd_db_query(c,
+                           "SELECT evald_judge_finish($1, $2::int, $3::int, $4::int,"
+                           " $5::jsonb, $6::jsonb, $7::bigint)",
+                           7, pj, err)
+            : evd_db_query(c,
+                           "SELECT evald_cell_finish($1, $2::int, $3::int, $4::int,"
+                           " $5::jsonb, $6::jsonb, $7::jsonb, $8::boolean, $9::boolean,"
+                           " $10::bigint)",
+                           10, p, err);
     if (r == NULL) {
         rc = evd_db_code(err);
         goto out;
@@ -502,8 +532,8 @@ json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after_seq,
     const char *p[] = {id, af, ac, lim};
     PGresult *r = evd_db_query(c,
                                "SELECT coalesce(json_agg(json_build_object('case_index',"
-                               " case_index, 'cluster', cluster, 'cells', cells, 'changed_seq',"
-                               " changed_seq) ORDER BY case_index), '[]')::text"
+                               " case_index, 'cluster', cluster, 'cells', cells, 'judged', judged,"
+                               " 'changed_seq', changed_seq) ORDER BY case_index), '[]')::text"
                                " FROM (SELECT * FROM experiment_cases WHERE experiment_id = $1"
                                " AND ($2::bigint < 0 OR changed_seq > $2::bigint)"
                                " AND case_index > $3::int ORDER BY case_index LIMIT $4::int) k",
@@ -672,6 +702,8 @@ enum evd_code evd_store_experiment_cancel_runs(PGconn *c, const char *id, int64_
             " \"message\": \"experiment cancelled\"}]'::jsonb"
             " WHERE experiment_id = $1 AND status IN ('pending', 'running')",
             2, p, err);
+    if (rc == EVD_OK)
+        rc = evd_store_judgements_cancel(c, id, now, err);
     if (rc == EVD_OK)
         rc = evd_store_notify(c, EVD_CHANNEL_CANCEL, id, err);
     return rc;

@@ -35,6 +35,9 @@ struct evd_store_experiment_new {
     const char *dispatch;     /* int[] literal: each case's dispatch_index, or NULL (its index) */
     const char *stop_rule;    /* "fixed" or "anytime" */
     const char *budget;       /* the budget's caps and reservation, JSON text, or NULL */
+    int judge_orders;         /* 0: no judge; 1 or 2 orders a pair (domain/judge.h) */
+    const char *judge_repeats, *judge_treatments, *judge_order; /* int[] literals: a case's
+                                                                   judge calls 1..n */
     int64_t now;
 };
 /* Creates the experiment, its cases (copied from the dataset), its runs, and its first
@@ -85,6 +88,8 @@ enum evd_cell_next {
     EVD_CELL_DONE,
     EVD_CELL_EXHAUSTED,
     EVD_CELL_STARTED,
+    EVD_CELL_JUDGE,           /* a judgement of the case started (migrations/0025) */
+    EVD_CELL_JUDGE_EXHAUSTED, /* a judgement whose attempts were all interrupted */
 };
 /* A finished cell to write (evald_cell_finish). */
 struct evd_store_cell_done {
@@ -94,11 +99,15 @@ struct evd_store_cell_done {
     const json_t *transcript; /* or NULL */
     const json_t *cells;      /* the case's cells, one per arm */
     bool flaky, disagree;
+    /* A finished judgement instead of a run (evald_judge_step; run, transcript and cells
+     * unused): {status, winner_slot, reason, len_control, len_treatment, metrics, error,
+     * completed_at}, and the case's tallies with it. */
+    const json_t *judgement, *judged;
 };
 /* What evald_cell_next answered. */
 struct evd_store_cell_next {
     enum evd_cell_next outcome;
-    int position, attempt; /* STARTED, EXHAUSTED */
+    int position, attempt; /* STARTED, EXHAUSTED, JUDGE (the judgement's position) */
     int schedule;          /* DONE: the scheduler's answer (-1: every run terminal) */
     int64_t lease_left_ms; /* STARTED, EXHAUSTED: what is left of the job's lease */
     int case_index;        /* STARTED, EXHAUSTED: the case of the cell */

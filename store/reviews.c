@@ -265,13 +265,53 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
     /* The runs a stopped source skipped stay skipped (migrations/0024): the derivation
      * counts them and keeps the source's stop; it runs with the fixed rule, so that no
      * decision of its own cuts a re-score short. */
-    const char *pd[] = {id, source};
-    return evd_db_exec(c,
+    const char *pd[] = {id, source, kind};
+    enum evd_code rc = evd_db_exec(c,
                        "UPDATE experiments SET skipped_runs = (SELECT count(*) FROM"
                        " experiment_runs WHERE experiment_id = $1 AND status = 'skipped'),"
-                       " stopped = (SELECT stopped FROM experiments WHERE id = $2)"
+                       " stopped = (SELECT stopped FROM experiments WHERE id = $2),"
+                       " judge_orders = (SELECT judge_orders FROM experiments WHERE id = $2)"
                        " WHERE id = $1",
                        2, pd, err);
+    if (rc != EVD_OK)
+        return rc;
+    /* The judgements (migrations/0025): a re-score keeps them as they are (it calls no
+     * model but the evaluator's); a retry keeps the answered ones and judges again those
+     * whose pair now has, or will have, both outputs. */
+    rc = evd_db_exec(c,
+                     "UPDATE experiment_cases n SET judged = s.judged FROM experiment_cases s"
+                     " WHERE n.experiment_id = $1 AND s.experiment_id = $2"
+                     " AND s.case_index = n.case_index AND s.judged IS NOT NULL",
+                     2, pd, err);
+    if (rc != EVD_OK)
+        return rc;
+    return evd_db_exec(
+        c,
+        "INSERT INTO experiment_judgements (experiment_id, case_index, position, repeat,"
+        " treatment, judge_order, status, attempt, winner_slot, reason, len_control,"
+        " len_treatment, metrics, error, started_at, completed_at)"
+        " SELECT $1, g.case_index, g.position, g.repeat, g.treatment, g.judge_order, k.status,"
+        " CASE WHEN k.status = g.status THEN g.attempt ELSE 0 END,"
+        " CASE WHEN k.status = g.status THEN g.winner_slot END,"
+        " CASE WHEN k.status = g.status THEN g.reason END,"
+        " CASE WHEN k.status = g.status THEN g.len_control END,"
+        " CASE WHEN k.status = g.status THEN g.len_treatment END,"
+        " CASE WHEN k.status = g.status THEN g.metrics END,"
+        " CASE WHEN k.status = g.status THEN g.error END,"
+        " CASE WHEN k.status = g.status THEN g.started_at ELSE 0 END,"
+        " CASE WHEN k.status = g.status THEN g.completed_at END"
+        " FROM experiment_judgements g, LATERAL (SELECT CASE"
+        "  WHEN $3 = 'rescore' OR g.status = 'completed' THEN g.status"
+        "  WHEN EXISTS (SELECT 1 FROM experiment_runs r WHERE r.experiment_id = $1"
+        "   AND r.case_index = g.case_index AND r.repeat = g.repeat"
+        "   AND r.arm IN (0, g.treatment) AND r.status = 'pending') THEN 'waiting'"
+        "  WHEN (SELECT count(*) FROM experiment_runs r WHERE r.experiment_id = $1"
+        "   AND r.case_index = g.case_index AND r.repeat = g.repeat"
+        "   AND r.arm IN (0, g.treatment) AND r.output IS NOT NULL"
+        "   AND jsonb_typeof(r.output) <> 'null') = 2 THEN 'pending'"
+        "  ELSE 'skipped' END AS status) k"
+        " WHERE g.experiment_id = $2",
+        3, pd, err);
 }
 
 json_t *evd_store_rescore_input(PGconn *c, const char *id, int case_index, int position,

@@ -178,7 +178,7 @@ static const struct refusal REFUSALS[] = {
     {"analysis", "{\"cluster_by\":\"a b\"}",
      "analysis.cluster_by must be a variable name (letters, digits and _, dots for nested "
      "objects)"},
-    {"evaluator", "-", "evaluator is required"},
+    {"evaluator", "-", "an experiment needs an evaluator or a judge"},
     {"treatments", "[{\"label\":\"v2\",\"prompt\":\"Q: {{q}}\"}]",
      "prompt comparison requires different prompts"},
     {"treatments", "[{\"prompt\":\"x\",\"system_prompt\":\"be brief\"}]",
