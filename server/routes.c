@@ -6,6 +6,7 @@
 #include "handlers/datasets.h"
 #include "handlers/evaluations.h"
 #include "handlers/experiments.h"
+#include "handlers/judges.h"
 #include "handlers/functions.h"
 #include "handlers/providers.h"
 #include "handlers/reviews.h"
@@ -71,6 +72,13 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/experiments/{id}/reviews", evd_h_experiment_reviews, 0},
     {"GET", "/v1/experiments/{id}/review-queue", evd_h_experiment_review_queue, 0},
     {"GET", "/v1/experiments/{id}/agreement", evd_h_experiment_agreement, 0},
+    {"GET", "/v1/experiments/{id}/judgements", evd_h_experiment_judgements, 0},
+    {"GET", "/v1/experiments/{id}/pairs/reviews", evd_h_experiment_pair_reviews, 0},
+    {"GET", "/v1/experiments/{id}/pairs/{case_id}/{repeat}/{treatment}", evd_h_experiment_pair,
+     0},
+    {"PUT", "/v1/experiments/{id}/pairs/{case_id}/{repeat}/{treatment}/review",
+     evd_h_experiment_pair_review_put, 0},
+    {"GET", "/v1/experiments/{id}/judge/agreement", evd_h_experiment_judge_agreement, 0},
     {"POST", "/v1/experiments/{id}/rescore", evd_h_experiment_rescore, EVD_ROUTE_IDEMPOTENT},
     {"POST", "/v1/experiments/{id}/retry", evd_h_experiment_retry, EVD_ROUTE_IDEMPOTENT},
     {"GET", "/v1/tools", evd_h_tools_list, 0},
