@@ -162,6 +162,8 @@ void cli_github_file_error(FILE *out, const char *file, int line, int col, const
  * false (and "") when it did not stop early: no `stopped`, or every case ran.
  */
 bool cli_report_stop(char *buf, size_t n, const json_t *experiment);
+/* A comparison's judge line into buf (docs/judges.md), "" when it has no judge. */
+const char *cli_judge_note(char *buf, size_t n, const json_t *comparison);
 
 /* The exit code a finished experiment earns under the options (a sequential `continue`
  * counts as inconclusive). */

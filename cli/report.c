@@ -170,6 +170,43 @@ bool cli_report_stop(char *buf, size_t n, const json_t *experiment)
     return true;
 }
 
+/*
+ * The judge's line of a comparison (docs/judges.md), "" without a judge: the preference
+ * (Δ of the per-case preference, its interval, the rate and the counts, the verdict) and
+ * the judge's quality, with a warning when it is not to be trusted (consistency below
+ * 0.8, or a first-slot interval that excludes 0.5).
+ */
+const char *cli_judge_note(char *buf, size_t n, const json_t *c)
+{
+    const json_t *pref = json_object_get(c, "preference");
+    const json_t *q = json_object_get(c, "judge_quality");
+    buf[0] = '\0';
+    if (!json_is_object(pref))
+        return buf;
+    char d[32], ci[80], rate[32], cons[32];
+    const json_t *fs = json_object_get(q, "first_slot");
+    const json_t *consistency = json_object_get(q, "consistency");
+    double lo = json_number_value(json_object_get(fs, "wilson_low"));
+    double hi = json_number_value(json_object_get(fs, "wilson_high"));
+    bool biased = json_is_object(fs) && (lo > 0.5 || hi < 0.5);
+    bool inconsistent = json_is_number(consistency) && json_number_value(consistency) < 0.8;
+    char fsbuf[32];
+    snprintf(buf, n,
+             "judge: preference %s %s, rate %s (%lld won, %lld lost, %lld tied), %s; "
+             "consistency %s, first slot %s%s%s",
+             num(d, sizeof(d), json_object_get(pref, "delta"), 3, true),
+             interval(ci, sizeof(ci), pref), num(rate, sizeof(rate), json_object_get(pref, "rate"), 2, false),
+             (long long)json_integer_value(json_object_get(pref, "wins")),
+             (long long)json_integer_value(json_object_get(pref, "losses")),
+             (long long)json_integer_value(json_object_get(pref, "ties")),
+             json_string_value(json_object_get(pref, "verdict")),
+             num(cons, sizeof(cons), consistency, 2, false),
+             num(fsbuf, sizeof(fsbuf), json_object_get(fs, "fraction"), 2, false),
+             inconsistent ? "; distrust: consistency below 0.8" : "",
+             biased ? "; distrust: the judge favours a slot" : "");
+    return buf;
+}
+
 void cli_report_table(FILE *out, const json_t *experiment)
 {
     const json_t *comparisons = json_object_get(experiment, "comparisons");
@@ -203,6 +240,9 @@ void cli_report_table(FILE *out, const json_t *experiment)
         if (strcmp(verdict_of(c), "inconclusive") == 0 && json_is_integer(needed))
             fprintf(out, "%20s needs about %lld cases in all to detect the minimum effect\n", "",
                     (long long)json_integer_value(needed));
+        char jn[320];
+        if (*cli_judge_note(jn, sizeof(jn), c) != '\0')
+            fprintf(out, "%20s %s\n", "", jn);
         char note[200];
         if (*seq_note(note, sizeof(note), experiment, c) != '\0') {
             const char *fixed = json_string_value(json_object_get(c, "fixed_verdict"));
@@ -214,6 +254,10 @@ void cli_report_table(FILE *out, const json_t *experiment)
             confidence(experiment), json_array_size(comparisons),
             json_array_size(comparisons) == 1 ? "" : "s",
             partial ? " (partial: still running)" : "");
+    const char *by = json_string_value(
+        json_object_get(json_object_get(experiment, "analysis"), "verdict_by"));
+    if (by != NULL && strcmp(by, "judge") == 0)
+        fprintf(out, "verdicts are the judge's preference (analysis.verdict_by judge)\n");
     if (anytime(experiment))
         fprintf(out, "verdicts are sequential (anytime-valid); Δ pass, CI and p are fixed-sample "
                      "figures, not valid under optional stopping\n");
@@ -275,6 +319,18 @@ void cli_report_markdown(FILE *out, const json_t *experiment)
             fprintf(out, " %s |", cost(v, sizeof(v), c, COSTS[k].name));
         }
         fputc('\n', out);
+    }
+    /* The judges' lines after the table (a line inside would break it). */
+    bool first = true;
+    json_array_foreach(comparisons, i, c)
+    {
+        char jn[320];
+        if (*cli_judge_note(jn, sizeof(jn), c) == '\0')
+            continue;
+        if (first)
+            fputc('\n', out);
+        first = false;
+        fprintf(out, "- **%s**: %s\n", json_string_value(json_object_get(c, "label")), jn);
     }
 }
 

@@ -86,13 +86,17 @@ enum evd_code evd_experiment_cancel(struct evd_engine *e, const char *id, json_t
 /* DELETE /v1/experiments/{id}: EVD_OK, EVD_ENOTFOUND, EVD_ECONFLICT unless terminal. */
 enum evd_code evd_experiment_delete(struct evd_engine *e, const char *id, struct evd_err *err);
 
-/* GET /v1/experiments/{id}/export?format=jsonl|csv, read in pieces: _open checks the
- * experiment (EVD_ENOTFOUND) and the format (EVD_EINVAL naming format); _next appends
- * the next records (CSV: the header first) to *out and returns 1, 0 at the end (nothing
- * appended), or -1 with *err. */
+/* GET /v1/experiments/{id}/export?format=jsonl|csv&records=runs|judgements, read in
+ * pieces: _open checks the experiment (EVD_ENOTFOUND), the format and the records
+ * (EVD_EINVAL naming the parameter; NULL: jsonl, runs); _next appends the next records
+ * (CSV: the header first) to *out and returns 1, 0 at the end (nothing appended), or -1
+ * with *err. */
 struct evd_experiment_export;
 enum evd_code evd_experiment_export_open(struct evd_engine *e, const char *id, const char *format,
+                                         const char *records,
                                          struct evd_experiment_export **out, struct evd_err *err);
+/* Whether the export is of judge calls (records=judgements). */
+bool evd_experiment_export_judgements(const struct evd_experiment_export *x);
 int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *out,
                                struct evd_err *err);
 /* "application/x-ndjson" or "text/csv". */

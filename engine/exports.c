@@ -1,7 +1,8 @@
 /*
- * GET /v1/experiments/{id}/export (engine/experiments.h): every run of an experiment as
- * JSON lines or CSV, read from the database a page at a time as the client reads, so that
- * a large experiment is never held whole.
+ * GET /v1/experiments/{id}/export (engine/experiments.h): every run of an experiment, or
+ * every judge call (records=judgements, docs/judges.md), as JSON lines or CSV, read from
+ * the database a page at a time as the client reads, so that a large experiment is never
+ * held whole.
  */
 #include "engine/experiments.h"
 
@@ -15,6 +16,7 @@
 #include "engine/internal.h"
 #include "store/db.h"
 #include "store/experiments.h"
+#include "store/judgements.h"
 
 #define EXPORT_PAGE 200
 
@@ -22,6 +24,7 @@ struct evd_experiment_export {
     struct evd_engine *e;
     char id[64];
     bool csv;
+    bool judgements; /* records=judgements */
     bool header_done;
     bool done;
     char *cursor;
@@ -29,12 +32,17 @@ struct evd_experiment_export {
 };
 
 enum evd_code evd_experiment_export_open(struct evd_engine *e, const char *id, const char *format,
+                                         const char *records,
                                          struct evd_experiment_export **out, struct evd_err *err)
 {
     if (format == NULL)
         format = "jsonl";
+    if (records == NULL)
+        records = "runs";
     if (strcmp(format, "jsonl") != 0 && strcmp(format, "csv") != 0)
         return evd_err_set(err, EVD_EINVAL, "format must be jsonl or csv");
+    if (strcmp(records, "runs") != 0 && strcmp(records, "judgements") != 0)
+        return evd_err_set(err, EVD_EINVAL, "records must be runs or judgements");
     struct evd_store_experiment_shape shape = {0};
     enum evd_code rc = EVD_OK;
     PGconn *c = evd_db_acquire(e->opts.db, err);
@@ -61,8 +69,14 @@ enum evd_code evd_experiment_export_open(struct evd_engine *e, const char *id, c
     x->e = e;
     snprintf(x->id, sizeof(x->id), "%s", id);
     x->csv = strcmp(format, "csv") == 0;
+    x->judgements = strcmp(records, "judgements") == 0;
     *out = x;
     return EVD_OK;
+}
+
+bool evd_experiment_export_judgements(const struct evd_experiment_export *x)
+{
+    return x->judgements;
 }
 
 const char *evd_experiment_export_type(const struct evd_experiment_export *x)
@@ -119,12 +133,47 @@ static json_t *export_record(const struct evd_experiment_export *x, const json_t
     return rec;
 }
 
+static const char *const JUDGEMENT_FIELDS[] = {
+    "experiment_id", "case_id",    "case_index", "repeat",       "treatment",
+    "label",         "order",      "status",     "winner_slot",  "winner_arm",
+    "reason",        "outcome",    "inconsistent", "calls",      "input_tokens",
+    "output_tokens", "cost_usd",   "latency_ms", "error"};
+#define NJUDGEMENT (sizeof(JUDGEMENT_FIELDS) / sizeof(JUDGEMENT_FIELDS[0]))
+
+/* The export record of an API judgement row (store/judgements.h). New reference. */
+static json_t *judgement_record(const struct evd_experiment_export *x, const json_t *j)
+{
+    json_t *rec = json_object();
+    const json_t *metrics = json_object_get(j, "metrics");
+    json_object_set_new(rec, "experiment_id", json_string(x->id));
+    for (size_t i = 1; i < NJUDGEMENT; i++) {
+        const char *k = JUDGEMENT_FIELDS[i];
+        const json_t *v;
+        if (strcmp(k, "label") == 0)
+            v = json_array_get(x->labels, (size_t)json_integer_value(
+                                              json_object_get(j, "treatment")));
+        else if (i >= 13 && i <= 17)
+            v = json_object_get(metrics, k);
+        else
+            v = json_object_get(j, k);
+        json_object_set(rec, k, v ? (json_t *)v : json_null());
+    }
+    return rec;
+}
+
 int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *out,
                                struct evd_err *err)
 {
     if (x->done)
         return 0;
     if (x->csv && !x->header_done) {
+        if (x->judgements) {
+            for (size_t i = 0; i < NJUDGEMENT; i++)
+                csv_field(out, JUDGEMENT_FIELDS[i], i == 0);
+            evd_buf_append(out, "\r\n", 2);
+            x->header_done = true;
+            return 1;
+        }
         for (size_t i = 0; i < NEXPORT; i++)
             csv_field(out, EXPORT_FIELDS[i], i == 0);
         for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
@@ -138,7 +187,10 @@ int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *
     PGconn *c = evd_db_acquire(x->e->opts.db, err);
     if (c == NULL)
         return -1;
-    items = evd_store_experiment_runs(c, x->id, NULL, EXPORT_PAGE, x->cursor, false, &next, err);
+    items = x->judgements ? evd_store_judgements_list(c, x->id, NULL, 0, EXPORT_PAGE, x->cursor,
+                                                      &next, err)
+                          : evd_store_experiment_runs(c, x->id, NULL, EXPORT_PAGE, x->cursor,
+                                                      false, &next, err);
     evd_db_release(x->e->opts.db, c);
     if (items == NULL) {
         free(next);
@@ -148,7 +200,7 @@ int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *
     json_t *run;
     json_array_foreach(items, i, run)
     {
-        json_t *rec = export_record(x, run);
+        json_t *rec = x->judgements ? judgement_record(x, run) : export_record(x, run);
         if (rec == NULL)
             continue;
         if (!x->csv) {

@@ -410,8 +410,8 @@ void evd_h_experiment_export(struct evd_req *req, struct evd_resp *resp)
     }
     snprintf(x->id, sizeof(x->id), "%s", id);
     snprintf(x->request_id, sizeof(x->request_id), "%s", req->request_id ? req->request_id : "");
-    if (evd_experiment_export_open(req->ctx->engine, id, format ? format : "jsonl", &x->x, &err) !=
-        EVD_OK) {
+    if (evd_experiment_export_open(req->ctx->engine, id, format ? format : "jsonl",
+                                   evd_req_query(req, "records"), &x->x, &err) != EVD_OK) {
         evd_resp_error(resp, &err);
         export_free(x);
         return;
@@ -427,8 +427,8 @@ void evd_h_experiment_export(struct evd_req *req, struct evd_resp *resp)
     const char *type = evd_experiment_export_type(x->x);
     bool csv = type != NULL && strncmp(type, "text/csv", 8) == 0;
     char disposition[320];
-    snprintf(disposition, sizeof(disposition), "attachment; filename=\"%s.%s\"", x->id,
-             csv ? "csv" : "jsonl");
+    snprintf(disposition, sizeof(disposition), "attachment; filename=\"%s%s.%s\"", x->id,
+             evd_experiment_export_judgements(x->x) ? "-judgements" : "", csv ? "csv" : "jsonl");
     resp->status = 200;
     resp->content_type = type;
     resp->stream = export_read;

@@ -214,6 +214,27 @@ START_TEST(a_fair_judge_gives_the_hand_worked_preference)
     snprintf(path, sizeof(path), "/v1/experiments/%s/judgements?treatment=x", id);
     json_decref(xt_call("GET", path, NULL, &st));
     ck_assert_int_eq(st, 404);
+    /* The export of the judge calls: one record a call, as JSON lines or CSV. */
+    struct evd_t_resp er = {0};
+    snprintf(path, sizeof(path), "/v1/experiments/%s/export?records=judgements", id);
+    xt_request("GET", path, NULL, NULL, 0, &er);
+    ck_assert_int_eq(er.status, 200);
+    size_t lines = 0;
+    for (const char *q = er.body; q != NULL && *q; q++)
+        lines += *q == '\n';
+    ck_assert_uint_eq(lines, 10);
+    ck_assert_ptr_nonnull(strstr(er.body, "\"winner_slot\":\"2\""));
+    ck_assert_ptr_nonnull(strstr(er.body, "\"calls\":1"));
+    evd_t_resp_free(&er);
+    snprintf(path, sizeof(path), "/v1/experiments/%s/export?records=judgements&format=csv", id);
+    xt_request("GET", path, NULL, NULL, 0, &er);
+    ck_assert_int_eq(er.status, 200);
+    ck_assert_msg(strncmp(er.body, "experiment_id,case_id,case_index,repeat,treatment,label,order,", 62) == 0,
+                  "%.100s", er.body);
+    evd_t_resp_free(&er);
+    snprintf(path, sizeof(path), "/v1/experiments/%s/export?records=pairs", id);
+    json_decref(xt_call("GET", path, NULL, &st));
+    ck_assert_int_eq(st, 400);
     /* The pair view. */
     snprintf(path, sizeof(path), "/v1/experiments/%s/pairs/a/1/1", id);
     json_t *pair = xt_call("GET", path, NULL, &st);

@@ -388,6 +388,39 @@ START_TEST(a_stop_is_said_when_decided_or_budget)
 }
 END_TEST
 
+START_TEST(a_judge_line_says_the_preference_and_when_to_distrust_it)
+{
+    json_t *exp = parse(EXPERIMENT);
+    json_t *c = json_array_get(json_object_get(exp, "comparisons"), 0);
+    char line[320];
+    ck_assert_str_eq(cli_judge_note(line, sizeof(line), c), "");
+    json_object_set_new(c, "preference",
+                        json_pack("{s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:s}", "delta", 0.4,
+                                  "ci_low", -0.7106, "ci_high", 1.5106, "rate", 0.7, "wins", 3,
+                                  "losses", 1, "ties", 1, "verdict", "inconclusive"));
+    json_object_set_new(c, "judge_quality",
+                        json_pack("{s:f, s:{s:f, s:f, s:f}}", "consistency", 1.0, "first_slot",
+                                  "fraction", 0.5, "wilson_low", 0.2152, "wilson_high", 0.7848));
+    ck_assert_str_eq(cli_judge_note(line, sizeof(line), c),
+                     "judge: preference +0.400 [-0.711, +1.511], rate 0.70 (3 won, 1 lost, 1 "
+                     "tied), inconclusive; consistency 1.00, first slot 0.50");
+    /* An always-first-slot judge: both warnings. */
+    json_object_set_new(c, "judge_quality",
+                        json_pack("{s:f, s:{s:f, s:f, s:f}}", "consistency", 0.0, "first_slot",
+                                  "fraction", 1.0, "wilson_low", 0.72, "wilson_high", 1.0));
+    cli_judge_note(line, sizeof(line), c);
+    ck_assert_ptr_nonnull(strstr(line, "; distrust: consistency below 0.8"));
+    ck_assert_ptr_nonnull(strstr(line, "; distrust: the judge favours a slot"));
+    char *t = capture(table, exp, NULL);
+    ck_assert_ptr_nonnull(strstr(t, "judge: preference +0.400"));
+    free(t);
+    char *md = capture(markdown, exp, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "\n- **v2**: judge: preference +0.400"));
+    free(md);
+    json_decref(exp);
+}
+END_TEST
+
 START_TEST(sequential_verdicts_are_marked_in_every_output)
 {
     json_t *exp = parse(SEQUENTIAL), *cases = parse(SEQUENTIAL_CASES);
@@ -660,6 +693,7 @@ int main(void)
     tcase_add_test(tc, the_plan_is_printed_figure_by_figure);
     tcase_add_test(tc, a_stop_is_said_when_decided_or_budget);
     tcase_add_test(tc, sequential_verdicts_are_marked_in_every_output);
+    tcase_add_test(tc, a_judge_line_says_the_preference_and_when_to_distrust_it);
     tcase_add_test(tc, continue_counts_as_inconclusive);
     tcase_add_test(tc, yaml_files_keep_the_line_of_every_value);
     tcase_add_test(tc, bad_files_are_refused_with_their_line);
