@@ -118,10 +118,19 @@ enum evd_code evd_store_experiment_schedule(PGconn *c, const char *id, const cha
     return EVD_OK;
 }
 
+/* progress.judgements: the judge calls planned, answered, failed and left unjudged (a
+ * pair without both outputs, a skipped or cancelled case); null without a judge. */
+#define JUDGEMENTS_JSON                                                                     \
+    "CASE WHEN x.judge_orders > 0 THEN (SELECT json_build_object('planned', count(*),"     \
+    " 'judged', count(*) FILTER (WHERE g.status = 'completed'), 'failed', count(*)"        \
+    " FILTER (WHERE g.status = 'failed'), 'unjudged', count(*) FILTER (WHERE g.status IN"  \
+    " ('skipped', 'cancelled'))) FROM experiment_judgements g"                             \
+    " WHERE g.experiment_id = x.id) END"
+
 #define PROGRESS_JSON                                                                       \
     "json_build_object('total_runs', x.total_runs, 'terminal_runs',"                        \
     " x.terminal_runs + x.skipped_runs, 'passed_runs', x.passed_runs, 'failed_runs',"       \
-    " x.failed_runs, 'skipped_runs', x.skipped_runs)"
+    " x.failed_runs, 'skipped_runs', x.skipped_runs, 'judgements', " JUDGEMENTS_JSON ")"
 
 /* Spend over the shards (migrations/0024); cost null when a run could not be priced. */
 #define SPEND_JSON                                                                          \

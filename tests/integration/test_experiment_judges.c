@@ -187,6 +187,9 @@ START_TEST(a_fair_judge_gives_the_hand_worked_preference)
     ASSERT_INT(doc, "comparisons.0.judge_quality.metrics.input_tokens", 400);
     ASSERT_INT(doc, "comparisons.0.judge_quality.metrics.output_tokens", 70);
     ASSERT_INT(doc, "spend.calls", 20); /* ten runs and ten judge calls */
+    ASSERT_INT(doc, "progress.judgements.planned", 10);
+    ASSERT_INT(doc, "progress.judgements.judged", 10);
+    ASSERT_INT(doc, "progress.judgements.unjudged", 0);
     /* One row per judge call, each pair's orders together. */
     json_t *js = judgements_of(id, "");
     ck_assert_uint_eq(json_array_size(js), 10);
@@ -322,6 +325,8 @@ START_TEST(a_failed_run_leaves_its_pair_unjudged)
     ASSERT_INT(doc, "comparisons.0.preference.pairs", 2);
     ASSERT_INT(doc, "comparisons.0.preference.paired_cases", 2);
     ASSERT_INT(doc, "comparisons.0.judge_quality.metrics.calls", 4);
+    ASSERT_INT(doc, "progress.judgements.judged", 4);
+    ASSERT_INT(doc, "progress.judgements.unjudged", 2);
     json_t *js = judgements_of(id, "&case_id=f");
     ck_assert_uint_eq(json_array_size(js), 2);
     ASSERT_STR(json_array_get(js, 0), "status", "skipped");
@@ -351,6 +356,7 @@ START_TEST(judge_metrics_leave_the_arms_metrics_unchanged)
     json_t *d2 = wait_done(id2, 60000);
     ck_assert(json_is_null(xt_at(d1, "comparisons.0.preference")));
     ck_assert(json_is_null(xt_at(d1, "comparisons.0.judge_quality")));
+    ck_assert(json_is_null(xt_at(d1, "progress.judgements")));
     /* Everything the arms' runs decide alike (their times vary run to run). */
     static const char *const same[] = {
         "arms.0.pooled",
