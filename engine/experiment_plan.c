@@ -38,6 +38,18 @@ static bool model_price(struct evd_engine *e, const json_t *normalized, struct e
            evd_providers_price(e->opts.providers, m.provider, m.model, out);
 }
 
+/* The price of the judge's model (domain/judge.h); false without a judge or a price. */
+static bool judge_price(struct evd_engine *e, const json_t *normalized, struct evd_price *out)
+{
+    const json_t *judge = json_object_get(normalized, "judge");
+    struct evd_resolved_model m;
+    struct evd_err err = {0};
+    return json_is_object(judge) &&
+           evd_providers_resolve(e->opts.providers, json_object_get(judge, "model"), &m, &err) ==
+               EVD_OK &&
+           evd_providers_price(e->opts.providers, m.provider, m.model, out);
+}
+
 static const char *model_id(const json_t *normalized)
 {
     const char *id = json_string_value(json_object_get(json_object_get(normalized, "model"), "model"));
@@ -56,6 +68,16 @@ enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *n
     if (json_object_get(caps, "max_cost_usd") != NULL && !priced)
         return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
                            model_id(normalized));
+    /* The judge's calls count in the budget too (docs/judges.md). */
+    const json_t *judge = json_object_get(normalized, "judge");
+    struct evd_price jp;
+    if (json_object_get(caps, "max_cost_usd") != NULL && json_is_object(judge) &&
+        !judge_price(e, normalized, &jp)) {
+        const char *jm = json_string_value(json_object_get(json_object_get(judge, "model"),
+                                                           "model"));
+        return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
+                           jm != NULL ? jm : "");
+    }
     double tokens = max_output_per_call(normalized);
     json_t *b = json_deep_copy(caps);
     json_t *reserve = json_pack("{s:i, s:f, s:f}", "calls", 1, "tokens", tokens, "cost_usd",
@@ -134,10 +156,26 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
                               "runs_needed",
                               has_needed ? json_integer((json_int_t)(needed * arms * repeats))
                                          : json_null());
-    *out = json_pack("{s:I, s:I, s:I, s:I, s:{s:I}, s:{s:I, s:I}, s:o, s:o}", "cases",
+    /* The judge's calls: one a pair and order, at most judge.max_tokens each; their input is
+     * the two outputs, unknown before the runs, so only the output side has a maximum. */
+    const json_t *jdg = json_object_get(normalized, "judge");
+    json_t *judge = json_null();
+    if (json_is_object(jdg)) {
+        const char *orders = json_string_value(json_object_get(jdg, "orders"));
+        double jcalls = cases * repeats * (arms - 1) *
+                        (orders != NULL && strcmp(orders, "one") == 0 ? 1 : 2);
+        double jout = jcalls * (double)json_integer_value(json_object_get(jdg, "max_tokens"));
+        struct evd_price jp;
+        json_t *jcost = judge_price(e, normalized, &jp)
+                            ? json_pack("{s:f}", "output_max", jout * jp.output_usd_per_mtok / 1e6)
+                            : json_null();
+        judge = json_pack("{s:I, s:I, s:o}", "calls", (json_int_t)jcalls, "output_tokens_max",
+                          (json_int_t)jout, "cost_usd", jcost);
+    }
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:{s:I}, s:{s:I, s:I}, s:o, s:o, s:o}", "cases",
                      (json_int_t)cases, "arms", (json_int_t)arms, "repeats", (json_int_t)repeats,
                      "runs", (json_int_t)runs, "calls", "min", (json_int_t)calls_min, "tokens",
                      "input_estimate", (json_int_t)input, "output_max", (json_int_t)output_max,
-                     "cost_usd", cost, "power", power);
+                     "cost_usd", cost, "power", power, "judge", judge);
     return *out != NULL ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
 }

@@ -553,6 +553,40 @@ START_TEST(every_refusal_writes_nothing)
 }
 END_TEST
 
+START_TEST(a_plan_counts_the_judge_calls_and_a_budget_needs_the_judges_price)
+{
+    /* Five cases, two arms, two repeats, both orders: 20 judge calls of at most 64 tokens;
+     * gpt-4.1-mini writes at $1.60 a million tokens. */
+    char *body = body_of("\"judge\":{\"model\":{\"model\":\"gpt-4.1-mini\",\"provider\":"
+                         "\"openai\"},\"task\":\"{{question}}\",\"max_tokens\":64}",
+                         FAIR_CASES, 2, "");
+    long st = 0;
+    json_t *plan = xt_call("POST", "/v1/experiments/plan", body, &st);
+    ck_assert_int_eq(st, 200);
+    ASSERT_INT(plan, "runs", 20);
+    ASSERT_INT(plan, "judge.calls", 20);
+    ASSERT_INT(plan, "judge.output_tokens_max", 1280);
+    ASSERT_NEAR(plan, "judge.cost_usd.output_max", 1280 * 1.6 / 1e6);
+    json_decref(plan);
+    ck_assert_int_eq(xt_count_rows("experiments"), 0);
+    free(body);
+    /* A cost cap with a judge the price table does not know. */
+    body = body_of(JUDGE("both"), FAIR_CASES, 1, "\"budget\":{\"max_cost_usd\":1}");
+    char *priced = NULL;
+    char *at = strstr(body, "stub-model");
+    ck_assert_int_gt(asprintf(&priced, "%.*sgpt-4.1-mini%s", (int)(at - body), body,
+                              at + strlen("stub-model")),
+                     0);
+    json_t *r = xt_call("POST", "/v1/experiments", priced, &st);
+    ck_assert_int_eq(st, 400);
+    ASSERT_STR(r, "detail", "budget.max_cost_usd needs a price for model judge-model");
+    json_decref(r);
+    ck_assert_int_eq(xt_count_rows("experiments"), 0);
+    free(priced);
+    free(body);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_judges");
@@ -567,6 +601,7 @@ int main(void)
     tcase_add_test(tc, kill_9_mid_judgement_judges_each_pair_once);
     tcase_add_test(tc, agreement_over_three_outcomes_matches_the_hand_worked_table);
     tcase_add_test(tc, every_refusal_writes_nothing);
+    tcase_add_test(tc, a_plan_counts_the_judge_calls_and_a_budget_needs_the_judges_price);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
