@@ -18,25 +18,42 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "domain/analysis.h"
+#include "domain/preference.h"
 #include "domain/sequential.h"
 #include "engine/internal.h"
 #include "store/experiments.h"
 
+/* Whether case k's runs (per_case of them) are all terminal and, with a judge's verdict,
+ * its judgements all settled (answered, failed or unjudged) as the analyst has read them. */
+static bool case_complete(const struct evd_analysis_cell *cells, unsigned arms,
+                          uint32_t per_case, const struct evd_judge_seq *judge, size_t cases,
+                          size_t k)
+{
+    uint32_t runs = 0;
+    for (unsigned arm = 0; arm < arms; arm++)
+        runs += cells[k * arms + arm].runs;
+    if (runs < per_case)
+        return false;
+    if (judge == NULL)
+        return true;
+    uint64_t settled = judge->unjudged[k];
+    for (unsigned t = 1; t < arms; t++)
+        settled += judge->spend[(size_t)(t - 1) * cases + k].settled;
+    return settled >= judge->per_case;
+}
+
 /* The int[] literal of the cases whose planned runs are all terminal (none skipped), but
  * those `sequenced` marks (NULL: none) as in the sequence already. */
 static char *complete_cases(const struct evd_analysis_cell *cells, unsigned arms, size_t cases,
-                            uint32_t per_case, const uint8_t *sequenced)
+                            uint32_t per_case, const struct evd_judge_seq *judge,
+                            const uint8_t *sequenced)
 {
     struct evd_buf b = {0};
     int rc = evd_buf_append(&b, "{", 1);
     bool first = true;
     for (size_t k = 0; k < cases && rc == 0; k++) {
-        if (sequenced != NULL && sequenced[k])
-            continue;
-        uint32_t runs = 0;
-        for (unsigned arm = 0; arm < arms; arm++)
-            runs += cells[k * arms + arm].runs;
-        if (runs < per_case)
+        if ((sequenced != NULL && sequenced[k]) ||
+            !case_complete(cells, arms, per_case, judge, cases, k))
             continue;
         char s[24];
         int n = snprintf(s, sizeof(s), "%s%zu", first ? "" : ",", k + 1);
@@ -62,6 +79,7 @@ static bool rate(const struct evd_analysis_cell *cell, double *out)
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
                                              const struct evd_analysis_cell *cells,
+                                             const struct evd_judge_seq *judge,
                                              uint8_t *sequenced, bool anytime, bool terminal,
                                              json_t *analysis, bool *decided, int64_t *at_case,
                                              struct evd_err *err)
@@ -69,7 +87,7 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
     *decided = false;
     *at_case = 0;
     const uint32_t repeats = (uint32_t)json_integer_value(json_object_get(request, "repeats"));
-    char *complete = complete_cases(cells, arms, cases, arms * repeats, sequenced);
+    char *complete = complete_cases(cells, arms, cases, arms * repeats, judge, sequenced);
     if (complete == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     json_t *seq = evd_store_experiment_sequence(c, id, complete, err);
@@ -94,10 +112,8 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
     json_array_foreach(seq, i, v)
     {
         size_t k = (size_t)json_integer_value(v) - 1;
-        uint32_t runs = 0;
-        for (unsigned arm = 0; k < cases && arm < arms; arm++)
-            runs += cells[k * arms + arm].runs;
-        current = current && runs >= arms * repeats;
+        current = current && k < cases &&
+                  case_complete(cells, arms, arms * repeats, judge, cases, k);
         if (sequenced != NULL && k < cases)
             sequenced[k] = 1;
     }
@@ -110,8 +126,16 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
         json_array_foreach(seq, i, v)
         {
             size_t k = (size_t)json_integer_value(v) - 1;
-            double sc, st;
-            if (k >= cases || !rate(&cells[k * arms], &sc) || !rate(&cells[k * arms + t], &st))
+            double sc, st, p;
+            if (k >= cases)
+                continue;
+            if (judge != NULL) {
+                /* The judge's verdict: the case's preference p_i, when it has a judged pair. */
+                if (evd_pref_case_p(&judge->tallies[(size_t)(t - 1) * cases + k].c, &p))
+                    evd_seq_cs_add(&cs, p);
+                continue;
+            }
+            if (!rate(&cells[k * arms], &sc) || !rate(&cells[k * arms + t], &st))
                 continue; /* not paired for this treatment */
             evd_seq_cs_add(&cs, st - sc);
         }
@@ -148,6 +172,7 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
 enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
                                               const json_t *request, unsigned arms,
                                               size_t cases, const struct evd_analysis_cell *cells,
+                                              const struct evd_judge_seq *judge,
                                               uint8_t *sequenced, enum evd_stop_pass pass,
                                               struct evd_err *err)
 {
@@ -157,7 +182,7 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
         return rc;
     bool decided = false;
     int64_t seq_len = 0;
-    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells, sequenced,
+    if ((rc = evd_engine_experiment_sequence(c, id, request, arms, cases, cells, judge, sequenced,
                                              st.anytime, pass != EVD_STOP_PASS_RUNNING, analysis,
                                              &decided, &seq_len, err)) != EVD_OK)
         return rc;

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "domain/analysis.h"
+#include "domain/judge.h"
 #include "domain/preference.h"
 #include "domain/dataset.h"
 #include "domain/experiment.h"
@@ -93,6 +94,7 @@ struct xstate {
     bool judged;
     struct evd_pref_tally *tallies;
     struct evd_judge_spend *jspend;
+    uint32_t *unjudged; /* per case: its judgements left unjudged */
     struct evd_analysis *a;
     int64_t counts[3]; /* terminal, passed, failed (evaluated, not passed) runs */
     int64_t seen;      /* the highest change number taken in */
@@ -111,6 +113,7 @@ static void xstate_free(struct xstate *x)
     free(x->sequenced);
     free(x->tallies);
     free(x->jspend);
+    free(x->unjudged);
     evd_analysis_free(x->a);
     free(x);
 }
@@ -144,6 +147,8 @@ static void xstate_apply(struct xstate *x, const json_t *rows)
             evd_analysis_set_cell(x->a, x->cluster[k], &x->cells[k * x->arms], arm, &cell);
         }
         const json_t *judged = json_object_get(r, "judged");
+        if (x->judged)
+            x->unjudged[k] = (uint32_t)json_integer_value(json_object_get(r, "judge_unjudged"));
         for (unsigned t = 1; x->judged && t < x->arms; t++) {
             size_t at = (size_t)(t - 1) * x->cases + k;
             evd_engine_judged_decode(judged, t, &x->tallies[at], &x->jspend[at]);
@@ -174,9 +179,10 @@ static struct xstate *xstate_new(const char *id, const json_t *request, unsigned
     if (x->judged) {
         x->tallies = calloc((size_t)(arms - 1) * cases + 1, sizeof(*x->tallies));
         x->jspend = calloc((size_t)(arms - 1) * cases + 1, sizeof(*x->jspend));
+        x->unjudged = calloc(cases + 1, sizeof(*x->unjudged));
     }
     if (x->request == NULL || x->clusters == NULL || x->cluster == NULL || x->cells == NULL ||
-        x->sequenced == NULL || (x->judged && (x->tallies == NULL || x->jspend == NULL)))
+        x->sequenced == NULL || (x->judged && (x->tallies == NULL || x->jspend == NULL || x->unjudged == NULL)))
         goto fail;
     const json_t *an = json_object_get(x->request, "analysis");
     x->cluster_by = json_string_value(json_object_get(an, "cluster_by"));
@@ -435,6 +441,23 @@ json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, siz
     return out;
 }
 
+/* The judge's side of the sequence when the verdict is the judge's, else NULL. */
+static const struct evd_judge_seq *judge_seq(const struct xstate *x, struct evd_judge_seq *out)
+{
+    if (!x->judged || strcmp(verdict_by(x), "judge") != 0)
+        return NULL;
+    const json_t *judge = json_object_get(x->request, "judge");
+    const uint32_t repeats =
+        (uint32_t)json_integer_value(json_object_get(x->request, "repeats"));
+    *out = (struct evd_judge_seq){
+        .tallies = x->tallies,
+        .spend = x->jspend,
+        .unjudged = x->unjudged,
+        .per_case = repeats * (x->arms - 1) * evd_judge_orders(judge),
+    };
+    return out;
+}
+
 /* The final analysis of `id`, from its stored cells read a page at a time, with its
  * sequence brought up to date and its stop recorded (engine/experiment_sequence.c) in the
  * caller's transaction. */
@@ -445,8 +468,10 @@ static json_t *analysis_final(PGconn *c, const char *id, enum evd_stop_pass pass
     json_t *an = x ? xstate_json(x, false) : NULL;
     if (x != NULL && an == NULL)
         evd_err_set(err, EVD_ENOMEM, "out of memory");
+    struct evd_judge_seq js;
     if (an != NULL && evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
-                                                      x->cells, x->sequenced, pass, err) != EVD_OK) {
+                                                      x->cells, judge_seq(x, &js), x->sequenced,
+                                                      pass, err) != EVD_OK) {
         json_decref(an);
         an = NULL;
     }
@@ -601,11 +626,12 @@ void *evd_engine_analyst_main(void *arg)
                 break;
             struct xstate *x = analyst_state(c, &states, id, &err);
             json_t *an = x ? xstate_json(x, true) : NULL;
+            struct evd_judge_seq js;
             /* The sequence, the analysis and a decision to stop commit together. */
             if (an != NULL && evd_db_begin(c, &err) == EVD_OK &&
                 evd_engine_experiment_stop_pass(c, id, an, x->request, x->arms, x->cases,
-                                                 x->cells, x->sequenced, EVD_STOP_PASS_RUNNING,
-                                                 &err) == EVD_OK &&
+                                                 x->cells, judge_seq(x, &js), x->sequenced,
+                                                 EVD_STOP_PASS_RUNNING, &err) == EVD_OK &&
                 evd_store_experiment_set_analysis(c, id, seq, an, x->counts, evd_now_ms(),
                                                   &err) == EVD_OK)
                 evd_db_commit(c, &err);

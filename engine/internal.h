@@ -363,9 +363,22 @@ enum evd_stop_pass {
  * each comparison's `sequential` to `analysis` ({arms, comparisons, analysis}; with the
  * anytime rule the verdict becomes the sequential one), and stops the dispatch as `pass`
  * says (evd_store_experiment_stop). */
+struct evd_pref_tally;
+struct evd_judge_spend;
+/* The judge's side of the sequence when the verdict is the judge's (docs/judges.md): per
+ * treatment, each case's tally and settled count ([(t − 1) · cases + k]), each case's
+ * unjudged judgements, and the judgements a case plans. A case enters the sequence when
+ * its runs and its judgements are all settled; the CS runs on p_i instead of d_i. */
+struct evd_judge_seq {
+    const struct evd_pref_tally *tallies;
+    const struct evd_judge_spend *spend;
+    const uint32_t *unjudged;
+    uint32_t per_case;
+};
 enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
                                               const json_t *request, unsigned arms,
                                               size_t cases, const struct evd_analysis_cell *cells,
+                                              const struct evd_judge_seq *judge,
                                               uint8_t *sequenced, enum evd_stop_pass pass,
                                               struct evd_err *err);
 /* The sequence part of it, without the lock and the stop: `anytime` is the experiment's
@@ -375,6 +388,7 @@ enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t 
 enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const json_t *request,
                                              unsigned arms, size_t cases,
                                              const struct evd_analysis_cell *cells,
+                                             const struct evd_judge_seq *judge,
                                              uint8_t *sequenced, bool anytime, bool terminal,
                                              json_t *analysis, bool *decided, int64_t *seq_len,
                                              struct evd_err *err);
@@ -416,9 +430,10 @@ struct evd_judge_case {
     const json_t *body;    /* the case */
     const struct evd_limits *limits;
 };
-/* The judge calls' usage in a case's tallies. */
+/* The judge calls' usage in a case's tallies, and how many of the treatment's judgements
+ * of the case are answered or failed. */
 struct evd_judge_spend {
-    uint64_t calls, input_tokens, output_tokens, unpriced;
+    uint64_t calls, input_tokens, output_tokens, unpriced, settled;
     double cost_usd;
 };
 /*

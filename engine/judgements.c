@@ -14,8 +14,10 @@
  *
  * The tallies of a case, `experiment_cases.judged`: one array per treatment,
  *   [wins, losses, ties, inconsistent, both, consistent, named, first, decisive, longer,
- *    calls, input_tokens, output_tokens, cost_usd, unpriced]
- * (domain/preference.h's struct evd_pref_tally, then the judge calls' metrics).
+ *    calls, input_tokens, output_tokens, cost_usd, unpriced, settled]
+ * (domain/preference.h's struct evd_pref_tally, then the judge calls' metrics, then the
+ * treatment's judgements answered or failed: with experiment_cases.judge_unjudged they
+ * tell when every judgement of the case is settled).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,7 @@
 #include "store/db.h"
 #include "store/judgements.h"
 
-enum { TALLY_FIELDS = 15 };
+enum { TALLY_FIELDS = 16 };
 
 /* The text of a run's output: a text answer itself, a JSON answer as its compact text. */
 static char *output_text(const json_t *output)
@@ -62,7 +64,7 @@ json_t *evd_engine_judged_tallies(unsigned treatments, unsigned orders, uint32_t
 {
     size_t npairs = (size_t)treatments * repeats;
     struct evd_pref_tally *t = calloc(treatments, sizeof(*t));
-    double *m = calloc((size_t)treatments * 5, sizeof(double));
+    double *m = calloc((size_t)treatments * 6, sizeof(double));
     /* per pair: the answer of each order, -1 while unanswered */
     int *slot = malloc(npairs * 2 * sizeof(int));
     uint64_t *len = calloc(npairs * 2, sizeof(uint64_t));
@@ -81,7 +83,8 @@ json_t *evd_engine_judged_tallies(unsigned treatments, unsigned orders, uint32_t
         if (rep < 1 || (uint32_t)rep > repeats || tr < 1 || (unsigned)tr > treatments ||
             order < 1 || order > 2)
             continue;
-        metrics_add(json_object_get(r, "metrics"), &m[(tr - 1) * 5]);
+        metrics_add(json_object_get(r, "metrics"), &m[(tr - 1) * 6]);
+        m[(tr - 1) * 6 + 5] += 1; /* settled: answered or failed */
         enum evd_pref_slot s;
         if (!evd_pref_slot_parse(json_string_value(json_object_get(r, "winner_slot")), &s))
             continue; /* a failed call: no answer */
@@ -106,15 +109,15 @@ json_t *evd_engine_judged_tallies(unsigned treatments, unsigned orders, uint32_t
     out = json_array();
     for (unsigned k = 0; out != NULL && k < treatments; k++) {
         const struct evd_pref_tally *x = &t[k];
-        const double *mm = &m[k * 5];
-        json_t *a = json_pack("[I, I, I, I, I, I, I, I, I, I, I, I, I, f, I]",
+        const double *mm = &m[k * 6];
+        json_t *a = json_pack("[I, I, I, I, I, I, I, I, I, I, I, I, I, f, I, I]",
                               (json_int_t)x->c.wins, (json_int_t)x->c.losses,
                               (json_int_t)x->c.ties, (json_int_t)x->inconsistent,
                               (json_int_t)x->both, (json_int_t)x->consistent,
                               (json_int_t)x->named, (json_int_t)x->first,
                               (json_int_t)x->decisive, (json_int_t)x->longer,
                               (json_int_t)mm[0], (json_int_t)mm[1], (json_int_t)mm[2], mm[3],
-                              (json_int_t)mm[4]);
+                              (json_int_t)mm[4], (json_int_t)mm[5]);
         if (a == NULL || json_array_append_new(out, a) != 0) {
             json_decref(out);
             out = NULL;
@@ -148,6 +151,7 @@ bool evd_engine_judged_decode(const json_t *judged, unsigned treatment,
     spend->output_tokens = v[12];
     spend->cost_usd = json_number_value(json_array_get(a, 13));
     spend->unpriced = v[14];
+    spend->settled = v[15];
     return true;
 }
 

@@ -19,6 +19,10 @@
 ALTER TABLE experiments ADD COLUMN judge_orders smallint NOT NULL DEFAULT 0
     CHECK (judge_orders IN (0, 1, 2)); -- 0: no judge; 1: orders "one"; 2: "both"
 ALTER TABLE experiment_cases ADD COLUMN judged jsonb;
+-- The case's judgements left unjudged by a run without an output: with the answered and
+-- failed ones in `judged`, the analyst knows when every judgement of the case is settled
+-- (the anytime rule's sequence by the judge's verdict).
+ALTER TABLE experiment_cases ADD COLUMN judge_unjudged integer NOT NULL DEFAULT 0;
 
 CREATE TABLE experiment_judgements (
     experiment_id text NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
@@ -64,10 +68,13 @@ CREATE TABLE experiment_pair_reviews (
 CREATE INDEX experiment_pair_reviews_order ON experiment_pair_reviews (experiment_id, seq);
 
 -- After run (p_case, p_arm, p_repeat) ended: the pairs it belongs to become pending when
--- both their runs have an output, or are left unjudged when it has none.
+-- both their runs have an output, or are left unjudged when it has none. Returns the
+-- judgements it left unjudged.
 CREATE FUNCTION evald_judge_pairs_ready(p_exp text, p_case integer, p_arm integer,
                                         p_repeat integer, p_has_output boolean)
-RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_unjudged integer := 0;
 BEGIN
     IF p_has_output THEN
         UPDATE experiment_judgements g SET status = 'pending'
@@ -83,7 +90,9 @@ BEGIN
         UPDATE experiment_judgements g SET status = 'skipped'
         WHERE g.experiment_id = p_exp AND g.case_index = p_case AND g.repeat = p_repeat
           AND g.status IN ('waiting', 'pending') AND (p_arm = 0 OR g.treatment = p_arm);
+        GET DIAGNOSTICS v_unjudged = ROW_COUNT;
     END IF;
+    RETURN v_unjudged;
 END
 $$;
 
@@ -93,6 +102,8 @@ CREATE OR REPLACE FUNCTION evald_cell_finish(p_exp text, p_case integer, p_posit
                                   p_cells jsonb, p_flaky boolean, p_disagree boolean,
                                   p_now bigint)
 RETURNS boolean LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_unjudged integer := 0;
 BEGIN
     UPDATE experiment_runs SET
         status = p_run->>'status',
@@ -130,12 +141,13 @@ BEGIN
             runs = experiment_spend.runs + 1;
     END IF;
     IF (p_run->>'judge_pairs')::boolean THEN
-        PERFORM evald_judge_pairs_ready(p_exp, p_case, (p_run->>'arm')::int,
-                                        (p_run->>'repeat')::int,
-                                        p_run->'output' IS NOT NULL
-                                        AND jsonb_typeof(p_run->'output') <> 'null');
+        v_unjudged := evald_judge_pairs_ready(p_exp, p_case, (p_run->>'arm')::int,
+                                              (p_run->>'repeat')::int,
+                                              p_run->'output' IS NOT NULL
+                                              AND jsonb_typeof(p_run->'output') <> 'null');
     END IF;
     UPDATE experiment_cases SET cells = p_cells, flaky = p_flaky, disagree = p_disagree,
+        judge_unjudged = judge_unjudged + v_unjudged,
         changed_seq = nextval('experiment_change_seq')
     WHERE experiment_id = p_exp AND case_index = p_case;
     UPDATE experiments SET dirty = true WHERE id = p_exp AND NOT dirty;

@@ -542,6 +542,7 @@ json_t *evd_store_experiment_cells(PGconn *c, const char *id, int64_t after_seq,
     PGresult *r = evd_db_query(c,
                                "SELECT coalesce(json_agg(json_build_object('case_index',"
                                " case_index, 'cluster', cluster, 'cells', cells, 'judged', judged,"
+                               " 'judge_unjudged', judge_unjudged,"
                                " 'changed_seq', changed_seq) ORDER BY case_index), '[]')::text"
                                " FROM (SELECT * FROM experiment_cases WHERE experiment_id = $1"
                                " AND ($2::bigint < 0 OR changed_seq > $2::bigint)"

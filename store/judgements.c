@@ -196,8 +196,9 @@ json_t *evd_store_pair(PGconn *c, const char *id, const char *case_id, int repea
         " LATERAL evald_pair_outcome(g.experiment_id, g.case_index, g.repeat, g.treatment) o"
         " WHERE g.experiment_id = $1 AND g.case_index = c.case_index AND g.repeat = $3::int"
         " AND g.treatment = $4::int), 'outcome', o.o_outcome, 'inconsistent',"
-        " coalesce(o.o_inconsistent, false), 'human', evald_pair_human($1, c.case_index,"
-        " $3::int, $4::int), 'reviews', (SELECT coalesce(json_agg(" PAIR_REVIEW_JSON
+        " coalesce(o.o_inconsistent, false), 'human', (SELECT CASE WHEN h IS NULL THEN NULL ELSE"
+        " json_build_object('winner', h) END FROM evald_pair_human($1, c.case_index, $3::int,"
+        " $4::int) h), 'reviews', (SELECT coalesce(json_agg(" PAIR_REVIEW_JSON
         " ORDER BY v.seq), '[]') FROM experiment_pair_reviews v WHERE v.experiment_id = $1"
         " AND v.case_index = c.case_index AND v.repeat = $3::int AND v.treatment = $4::int))"
         "::text FROM experiment_cases c,"

@@ -285,7 +285,7 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
                      2, pd, err);
     if (rc != EVD_OK)
         return rc;
-    return evd_db_exec(
+    rc = evd_db_exec(
         c,
         "INSERT INTO experiment_judgements (experiment_id, case_index, position, repeat,"
         " treatment, judge_order, status, attempt, winner_slot, reason, len_control,"
@@ -312,6 +312,14 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
         "  ELSE 'skipped' END AS status) k"
         " WHERE g.experiment_id = $2",
         3, pd, err);
+    if (rc != EVD_OK)
+        return rc;
+    return evd_db_exec(c,
+                       "UPDATE experiment_cases n SET judge_unjudged = k.n FROM (SELECT"
+                       " case_index, count(*) AS n FROM experiment_judgements"
+                       " WHERE experiment_id = $1 AND status = 'skipped' GROUP BY case_index) k"
+                       " WHERE n.experiment_id = $1 AND n.case_index = k.case_index",
+                       1, pd, err);
 }
 
 json_t *evd_store_rescore_input(PGconn *c, const char *id, int case_index, int position,

@@ -500,6 +500,18 @@ START_TEST(agreement_over_three_outcomes_matches_the_hand_worked_table)
     json_decref(want);
     ck_assert(json_is_number(json_object_get(t, "kappa_ci_low")));
     json_decref(ag);
+    /* The pair view has the human's outcome: the majority of the latest reviews. */
+    snprintf(path, sizeof(path), "/v1/experiments/%s/pairs/e/1/1", id);
+    json_t *pair = xt_call("GET", path, NULL, &st);
+    ASSERT_STR(pair, "human.winner", "treatment");
+    ASSERT_STR(pair, "outcome", "tie");
+    ck_assert_uint_eq(json_array_size(json_object_get(pair, "reviews")), 3);
+    json_decref(pair);
+    snprintf(path, sizeof(path), "/v1/experiments/%s/pairs/c/1/1", id);
+    pair = xt_call("GET", path, NULL, &st);
+    ASSERT_STR(pair, "human.winner", "tie");
+    ASSERT_STR(json_array_get(json_object_get(pair, "reviews"), 0), "note", "on reflection");
+    json_decref(pair);
     /* The reviews list, and one reviewer's. */
     snprintf(path, sizeof(path), "/v1/experiments/%s/pairs/reviews", id);
     ck_assert_uint_eq(xt_list_size(path, "reviews"), 7);
@@ -587,6 +599,57 @@ START_TEST(a_plan_counts_the_judge_calls_and_a_budget_needs_the_judges_price)
 }
 END_TEST
 
+START_TEST(anytime_by_the_judge_runs_its_sequence_on_the_preference)
+{
+    static char *const roomy[] = {"EVALD_MAX_EXPERIMENT_RUNS=2000",
+                                  "EVALD_MAX_DATASET_CASES=500", NULL};
+    evd_t_stop(&xt_evald, SIGTERM, 10000);
+    xt_start_evald(roomy);
+    char *script = fair_script(0);
+    use_script(script);
+    /* Sixty cases the treatment wins: p_i = 1 each; no evaluator, so the judge decides. */
+    struct evd_buf cases = {0};
+    evd_buf_append(&cases, "[", 1);
+    for (int i = 0; i < 60; i++) {
+        char c[160];
+        int k = snprintf(c, sizeof(c),
+                         "%s{\"id\":\"w%d\",\"vars\":{\"tag\":\"tw\",\"question\":\"q%d?\"}}",
+                         i ? "," : "", i, i);
+        evd_buf_append(&cases, c, (size_t)k);
+    }
+    ck_assert_int_eq(evd_buf_append(&cases, "]", 2), 0);
+    char *body = body_of(JUDGE("both"), cases.data, 1,
+                         "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":3}");
+    /* One case at a time, so the decision comes before the dataset runs out. */
+    char *one = strstr(body, "\"concurrency\":2");
+    ck_assert_ptr_nonnull(one);
+    one[strlen("\"concurrency\":")] = '1';
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 120000);
+    ASSERT_STR(doc, "status", "completed");
+    ASSERT_STR(doc, "analysis.verdict_by", "judge");
+    ASSERT_STR(doc, "stopped.reason", "decided");
+    ASSERT_STR(doc, "comparisons.0.verdict", "better");
+    ASSERT_STR(doc, "comparisons.0.sequential.verdict", "better");
+    ASSERT_STR(doc, "comparisons.0.fixed_verdict", "better");
+    json_int_t n = json_integer_value(xt_at(doc, "comparisons.0.sequential.n"));
+    ck_assert_int_ge(n, 10);
+    ck_assert_int_lt(n, 60);
+    /* Every sequenced case was judged before it entered the sequence; the skipped cases'
+     * judgements are unjudged, none was called. */
+    ck_assert_int_eq(json_integer_value(xt_at(doc, "comparisons.0.preference.pairs")),
+                     json_integer_value(xt_at(doc, "analysis.sequence_length")));
+    ck_assert_int_gt(json_integer_value(xt_at(doc, "progress.judgements.unjudged")), 0);
+    ck_assert_int_eq(json_integer_value(xt_at(doc, "progress.judgements.judged")),
+                     2 * json_integer_value(xt_at(doc, "comparisons.0.preference.pairs")));
+    json_decref(doc);
+    free(id);
+    free(body);
+    evd_buf_free(&cases);
+    free(script);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_judges");
@@ -601,6 +664,7 @@ int main(void)
     tcase_add_test(tc, kill_9_mid_judgement_judges_each_pair_once);
     tcase_add_test(tc, agreement_over_three_outcomes_matches_the_hand_worked_table);
     tcase_add_test(tc, every_refusal_writes_nothing);
+    tcase_add_test(tc, anytime_by_the_judge_runs_its_sequence_on_the_preference);
     tcase_add_test(tc, a_plan_counts_the_judge_calls_and_a_budget_needs_the_judges_price);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
