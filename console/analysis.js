@@ -39,8 +39,18 @@ export function defaultExperimentForm() {
         plan_effect: '',
         plan_sd: '',
         plan_pilot: '',
+        // a pairwise judge (shared/spec/judges.md): sent when judge_model or judge_task is filled
+        judge_model: '',
+        judge_provider: '',
+        judge_task: '',
+        judge_instructions: '',
+        judge_orders: 'both',
+        judge_max_tokens: '',
+        verdict_by: '',
     };
 }
+
+export const JUDGE_MAX_TOKENS = 100000;
 
 export const MIN_CASES_MAX = 100000;
 
@@ -68,7 +78,9 @@ function jsonObject(text) {
 // are the form's: name, model, control_label, control_prompt, treatment_<i>_label|prompt,
 // evaluator_function_id, evaluator_arguments, repeats, concurrency, alpha, min_effect,
 // cluster_by, dataset, extra, stopping_rule, min_cases, seed, max_calls, max_tokens,
-// max_cost_usd, plan_effect, plan_sd, plan_pilot. The request is null when there are errors.
+// max_cost_usd, plan_effect, plan_sd, plan_pilot, judge_model, judge_provider, judge_task,
+// judge_instructions, judge_orders, judge_max_tokens, verdict_by. The request is null when
+// there are errors. The evaluator may be left empty when there is a judge.
 // stopping is sent with the anytime rule only (min_cases and seed apply to it); budget and
 // plan only when one of their fields is filled in.
 export function experimentRequest(form) {
@@ -102,11 +114,15 @@ export function experimentRequest(form) {
     request.treatments = treatments;
     if (!form.dataset_id) fail('dataset', 'choose a dataset or upload a file');
     else request.dataset_id = form.dataset_id;
+    const judge = judgePart(form, fail);
     const fid = form.evaluator_function_id.trim();
-    if (!fid) fail('evaluator_function_id', 'evaluator is required');
-    const args = form.evaluator_arguments.trim() ? jsonObject(form.evaluator_arguments) : {};
-    if (!args) fail('evaluator_arguments', 'evaluator.arguments must be a JSON object');
-    request.evaluator = { function_id: fid, arguments: args || {} };
+    if (!fid && !judge) fail('evaluator_function_id', 'an experiment needs an evaluator or a judge');
+    if (fid) {
+        const args = form.evaluator_arguments.trim() ? jsonObject(form.evaluator_arguments) : {};
+        if (!args) fail('evaluator_arguments', 'evaluator.arguments must be a JSON object');
+        request.evaluator = { function_id: fid, arguments: args || {} };
+    }
+    if (judge) request.judge = judge;
     const repeats = wholeNumber(form.repeats);
     if (repeats === null || repeats < 1) fail('repeats', 'repeats must be a whole number of at least 1');
     request.repeats = repeats;
@@ -119,6 +135,10 @@ export function experimentRequest(form) {
     if (minEffect === null || minEffect < 0 || minEffect > 1) fail('min_effect', 'analysis.min_effect must be between 0 and 1');
     request.analysis = { alpha, min_effect: minEffect };
     if (form.cluster_by.trim()) request.analysis.cluster_by = form.cluster_by.trim();
+    const by = form.verdict_by || '';
+    if (by && by !== 'evaluator' && by !== 'judge') fail('verdict_by', 'analysis.verdict_by must be evaluator or judge');
+    else if (by === 'judge' && !judge) fail('verdict_by', 'analysis.verdict_by judge needs a judge');
+    else if (by) request.analysis.verdict_by = by;
     sequentialParts(form, request, fail);
     if (form.extra.trim()) {
         const extra = jsonObject(form.extra);
@@ -134,6 +154,29 @@ export function experimentRequest(form) {
 }
 
 const filled = (v) => String(v ?? '').trim() !== '';
+
+// The judge of the form, or null when neither its model nor its task is filled in; with the
+// server's messages.
+function judgePart(form, fail) {
+    if (!filled(form.judge_model) && !filled(form.judge_task)) return null;
+    const model = String(form.judge_model ?? '').trim();
+    if (!model) fail('judge_model', 'judge.model.model cannot be empty');
+    const task = String(form.judge_task ?? '');
+    if (!task.trim()) fail('judge_task', 'judge.task cannot be empty');
+    const judge = { kind: 'pairwise', model: { model } };
+    if (filled(form.judge_provider)) judge.model.provider = String(form.judge_provider).trim();
+    judge.task = task;
+    if (filled(form.judge_instructions)) judge.instructions = form.judge_instructions;
+    const orders = form.judge_orders || 'both';
+    if (orders !== 'both' && orders !== 'one') fail('judge_orders', 'judge.orders must be both or one');
+    judge.orders = orders;
+    if (filled(form.judge_max_tokens)) {
+        const n = wholeNumber(form.judge_max_tokens);
+        if (n === null || n < 1 || n > JUDGE_MAX_TOKENS) fail('judge_max_tokens', `judge.max_tokens must be between 1 and ${JUDGE_MAX_TOKENS}`);
+        else judge.max_tokens = n;
+    }
+    return judge;
+}
 
 // stopping, budget and plan of the form into request, with the server's messages.
 function sequentialParts(form, request, fail) {
@@ -202,12 +245,26 @@ export function experimentToForm(exp) {
         f.evaluator_function_id = text(req.evaluator.function_id);
         f.evaluator_arguments = JSON.stringify(req.evaluator.arguments ?? {});
     }
+    const judge = req.judge && typeof req.judge === 'object' ? req.judge : null;
+    if (judge) {
+        if (!req.evaluator) {
+            f.evaluator_function_id = '';
+            f.evaluator_arguments = '';
+        }
+        f.judge_model = text(judge.model && judge.model.model);
+        f.judge_provider = text(judge.model && judge.model.provider);
+        f.judge_task = text(judge.task);
+        f.judge_instructions = text(judge.instructions);
+        f.judge_orders = judge.orders === 'one' ? 'one' : 'both';
+        f.judge_max_tokens = Number.isInteger(judge.max_tokens) ? String(judge.max_tokens) : '';
+    }
     if (Number.isInteger(req.repeats)) f.repeats = String(req.repeats);
     if (Number.isInteger(req.concurrency)) f.concurrency = String(req.concurrency);
     const an = req.analysis || {};
     if (typeof an.alpha === 'number') f.alpha = String(an.alpha);
     if (typeof an.min_effect === 'number') f.min_effect = String(an.min_effect);
     f.cluster_by = text(an.cluster_by);
+    f.verdict_by = an.verdict_by === 'judge' || an.verdict_by === 'evaluator' ? an.verdict_by : '';
     f.dataset_id = text(exp && exp.dataset && exp.dataset.dataset_id, text(req.dataset_id));
     const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : '');
     const stopping = req.stopping && typeof req.stopping === 'object' ? req.stopping : {};
@@ -248,6 +305,11 @@ export function experimentFieldForDetail(detail) {
     if (/^system[ _]prompt comparison/.test(d)) return 'control_system_prompt';
     if (/^case [^:]+: template variable/.test(d)) return 'control_prompt';
     if (/^case [^:]+: cluster_by/.test(d) || /^analysis\.cluster_by/.test(d)) return 'cluster_by';
+    if (/^judge\.model\.provider/.test(d)) return 'judge_provider';
+    if ((m = /^judge\.(task|instructions|orders|max_tokens)\b/.exec(d))) return `judge_${m[1]}`;
+    if (/^judge\b/.test(d)) return 'judge_model';
+    if (/^analysis\.verdict_by/.test(d)) return 'verdict_by';
+    if (/^an experiment needs an evaluator or a judge/.test(d)) return 'evaluator_function_id';
     if (/^model\./.test(d)) return 'model';
     if (/^name\b/.test(d)) return 'name';
     if (/^evaluator\.arguments/.test(d)) return 'evaluator_arguments';

@@ -1,8 +1,9 @@
-// Client of the evald REST API (/v1): evaluations, sessions, datasets, experiments and their
-// reviews. Owns the bearer token of this tab (sessionStorage) and turns
-// RFC 9457 problem+json answers into ApiError. When a request gets 401 the token prompt set by
-// the app is shown once and shared by every request waiting at that moment; then the request is
-// retried once. Module state: the token and the pending prompt only.
+// Client of the evald REST API (/v1): evaluations, sessions, datasets, experiments, their
+// reviews, and their judge's judgements, pairs and pair reviews. Owns the bearer token of this
+// tab (sessionStorage) and turns RFC 9457 problem+json answers into ApiError. When a request
+// gets 401 the token prompt set by the app is shown once and shared by every request waiting
+// at that moment; then the request is retried once. Module state: the token and the pending
+// prompt only.
 
 const TOKEN_KEY = 'evald.token';
 
@@ -163,7 +164,28 @@ export const api = {
         return request('GET', `/v1/experiments/${encodeURIComponent(id)}/reviews?${q}`);
     },
     agreement: (id) => request('GET', `/v1/experiments/${encodeURIComponent(id)}/agreement`),
+    // One row per judge call, in case, repeat, treatment, order order; filters optional.
+    judgements: (id, { caseId, treatment, limit = 100, before } = {}) => {
+        const q = pageQuery(limit, before);
+        if (caseId !== undefined) q.set('case_id', caseId);
+        if (treatment !== undefined) q.set('treatment', String(treatment));
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/judgements?${q}`);
+    },
+    // p: {case_id, repeat, treatment}.
+    pair: (id, p) => request('GET', pairPath(id, p)),
+    // body: {winner: 'control'|'tie'|'treatment', reviewer, note?}.
+    putPairReview: (id, p, body) => request('PUT', `${pairPath(id, p)}/review`, body),
+    pairReviews: (id, { reviewer, limit = 100, before } = {}) => {
+        const q = pageQuery(limit, before);
+        if (reviewer) q.set('reviewer', reviewer);
+        return request('GET', `/v1/experiments/${encodeURIComponent(id)}/pairs/reviews?${q}`);
+    },
+    judgeAgreement: (id) => request('GET', `/v1/experiments/${encodeURIComponent(id)}/judge/agreement`),
 };
+
+function pairPath(id, p) {
+    return `/v1/experiments/${encodeURIComponent(id)}/pairs/${encodeURIComponent(p.case_id)}/${encodeURIComponent(p.repeat)}/${encodeURIComponent(p.treatment)}`;
+}
 
 function pageQuery(limit, before) {
     const q = new URLSearchParams({ limit: String(limit) });
@@ -171,18 +193,20 @@ function pageQuery(limit, before) {
     return q;
 }
 
-// Path of an experiment's export (format jsonl or csv), without a token: a plain link works
-// when the server needs none; with a token the view downloads it through exportBlob().
-export function exportPath(id, format) {
-    return `/v1/experiments/${encodeURIComponent(id)}/export?format=${encodeURIComponent(format)}`;
+// Path of an experiment's export (format jsonl or csv; records runs, the default, or
+// judgements: one record per judge call), without a token: a plain link works when the server
+// needs none; with a token the view downloads it through exportBlob().
+export function exportPath(id, format, records) {
+    const base = `/v1/experiments/${encodeURIComponent(id)}/export?format=${encodeURIComponent(format)}`;
+    return records && records !== 'runs' ? `${base}&records=${encodeURIComponent(records)}` : base;
 }
 
 // Downloads an export with the tab's token in the Authorization header; resolves a Blob.
-export async function exportBlob(id, format) {
+export async function exportBlob(id, format, records) {
     const headers = {};
     const token = getToken();
     if (token) headers.Authorization = `Bearer ${token}`;
-    const res = await fetch(exportPath(id, format), { headers, cache: 'no-store' });
+    const res = await fetch(exportPath(id, format, records), { headers, cache: 'no-store' });
     if (!res.ok) throw new ApiError(res.status, await parseBody(res));
     return res.blob();
 }

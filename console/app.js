@@ -1,6 +1,7 @@
 // Entry point of the console: hash routing (#/, #/new, #/new?from=<id>, #/evaluations/<id>,
 // #/sessions?ids=…&baseline=…, #/experiments, #/experiments/new?from=<id>, #/experiments/<id>
-// (?source=evaluator|human|human_then_evaluator), #/experiments/<id>/review),
+// (?source=evaluator|human|human_then_evaluator), #/experiments/<id>/review,
+// #/experiments/<id>/pairs and #/experiments/<id>/pairs/<case id>/<repeat>/<treatment>),
 // the token and confirmation dialogs, the toast line, and the wiring between the history
 // sidebar and the main view. One view is mounted in <main> at a time; the previous one is
 // disposed (its event stream and timers stopped) before the next mounts.
@@ -79,10 +80,12 @@ function parseHash() {
     if (path === '/experiments/new') return { name: 'experiments', page: 'new', from: params.get('from') };
     if ((m = /^\/experiments\/([A-Za-z0-9_-]+)$/.exec(path))) return { name: 'experiments', page: 'detail', id: m[1], source: params.get('source') };
     if ((m = /^\/experiments\/([A-Za-z0-9_-]+)\/review$/.exec(path))) return { name: 'experiments', page: 'review', id: m[1] };
+    // The pair view parses the rest of its path itself (judging.js, parsePairPath()).
+    if ((m = /^\/experiments\/([A-Za-z0-9_-]+)\/pairs(\/[^?]*)?$/.exec(path))) return { name: 'experiments', page: 'pair', id: m[1], path };
     return { name: 'home' };
 }
 
-// The form, detail, experiments and review views load on first use so the history renders without waiting for them.
+// The form, detail, experiments, review and pair views load on first use so the history renders without waiting for them.
 let routeSeq = 0;
 
 async function mount(loader, name, ...args) {
@@ -114,6 +117,9 @@ function route() {
     } else if (r.name === 'experiments' && r.page === 'review') {
         document.title = 'Review · evald';
         mount(() => import('./review.js'), 'mountReview', r.id);
+    } else if (r.name === 'experiments' && r.page === 'pair') {
+        document.title = 'Pair · evald';
+        mount(() => import('./pair.js'), 'mountPair', r.id, r.path);
     } else if (r.name === 'experiments') {
         document.title = r.page === 'new' ? 'New experiment · evald' : r.page === 'detail' ? 'Experiment · evald' : 'Experiments · evald';
         mount(() => import('./experiments.js'), 'mountExperiments', r);

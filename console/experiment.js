@@ -12,6 +12,8 @@
 // re-read at most every 4 s (not once later pages are loaded), so a 10,000-case experiment is
 // never reloaded whole per event; the case rows of the sequence are read whole only when the
 // sequence has grown, at most every 5 s, and for more than 2,000 cases only once it is terminal.
+// With a pairwise judge: the judgements' progress, each treatment's banner and the judged
+// pairs of judge.js (GET …/judgements, 100 rows a page), which lead to the pair view, pair.js.
 // mountExperiment() returns {dispose}, which closes the stream and stops the timers. All text is
 // inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
@@ -22,6 +24,8 @@ import { sequenceChart } from './charts.js';
 import { copyButton, h, replace, svg } from './dom.js';
 import { confidenceSequence, sequenceDiffs } from './sequential.js';
 import { SOURCES, isSource } from './reviewing.js';
+import { judgedBanner, pairsCard } from './judge.js';
+import { addJudgements, judgementsProgress, verdictSources } from './judging.js';
 import { DASH, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal, traceIdOf } from './format.js';
 
 const FOREST_WIDE = 760;
@@ -124,6 +128,8 @@ export function mountExperiment(root, ctx, id, source) {
         filter: '', cases: [], next: null, casesLoaded: false, caseError: null, selected: null, runs: null, runsError: null, disposed: false,
         // the case rows of the sequence: every page, read again when the sequence grew
         seqRows: null, seqLen: -1, seqFinal: false, seqLoading: false, seqAt: 0, seqTimer: 0, seqError: null, seqTruncated: false, seqOpen: false,
+        // the judged pairs: pages of judgements, grouped by pair
+        pairs: [], pairsNext: null, pairsLoaded: false, pairsError: null, pairsPages: 0,
     };
     const els = {
         head: h('header', { class: 'detail-head' }),
@@ -136,24 +142,27 @@ export function mountExperiment(root, ctx, id, source) {
         metrics: h('section', { class: 'card' }),
         matrix: h('section', { class: 'card', 'data-testid': 'exp-matrix', 'aria-label': 'Cases' }),
         caseView: h('section', { class: 'card', 'data-testid': 'exp-case', hidden: true, 'aria-label': 'Runs of a case' }),
+        pairs: h('section', { class: 'card', 'data-testid': 'exp-pairs', hidden: true, 'aria-label': 'Judged pairs' }),
     };
     replace(root, h('div', { class: 'page experiments-page', 'data-testid': 'exp-detail' },
         h('p', { class: 'small' }, h('a', { href: '#/experiments' }, '← Experiments')),
-        els.head, els.progress, els.spend, els.verdicts, els.sequence, els.forest, els.arms, els.metrics, els.matrix, els.caseView,
+        els.head, els.progress, els.spend, els.verdicts, els.sequence, els.forest, els.arms, els.metrics, els.matrix, els.caseView, els.pairs,
         h('p', { class: 'footnote' }, 'Intervals are Bonferroni-adjusted for the number of treatments; token, cost and time deltas are descriptive and never decide a verdict.')));
 
     const statusOf = () => (st.exp && st.exp.status) || (st.progress && st.progress.status) || '';
 
-    function exportLink(format) {
+    // records: undefined (runs) or 'judgements'.
+    function exportLink(format, records) {
+        const file = `${id}${records ? `-${records}` : ''}.${format}`;
         return h('a', {
-            class: 'button small', href: exportPath(id, format), download: `${id}.${format}`, 'data-testid': `exp-export-${format}`,
+            class: 'button small', href: exportPath(id, format, records), download: file, 'data-testid': `exp-export-${records ? `${records}-` : ''}${format}`,
             onclick: async (e) => {
                 if (!getToken()) return; // the plain link works
                 e.preventDefault();
                 try {
-                    const blob = await exportBlob(id, format);
+                    const blob = await exportBlob(id, format, records);
                     const url = URL.createObjectURL(blob);
-                    const a = h('a', { href: url, download: `${id}.${format}` });
+                    const a = h('a', { href: url, download: file });
                     document.body.appendChild(a);
                     a.click();
                     a.remove();
@@ -196,8 +205,10 @@ export function mountExperiment(root, ctx, id, source) {
             h('div', { class: 'actions', 'data-testid': 'exp-actions' },
                 !terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-cancel', onclick: cancel }, 'Cancel') : null,
                 h('a', { class: 'button', href: `#/experiments/${encodeURIComponent(id)}/review`, 'data-testid': 'exp-review', title: 'Review runs one at a time: p pass, f fail, s skip' }, 'Review'),
+                hasJudge() ? h('a', { class: 'button', href: `#/experiments/${encodeURIComponent(id)}/pairs`, 'data-testid': 'exp-review-pairs', title: 'Review the judged pairs one at a time: c control, = tie, t treatment' }, 'Review pairs') : null,
                 h('a', { class: 'button', href: `#/experiments/new?from=${encodeURIComponent(id)}`, 'data-testid': 'exp-edit' }, 'Edit as new'),
                 h('span', { class: 'muted small export-label' }, 'Export runs:'), exportLink('jsonl'), exportLink('csv'),
+                hasJudge() ? [h('span', { class: 'muted small export-label' }, 'judge calls:'), exportLink('jsonl', 'judgements'), exportLink('csv', 'judgements')] : null,
                 terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-delete', onclick: remove }, 'Delete') : null),
             sourcePicker());
     }
@@ -245,7 +256,23 @@ export function mountExperiment(root, ctx, id, source) {
             skipped ? h('span', { class: 'skipped', style: `width:${pct(skipped)}%`, title: `${fmtInt(skipped)} runs skipped` }) : null),
             h('p', { 'data-testid': 'exp-progress-text', 'data-done': done, 'data-total': total, 'data-skipped': skipped },
                 `${fmtInt(done)}/${fmtInt(total)} runs finished · ${fmtInt(p.passed_runs)} met criteria · ${fmtInt(p.failed_runs)} missed criteria · ${fmtInt(notEvaluated)} not evaluated`
-                + (skipped ? ` · ${fmtInt(skipped)} skipped` : '')));
+                + (skipped ? ` · ${fmtInt(skipped)} skipped` : '')),
+            judgementsLine(p));
+    }
+
+    // progress.judgements (an event's, else the experiment's), or nothing without a judge.
+    function judgementsLine(p) {
+        const j = judgementsProgress(p.judgements || (st.exp && st.exp.progress && st.exp.progress.judgements));
+        if (!j) return null;
+        return h('p', {
+            class: 'small', 'data-testid': 'exp-judgements-progress', 'data-planned': j.planned, 'data-judged': j.judged,
+            'data-failed': j.failed, 'data-unjudged': j.unjudged,
+        }, `Judge: ${j.text}`);
+    }
+
+    function hasJudge() {
+        const e = st.exp || {};
+        return Boolean((e.request && e.request.judge) || (e.comparisons || []).some((c) => c.preference) || (e.progress && e.progress.judgements));
     }
 
     function minCasesOf() {
@@ -279,6 +306,8 @@ export function mountExperiment(root, ctx, id, source) {
         }
         replace(els.verdicts, stop, comps.map((c) => {
             const b = verdictBanner(c, st.exp);
+            const sources = verdictSources(c, st.exp.analysis);
+            if (sources.length) return judgedBanner(c, b, sources, st.exp);
             return h('div', {
                 class: `verdict-banner vb-${b.verdict}`, 'data-testid': 'exp-verdict', 'data-treatment': c.treatment,
                 'data-verdict': b.verdict, 'data-partial': String(b.partial),
@@ -293,6 +322,35 @@ export function mountExperiment(root, ctx, id, source) {
             b.fixed ? h('p', { class: 'vb-fixed small', 'data-testid': 'exp-verdict-fixed', 'data-verdict': c.fixed_verdict || '' }, b.fixed) : null,
             b.needs ? h('p', { class: 'vb-needs', 'data-testid': 'exp-verdict-needs' }, b.needs) : null);
         }));
+    }
+
+    // ---- the judged pairs
+    function renderPairs() {
+        els.pairs.hidden = !hasJudge();
+        if (els.pairs.hidden) return;
+        replace(els.pairs, pairsCard({
+            id, exp: st.exp, pairs: st.pairs, loaded: st.pairsLoaded, error: st.pairsError, more: Boolean(st.pairsNext), onMore: () => loadPairs(false),
+        }));
+    }
+
+    let pairsSeq = 0;
+    // The first page of judgements (first) or the next one.
+    async function loadPairs(first) {
+        if (!hasJudge()) return;
+        const seq = ++pairsSeq;
+        try {
+            const res = await api.judgements(id, { limit: 100, before: first ? undefined : st.pairsNext });
+            if (st.disposed || seq !== pairsSeq) return;
+            st.pairs = addJudgements(first ? [] : st.pairs, res.judgements || []);
+            st.pairsNext = res.next_cursor || null;
+            st.pairsPages = first ? 1 : st.pairsPages + 1;
+            st.pairsError = null;
+        } catch (e) {
+            if (st.disposed || seq !== pairsSeq) return;
+            st.pairsError = `Could not load the judgements: ${e.message}`;
+        }
+        st.pairsLoaded = true;
+        renderPairs();
     }
 
     // The spend against every cap of the budget, or the spend alone without one.
@@ -774,6 +832,7 @@ export function mountExperiment(root, ctx, id, source) {
         renderForest();
         renderArms();
         renderMetrics();
+        if (!st.pairsLoaded) renderPairs();
     }
 
     async function refresh() {
@@ -787,6 +846,7 @@ export function mountExperiment(root, ctx, id, source) {
             if (isTerminal(e.status)) {
                 closeStream();
                 loadCases(true);
+                loadPairs(true);
                 if (st.selected) loadRuns();
             }
         } catch (e) {
@@ -808,6 +868,7 @@ export function mountExperiment(root, ctx, id, source) {
         st.matrixTimer = setTimeout(() => {
             st.matrixTimer = 0;
             refreshFirstPage();
+            if (st.pairsPages <= 1) loadPairs(true);
             if (st.selected) loadRuns();
         }, wait);
     }
@@ -884,6 +945,7 @@ export function mountExperiment(root, ctx, id, source) {
         document.title = `${e.name || 'Experiment'} · evald`;
         renderAnalysis();
         loadCases(true);
+        loadPairs(true);
         openStream();
     }).catch((e) => {
         if (st.disposed) return;

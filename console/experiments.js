@@ -1,6 +1,7 @@
 // The Experiments view: the list (#/experiments, newest first, paged) and the create form
-// (#/experiments/new: arms, evaluator, repeats, analysis, stopping rule and budget, the data
-// from a dataset or an uploaded CSV/JSONL file, and a plan of the start that writes nothing);
+// (#/experiments/new: arms, evaluator and an optional pairwise judge, repeats, analysis,
+// stopping rule and budget, the data from a dataset or an uploaded CSV/JSONL file, and a plan
+// of the start that writes nothing);
 // the detail (#/experiments/<id>) is experiment.js, mounted from here. mountExperiments()
 // returns {dispose}. All text is inserted as text nodes.
 import { api, ApiError } from './api.js';
@@ -261,6 +262,15 @@ function buildForm(root, ctx, form, st) {
     }, h('option', { value: 'fixed', selected: form.stopping_rule !== 'anytime' }, 'fixed: every case runs'),
     h('option', { value: 'anytime', selected: form.stopping_rule === 'anytime' }, 'anytime: stop once every treatment is decided'));
     controls.set('stopping_rule', ruleSelect);
+    // A select bound to the form state.
+    const choice = (name, options) => {
+        const el = h('select', {
+            id: `exp-${name}`, 'data-testid': `exp-field-${name}`,
+            onchange: (e) => { form[name] = e.target.value; el.removeAttribute('aria-invalid'); errorEl(name).hidden = true; },
+        }, options.map(([value, label]) => h('option', { value, selected: form[name] === value }, label)));
+        controls.set(name, el);
+        return el;
+    };
     const numberInput = (name, placeholder, step = '1') => bound(name, () => form[name], (v) => { form[name] = v; }, { type: 'number', placeholder, step });
     // min_cases and seed belong to the anytime rule: shown with it only.
     const anytimeFields = [
@@ -363,6 +373,19 @@ function buildForm(root, ctx, form, st) {
             field('evaluator_function_id', 'Evaluator function', bound('evaluator_function_id', () => form.evaluator_function_id, (v) => { form.evaluator_function_id = v; }),
                 'Decides whether a run passed, e.g. eval::assert::normalized_text or eval::assert::exact.'),
             field('evaluator_arguments', 'Arguments (JSON)', bound('evaluator_arguments', () => form.evaluator_arguments, (v) => { form.evaluator_arguments = v; }, { area: true, rows: 2 }))),
+        h('details', { class: 'advanced', 'data-testid': 'exp-judge-fields', open: Boolean(form.judge_model || form.judge_task) },
+            h('summary', null, 'Pairwise judge (optional): a model that compares the control\'s and a treatment\'s outputs'),
+            h('p', { class: 'hint' }, 'Every pair of outputs (case, repeat, treatment) is judged in both orders, so that a judge that favours a slot shows. With a judge the evaluator may be left empty.'),
+            h('div', { class: 'row2' },
+                field('judge_model', 'Judge model', bound('judge_model', () => form.judge_model, (v) => { form.judge_model = v; }, { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' })),
+                field('judge_provider', 'Judge provider', bound('judge_provider', () => form.judge_provider, (v) => { form.judge_provider = v; }, { placeholder: 'inferred from the model when empty' }))),
+            h('div', { class: 'row2' },
+                field('judge_task', 'Task shown to the judge', bound('judge_task', () => form.judge_task, (v) => { form.judge_task = v; }, { area: true, rows: 2, placeholder: '{{question}}' }), 'What was asked, a template of the case.'),
+                field('judge_instructions', 'Instructions (rubric)', bound('judge_instructions', () => form.judge_instructions, (v) => { form.judge_instructions = v; }, { area: true, rows: 2, placeholder: 'Prefer the answer that is correct and concise.' }))),
+            h('div', { class: 'grid3' },
+                field('judge_orders', 'Orders', choice('judge_orders', [['both', 'both: each pair twice, swapped'], ['one', 'one: alternating by repeat']])),
+                field('judge_max_tokens', 'Max tokens per judge call', numberInput('judge_max_tokens', '512')),
+                field('verdict_by', 'Verdict by', choice('verdict_by', [['', 'default (the evaluator when there is one)'], ['evaluator', 'the evaluator'], ['judge', 'the judge']])))),
         h('div', { class: 'grid3' },
             field('repeats', 'Repeats per arm and case', bound('repeats', () => form.repeats, (v) => { form.repeats = v; }, { type: 'number' })),
             field('concurrency', 'Cases at once', bound('concurrency', () => form.concurrency, (v) => { form.concurrency = v; }, { type: 'number' })),

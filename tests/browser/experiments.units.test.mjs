@@ -51,9 +51,46 @@ test('cluster_by, min_effect, advanced JSON and several treatments reach the req
     assert.deepEqual(request.treatments[1], { prompt: 'Be brief: {{question}}', system_prompt: 'terse' }, 'an empty label is left to the server');
 });
 
-test('an evaluator is required, as on the server', () => {
-    assert.deepEqual(errorsOf(form({ evaluator_function_id: '  ' })), ['evaluator_function_id: evaluator is required']);
+test('an evaluator or a judge is required, as on the server', () => {
+    assert.deepEqual(errorsOf(form({ evaluator_function_id: '  ' })), ['evaluator_function_id: an experiment needs an evaluator or a judge']);
     assert.deepEqual(experimentRequest(form({ evaluator_arguments: '' })).request.evaluator, { function_id: 'eval::assert::normalized_text', arguments: {} });
+    assert.equal(experimentRequest(form()).request.judge, undefined, 'no judge unless one is filled in');
+});
+
+test('a pairwise judge reaches the request, with or without an evaluator, and comes back for edit as new', () => {
+    const judged = { judge_model: ' judge-model ', judge_provider: 'openai', judge_task: '{{question}}', judge_instructions: 'Prefer the concise answer.', judge_max_tokens: '256' };
+    const { request, errors } = experimentRequest(form({ ...judged, evaluator_function_id: '', evaluator_arguments: 'not json', verdict_by: 'judge' }));
+    assert.deepEqual(errors, []);
+    assert.equal(request.evaluator, undefined, 'the evaluator may be left out, its arguments then unread');
+    assert.deepEqual(request.judge, {
+        kind: 'pairwise', model: { model: 'judge-model', provider: 'openai' }, task: '{{question}}', instructions: 'Prefer the concise answer.', orders: 'both', max_tokens: 256,
+    });
+    assert.equal(request.analysis.verdict_by, 'judge');
+    const both = experimentRequest(form({ judge_model: 'm', judge_task: 't', judge_orders: 'one' })).request;
+    assert.equal(both.evaluator.function_id, 'eval::assert::normalized_text');
+    assert.deepEqual(both.judge, { kind: 'pairwise', model: { model: 'm' }, task: 't', orders: 'one' });
+    assert.equal(both.analysis.verdict_by, undefined, 'the server\'s default');
+    // The checks, with the server's wording.
+    assert.deepEqual(errorsOf(form({ judge_model: 'm' })), ['judge_task: judge.task cannot be empty']);
+    assert.deepEqual(errorsOf(form({ judge_task: 'x' })), ['judge_model: judge.model.model cannot be empty']);
+    for (const v of ['0', '100001', '1.5', 'x']) assert.deepEqual(errorsOf(form({ judge_model: 'm', judge_task: 't', judge_max_tokens: v })), ['judge_max_tokens: judge.max_tokens must be between 1 and 100000'], v);
+    assert.deepEqual(errorsOf(form({ judge_model: 'm', judge_task: 't', judge_orders: 'two' })), ['judge_orders: judge.orders must be both or one']);
+    assert.deepEqual(errorsOf(form({ verdict_by: 'judge' })), ['verdict_by: analysis.verdict_by judge needs a judge']);
+    assert.deepEqual(errorsOf(form({ verdict_by: 'human' })), ['verdict_by: analysis.verdict_by must be evaluator or judge']);
+    // Edit as new: the judge and verdict_by come back; a judge-only experiment has no evaluator.
+    const back = experimentToForm({ request: { ...request, dataset_id: 'ds_1' } });
+    assert.deepEqual([back.judge_model, back.judge_provider, back.judge_task, back.judge_instructions, back.judge_orders, back.judge_max_tokens, back.verdict_by, back.evaluator_function_id],
+        ['judge-model', 'openai', '{{question}}', 'Prefer the concise answer.', 'both', '256', 'judge', '']);
+    assert.deepEqual(experimentRequest(back).request, { ...request, dataset_id: 'ds_1' }, 'round trip');
+    // Server details land at the judge's fields.
+    assert.equal(experimentFieldForDetail('judge.kind must be pairwise'), 'judge_model');
+    assert.equal(experimentFieldForDetail('judge.model.model cannot be empty'), 'judge_model');
+    assert.equal(experimentFieldForDetail('judge.model.provider unknown is not supported'), 'judge_provider');
+    assert.equal(experimentFieldForDetail('judge.task is required'), 'judge_task');
+    assert.equal(experimentFieldForDetail('judge.orders must be both or one'), 'judge_orders');
+    assert.equal(experimentFieldForDetail('judge.max_tokens must be between 1 and 100000'), 'judge_max_tokens');
+    assert.equal(experimentFieldForDetail('analysis.verdict_by judge needs a judge'), 'verdict_by');
+    assert.equal(experimentFieldForDetail('an experiment needs an evaluator or a judge'), 'evaluator_function_id');
 });
 
 test('every client check names its field, and a request with errors is null', () => {
