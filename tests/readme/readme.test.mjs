@@ -105,6 +105,14 @@ export const EXAMPLES = {
     calls: [['POST', /^\/v1\/experiments\/plan$/, 200, ['runs', 'calls.min', 'tokens.input_estimate', 'power.cases_needed']]],
     output: /^\{"runs":12,"calls":12,"cases_needed":8,"runs_needed":48\}$/m,
   },
+  judge: {
+    calls: [
+      ['POST', /^\/v1\/experiments$/, 202, ['experiment_id', 'status']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/events$/, 200, []],
+      ['GET', /^\/v1\/experiments\/exp_\w+$/, 200, ['comparisons.0.preference.ties', 'comparisons.0.judge_quality.first_slot.n', 'progress.judgements.judged']],
+    ],
+    output: /^\{"verdict":"inconclusive","ties":6,"consistency":0,"first_slot":1\}$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 
