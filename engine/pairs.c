@@ -151,18 +151,20 @@ enum evd_code evd_experiment_pair_review_put(struct evd_engine *e, const char *i
                                              const char *treatment, const json_t *body,
                                              json_t **response, struct evd_err *err)
 {
+    /* The body first, as a run's review checks it: a 400 names the field whatever the
+     * path names. */
     struct evd_pair_review pr;
+    enum evd_code rc = evd_pair_review_decode(body, &pr, err);
+    if (rc != EVD_OK)
+        return rc;
     PGconn *c = evd_db_acquire(e->opts.db, err);
     if (c == NULL)
         return evd_db_code(err);
     struct evd_store_experiment_shape shape = {0};
-    enum evd_code rc = evd_store_experiment_shape(c, id, &shape, err);
+    rc = evd_store_experiment_shape(c, id, &shape, err);
     int r = 0, t = 0;
     if (rc == EVD_OK)
         rc = pair_keys(&shape, repeat, treatment, &r, &t, err);
-    /* The body is checked once the pair is known to exist: a 404 wins over a 400. */
-    if (rc == EVD_OK)
-        rc = evd_pair_review_decode(body, &pr, err);
     if (rc == EVD_OK &&
         (*response = evd_store_pair_review_put(c, id, case_id, r, t, pr.winner, pr.reviewer,
                                                pr.note, evd_now_ms(), err)) == NULL)
