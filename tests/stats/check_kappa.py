@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks domain/agreement.c (through tests/stats/kappa_dump) against an exact computation.
 
-Draws random 2 x 2 tables from a seeded generator (small and large counts, empty rows and
-columns included), computes Cohen's kappa and the Fleiss-Cohen-Everitt variance in exact
+Draws random k x k tables (k 2 for the run agreement, 3 for the judge's over control, tie
+and treatment, and up to 5) from a seeded generator (small and large counts, empty rows
+and columns included), computes Cohen's kappa and the Fleiss-Cohen-Everitt variance in exact
 rational arithmetic (fractions.Fraction), the interval with the standard library's
 NormalDist, and requires agreement to 1e-12 relative (1e-12 absolute near 0). Needs only
 the standard library, so it runs wherever python3 does.
@@ -21,26 +22,26 @@ from statistics import NormalDist
 TOL = 1e-12
 
 
-def exact(alpha, t):
+def exact(alpha, k, t):
     n = sum(t)
     if n == 0:
         return [math.nan] * 5
-    p = [[F(t[0], n), F(t[1], n)], [F(t[2], n), F(t[3], n)]]
-    row = [p[0][0] + p[0][1], p[1][0] + p[1][1]]
-    col = [p[0][0] + p[1][0], p[0][1] + p[1][1]]
-    po = p[0][0] + p[1][1]
-    pe = row[0] * col[0] + row[1] * col[1]
+    p = [[F(t[i * k + j], n) for j in range(k)] for i in range(k)]
+    row = [sum(p[i][j] for j in range(k)) for i in range(k)]
+    col = [sum(p[i][j] for i in range(k)) for j in range(k)]
+    po = sum(p[i][i] for i in range(k))
+    pe = sum(row[i] * col[i] for i in range(k))
     if pe == 1:
         return [float(po)] + [math.nan] * 4
-    k = (po - pe) / (1 - pe)
-    a = sum(p[i][i] * (1 - (row[i] + col[i]) * (1 - k)) ** 2 for i in range(2))
-    b = (1 - k) ** 2 * sum(p[i][j] * (col[i] + row[j]) ** 2
-                           for i in range(2) for j in range(2) if i != j)
-    c = (k - pe * (1 - k)) ** 2
+    kap = (po - pe) / (1 - pe)
+    a = sum(p[i][i] * (1 - (row[i] + col[i]) * (1 - kap)) ** 2 for i in range(k))
+    b = (1 - kap) ** 2 * sum(p[i][j] * (col[i] + row[j]) ** 2
+                             for i in range(k) for j in range(k) if i != j)
+    c = (kap - pe * (1 - kap)) ** 2
     var = (a + b - c) / (n * (1 - pe) ** 2)
     se = math.sqrt(float(var)) if var > 0 else 0.0
     z = NormalDist().inv_cdf(1 - alpha / 2)
-    kf = float(k)
+    kf = float(kap)
     return [float(po), kf, se, max(-1.0, kf - z * se), min(1.0, kf + z * se)]
 
 
@@ -60,21 +61,26 @@ def main():
     rng = random.Random(args.seed)
     cases = []
     for i in range(args.count):
+        k = rng.choice([2, 2, 3, 3, 4, 5])
         top = rng.choice([3, 20, 1000, 10 ** 6])
-        t = [rng.randint(0, top) for _ in range(4)]
+        t = [rng.randint(0, top) for _ in range(k * k)]
         if i % 10 == 0:
-            t[rng.randrange(4)] = 0
-            t[rng.randrange(4)] = 0
+            t[rng.randrange(k * k)] = 0
+            t[rng.randrange(k * k)] = 0
+        if i % 17 == 0:  # a category nobody used
+            c = rng.randrange(k)
+            for j in range(k):
+                t[c * k + j] = t[j * k + c] = 0
         alpha = rng.choice([0.05, 0.01, 0.1, rng.uniform(0.001, 0.5)])
-        cases.append((alpha, t))
-    lines = "".join(f"{a!r} {t[0]} {t[1]} {t[2]} {t[3]}\n" for a, t in cases)
+        cases.append((alpha, k, t))
+    lines = "".join(f"{a!r} {k} {' '.join(map(str, t))}\n" for a, k, t in cases)
     out = subprocess.run([args.dump], input=lines, capture_output=True, text=True, check=True)
     rows = out.stdout.split("\n")
     bad = 0
     perturb = args.perturb
-    for i, (alpha, t) in enumerate(cases):
+    for i, (alpha, k, t) in enumerate(cases):
         ours = [float(v) for v in rows[i].split()]
-        ref = exact(alpha, t)
+        ref = exact(alpha, k, t)
         if perturb and not math.isnan(ref[1]):
             ref[1] += 1e-9
             perturb = False

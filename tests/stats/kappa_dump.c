@@ -1,9 +1,11 @@
 /*
- * The C side of tests/stats/check_kappa.py: reads "<alpha> <pass_pass> <pass_fail>
- * <fail_pass> <fail_fail>" a line on stdin and answers "agreement kappa se ci_low ci_high"
- * to 17 digits (nan where domain/agreement.h leaves a value undefined).
+ * The C side of tests/stats/check_kappa.py: reads "<alpha> <k> <k·k counts, row by row>" a
+ * line on stdin (k 2 goes through evd_agreement_kappa's 2 × 2 table, any other k through
+ * evd_agreement_kappa_k) and answers "agreement kappa se ci_low ci_high" to 17 digits (nan
+ * where domain/agreement.h leaves a value undefined).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "domain/agreement.h"
@@ -11,11 +13,22 @@
 int main(void)
 {
     double alpha;
-    unsigned long long a, b, c, d;
-    while (scanf("%lf %llu %llu %llu %llu", &alpha, &a, &b, &c, &d) == 5) {
-        struct evd_agreement_table t = {a, b, c, d};
+    unsigned k;
+    while (scanf("%lf %u", &alpha, &k) == 2 && k >= 2 && k <= EVD_AGREEMENT_MAX_CATEGORIES) {
+        uint64_t t[EVD_AGREEMENT_MAX_CATEGORIES * EVD_AGREEMENT_MAX_CATEGORIES];
+        for (unsigned i = 0; i < k * k; i++) {
+            unsigned long long v;
+            if (scanf("%llu", &v) != 1)
+                return 1;
+            t[i] = v;
+        }
         struct evd_agreement r;
-        evd_agreement_kappa(&t, alpha, &r);
+        if (k == 2) {
+            struct evd_agreement_table two = {t[0], t[1], t[2], t[3]};
+            evd_agreement_kappa(&two, alpha, &r);
+        } else {
+            evd_agreement_kappa_k(t, k, alpha, &r);
+        }
         printf("%.17g %.17g %.17g %.17g %.17g\n", r.has_agreement ? r.agreement : NAN,
                r.has_kappa ? r.kappa : NAN, r.has_kappa ? r.se : NAN, r.has_kappa ? r.ci_low : NAN,
                r.has_kappa ? r.ci_high : NAN);

@@ -67,6 +67,47 @@ START_TEST(hand_worked_slight)
 }
 END_TEST
 
+START_TEST(three_categories_hand_worked)
+{
+    /*
+     * The judge against people over control, tie, treatment (docs/judges.md), 5 pairs:
+     *   judge control   [1 0 0]      p = [.2 0 0; 0 0 .2; 0 .2 .4]
+     *   judge tie       [0 0 1]      rows .2 .2 .6, columns .2 .2 .6
+     *   judge treatment [0 1 2]      p_o = .6, p_e = .04 + .04 + .36 = .44, κ = .16/.56 = 2/7
+     * 1 − κ = 5/7:
+     *   Σ p_ii [1 − (p_i. + p_.i)(1 − κ)]² = .2(5/7)² + .4(1/7)² = 5.4/49
+     *   (1 − κ)² Σ_{i≠j} p_ij (p_.i + p_j.)² = 25/49 (.2·.8² + .2·.8²) = 6.4/49
+     *   [κ − p_e(1 − κ)]² = (−.2/7)² = .04/49
+     *   var = (11.76/49) / (5 · .56²) = .24 / 1.568
+     * The upper end 2/7 + 1.96·0.391 passes 1 and is clipped.
+     */
+    const uint64_t t[9] = {1, 0, 0, 0, 0, 1, 0, 1, 2};
+    struct evd_agreement a;
+    evd_agreement_kappa_k(t, 3, 0.05, &a);
+    ck_assert_uint_eq(a.n, 5);
+    ck_assert(a.has_agreement && a.has_kappa);
+    ck_assert_near(a.agreement, 0.6);
+    ck_assert_near(a.kappa, 2.0 / 7.0);
+    ck_assert_near(a.se, sqrt(0.24 / 1.568));
+    ck_assert_near(a.ci_low, 2.0 / 7.0 - Z975 * sqrt(0.24 / 1.568));
+    ck_assert_near(a.ci_high, 1.0);
+    /* A larger table, against an independent implementation of the same formulas. */
+    const uint64_t u[9] = {20, 5, 1, 3, 10, 4, 2, 6, 30};
+    evd_agreement_kappa_k(u, 3, 0.05, &a);
+    ck_assert_near(a.agreement, 0.7407407407407407);
+    ck_assert_near(a.kappa, 0.5973011363636364);
+    ck_assert_near(a.se, 0.07332684564437393);
+    /* k = 2 is the run agreement's table */
+    const uint64_t two[4] = {20, 5, 10, 15};
+    evd_agreement_kappa_k(two, 2, 0.05, &a);
+    ck_assert_near(a.kappa, 0.4);
+    /* everyone in one category: no κ */
+    const uint64_t one[9] = {0, 0, 0, 0, 7, 0, 0, 0, 0};
+    evd_agreement_kappa_k(one, 3, 0.05, &a);
+    ck_assert(a.has_agreement && !a.has_kappa);
+}
+END_TEST
+
 START_TEST(degenerate_tables)
 {
     struct evd_agreement a;
@@ -119,6 +160,7 @@ int main(void)
     tcase_add_test(tc, hand_worked_moderate);
     tcase_add_test(tc, hand_worked_slight);
     tcase_add_test(tc, degenerate_tables);
+    tcase_add_test(tc, three_categories_hand_worked);
     tcase_add_test(tc, interval_is_clipped);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);

@@ -154,6 +154,37 @@ START_TEST(the_answer_schema_is_closed)
 }
 END_TEST
 
+START_TEST(a_cases_calls_go_repeat_by_repeat_with_a_pairs_orders_together)
+{
+    /* Two treatments, two repeats, both orders: 8 calls. */
+    static const unsigned want[8][3] = {{1, 1, 1}, {1, 1, 2}, {1, 2, 1}, {1, 2, 2},
+                                        {2, 1, 1}, {2, 1, 2}, {2, 2, 1}, {2, 2, 2}};
+    for (uint32_t p = 1; p <= 8; p++) {
+        struct evd_judge_call c;
+        evd_judge_call_at(2, 2, p, &c);
+        ck_assert_uint_eq(c.repeat, want[p - 1][0]);
+        ck_assert_uint_eq(c.treatment, want[p - 1][1]);
+        ck_assert_uint_eq(c.order, want[p - 1][2]);
+    }
+    /* Orders "one": one call a pair, order 1 on odd repeats and 2 on even ones. */
+    struct evd_judge_call c;
+    evd_judge_call_at(1, 1, 1, &c);
+    ck_assert(c.repeat == 1 && c.treatment == 1 && c.order == 1);
+    evd_judge_call_at(1, 1, 2, &c);
+    ck_assert(c.repeat == 2 && c.treatment == 1 && c.order == 2);
+    evd_judge_call_at(3, 1, 6, &c);
+    ck_assert(c.repeat == 2 && c.treatment == 3 && c.order == 2);
+    /* The orders of a judge as stored. */
+    json_t *j = json_pack("{s:s}", "orders", "one");
+    ck_assert_uint_eq(evd_judge_orders(j), 1);
+    json_object_set_new(j, "orders", json_string("both"));
+    ck_assert_uint_eq(evd_judge_orders(j), 2);
+    ck_assert_uint_eq(evd_judge_orders(json_null()), 0);
+    ck_assert_uint_eq(evd_judge_orders(NULL), 0);
+    json_decref(j);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("domain_judge");
@@ -163,6 +194,7 @@ int main(void)
     tcase_add_test(tc, cases_are_checked_and_the_prompt_holds_both_answers);
     tcase_add_test(tc, without_instructions_the_call_has_no_system_prompt);
     tcase_add_test(tc, the_answer_schema_is_closed);
+    tcase_add_test(tc, a_cases_calls_go_repeat_by_repeat_with_a_pairs_orders_together);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
