@@ -23,8 +23,10 @@
 #include "engine/internal.h"
 #include "store/experiments.h"
 
-/* Whether case k's runs (per_case of them) are all terminal and, with a judge's verdict,
- * its judgements all settled (answered, failed or unjudged) as the analyst has read them. */
+/* Whether case k's runs (per_case of them) are all terminal and, in a judged experiment,
+ * its judgements all settled (answered, failed or unjudged) as the analyst has read them:
+ * no case job writes its row any more (the pass that places it holds the experiment's row,
+ * which a judgement's finish may be waiting for while it holds the case's). */
 static bool case_complete(const struct evd_analysis_cell *cells, unsigned arms,
                           uint32_t per_case, const struct evd_judge_seq *judge, size_t cases,
                           size_t k)
@@ -129,7 +131,7 @@ enum evd_code evd_engine_experiment_sequence(PGconn *c, const char *id, const js
             double sc, st, p;
             if (k >= cases)
                 continue;
-            if (judge != NULL) {
+            if (judge != NULL && judge->by_judge) {
                 /* The judge's verdict: the case's preference p_i, when it has a judged pair. */
                 if (evd_pref_case_p(&judge->tallies[(size_t)(t - 1) * cases + k].c, &p))
                     evd_seq_cs_add(&cs, p);

@@ -441,10 +441,10 @@ json_t *evd_engine_experiment_analysis(const json_t *request, unsigned arms, siz
     return out;
 }
 
-/* The judge's side of the sequence when the verdict is the judge's, else NULL. */
+/* The judge's side of the sequence of a judged experiment, else NULL. */
 static const struct evd_judge_seq *judge_seq(const struct xstate *x, struct evd_judge_seq *out)
 {
-    if (!x->judged || strcmp(verdict_by(x), "judge") != 0)
+    if (!x->judged)
         return NULL;
     const json_t *judge = json_object_get(x->request, "judge");
     const uint32_t repeats =
@@ -454,6 +454,7 @@ static const struct evd_judge_seq *judge_seq(const struct xstate *x, struct evd_
         .spend = x->jspend,
         .unjudged = x->unjudged,
         .per_case = repeats * (x->arms - 1) * evd_judge_orders(judge),
+        .by_judge = strcmp(verdict_by(x), "judge") == 0,
     };
     return out;
 }

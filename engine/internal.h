@@ -365,15 +365,18 @@ enum evd_stop_pass {
  * says (evd_store_experiment_stop). */
 struct evd_pref_tally;
 struct evd_judge_spend;
-/* The judge's side of the sequence when the verdict is the judge's (docs/judges.md): per
+/* The judge's side of the sequence of a judged experiment (docs/judges.md): per
  * treatment, each case's tally and settled count ([(t − 1) · cases + k]), each case's
  * unjudged judgements, and the judgements a case plans. A case enters the sequence when
- * its runs and its judgements are all settled; the CS runs on p_i instead of d_i. */
+ * its runs and its judgements are all settled (so that the pass, holding the experiment's
+ * row, never waits for a case row a judgement's finish holds while it waits for that
+ * row); with by_judge the CS runs on p_i instead of d_i. */
 struct evd_judge_seq {
     const struct evd_pref_tally *tallies;
     const struct evd_judge_spend *spend;
     const uint32_t *unjudged;
     uint32_t per_case;
+    bool by_judge; /* analysis.verdict_by judge */
 };
 enum evd_code evd_engine_experiment_stop_pass(PGconn *c, const char *id, json_t *analysis,
                                               const json_t *request, unsigned arms,

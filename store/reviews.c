@@ -278,13 +278,6 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
     /* The judgements (migrations/0025): a re-score keeps them as they are (it calls no
      * model but the evaluator's); a retry keeps the answered ones and judges again those
      * whose pair now has, or will have, both outputs. */
-    rc = evd_db_exec(c,
-                     "UPDATE experiment_cases n SET judged = s.judged FROM experiment_cases s"
-                     " WHERE n.experiment_id = $1 AND s.experiment_id = $2"
-                     " AND s.case_index = n.case_index AND s.judged IS NOT NULL",
-                     2, pd, err);
-    if (rc != EVD_OK)
-        return rc;
     rc = evd_db_exec(
         c,
         "INSERT INTO experiment_judgements (experiment_id, case_index, position, repeat,"
@@ -312,6 +305,19 @@ enum evd_code evd_store_experiment_derive(PGconn *c, const char *source, const c
         "  ELSE 'skipped' END AS status) k"
         " WHERE g.experiment_id = $2",
         3, pd, err);
+    if (rc != EVD_OK)
+        return rc;
+    /* A case keeps its tallies when its judgements are as they were; one with a judgement
+     * to run again has none until that judgement rebuilds them (so that it does not look
+     * settled before it is). */
+    rc = evd_db_exec(c,
+                     "UPDATE experiment_cases n SET judged = s.judged FROM experiment_cases s"
+                     " WHERE n.experiment_id = $1 AND s.experiment_id = $2"
+                     " AND s.case_index = n.case_index AND s.judged IS NOT NULL"
+                     " AND NOT EXISTS (SELECT 1 FROM experiment_judgements g"
+                     " WHERE g.experiment_id = $1 AND g.case_index = n.case_index"
+                     " AND g.status IN ('waiting', 'pending'))",
+                     2, pd, err);
     if (rc != EVD_OK)
         return rc;
     return evd_db_exec(c,

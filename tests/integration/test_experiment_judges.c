@@ -435,6 +435,40 @@ START_TEST(kill_9_mid_judgement_judges_each_pair_once)
 }
 END_TEST
 
+START_TEST(verdict_by_judge_is_the_verdict_of_the_comparison_and_of_the_event)
+{
+    char *script = fair_script(0);
+    use_script(script);
+    /* The treatment wins every pair (p = 1 on every case: better), while the exact-match
+     * evaluator fails both arms everywhere (d = 0: inconclusive). */
+    const char *both = "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":"
+                       "{\"expected\":\"{{expected}}\"}}," JUDGE("both");
+    char *body = body_of(both,
+                         "[" JCASE("a", "tw") "," JCASE("b", "tw") "," JCASE("c", "tw") "]", 1,
+                         "\"analysis\":{\"verdict_by\":\"judge\"}");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    ASSERT_STR(doc, "analysis.verdict_by", "judge");
+    ASSERT_STR(doc, "comparisons.0.verdict", "better");
+    ASSERT_STR(doc, "comparisons.0.preference.verdict", "better");
+    ASSERT_STR(doc, "comparisons.0.evaluator_verdict", "inconclusive");
+    /* experiment.completed (webhooks, the iii trigger) carries the chosen verdict. */
+    char q[256];
+    snprintf(q, sizeof(q),
+             "SELECT payload->'verdicts'->0->>'verdict' FROM completion_events"
+             " WHERE experiment_id = '%s'",
+             id);
+    char *v = evd_t_sql(xt_db_url, q);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(v, "better");
+    free(v);
+    json_decref(doc);
+    free(id);
+    free(body);
+    free(script);
+}
+END_TEST
+
 /* PUT a pair review; the status. */
 static long review(const char *id, const char *pair, const char *body)
 {
@@ -444,6 +478,85 @@ static long review(const char *id, const char *pair, const char *body)
     json_decref(xt_call("PUT", path, body, &st));
     return st;
 }
+
+/* The worked example of docs/judges.md: four cases, brief control against detailed
+ * treatment, a judge scripted answer by answer. */
+#define WORKED_ARMS                                                                                \
+    "{\"when\":{\"prompt_contains\":\"control w1:\"},\"reply\":{\"text\":\"100 °C\"}},"          \
+    "{\"when\":{\"prompt_contains\":\"treatment w1:\"},\"reply\":{\"text\":"                       \
+    "\"100 °C (212 °F) at 1 atm.\"}},"                                                             \
+    "{\"when\":{\"prompt_contains\":\"control w2:\"},\"reply\":{\"text\":\"Shakespeare\"}},"     \
+    "{\"when\":{\"prompt_contains\":\"treatment w2:\"},\"reply\":{\"text\":"                       \
+    "\"William Shakespeare, around 1600.\"}},"                                                      \
+    "{\"when\":{\"prompt_contains\":\"control w3:\"},\"reply\":{\"text\":\"No: 91 = 7 × 13.\"}}," \
+    "{\"when\":{\"prompt_contains\":\"treatment w3:\"},\"reply\":{\"text\":"                       \
+    "\"No. 91 is 7 times 13, so it is not prime.\"}},"                                             \
+    "{\"when\":{\"prompt_contains\":\"control w4:\"},\"reply\":{\"text\":\"51\"}},"              \
+    "{\"when\":{\"prompt_contains\":\"treatment w4:\"},\"reply\":{\"text\":\"17 × 3 = 41.\"}}"
+
+#define ANSWER(slot1, winner)                                                                      \
+    "{\"when\":{\"model\":\"judge-model\",\"prompt_contains\":\"<answer_1>\\n" slot1 "\"},"       \
+    "\"reply\":{\"json\":{\"result\":{\"winner\":\"" winner "\",\"reason\":\"scripted\"}}}},"
+
+static const char WORKED_SCRIPT[] =
+    "{\"rules\":[" ANSWER("100 °C\\n", "2") ANSWER("100 °C (212", "1")
+        ANSWER("Shakespeare\\n", "2") ANSWER("William", "tie") ANSWER("No: 91", "1")
+            ANSWER("No. 91", "1") ANSWER("51\\n", "1") ANSWER("17 ×", "2") WORKED_ARMS "]}";
+
+START_TEST(the_worked_example_of_the_docs_holds)
+{
+    use_script(WORKED_SCRIPT);
+    char *body = body_of(JUDGE("both"),
+                         "[" JCASE("q1", "w1") "," JCASE("q2", "w2") "," JCASE("q3", "w3") ","
+                         JCASE("q4", "w4") "]",
+                         1, "");
+    char *id = xt_start(body);
+    json_t *doc = wait_done(id, 60000);
+    json_t *c = xt_at(doc, "comparisons.0");
+    ASSERT_INT(c, "preference.wins", 2);
+    ASSERT_INT(c, "preference.losses", 1);
+    ASSERT_INT(c, "preference.ties", 1);
+    ASSERT_INT(c, "preference.inconsistent", 1);
+    ASSERT_NEAR(c, "preference.rate", 0.625);
+    ASSERT_NEAR(c, "preference.delta", 0.25);
+    ASSERT_NEAR(c, "preference.se", 0.47871355387816905);
+    ASSERT_NEAR(c, "preference.df", 3);
+    /* t(0.975, 3) = 3.182446305284263; for df 3, P(|T| >= t) = 1 − (2/π)(x/(1+x²) +
+     * atan x) with x = t/√3. */
+    ASSERT_NEAR(c, "preference.ci_low", 0.25 - 3.182446305284263 * 0.47871355387816905);
+    ASSERT_NEAR(c, "preference.ci_high", 0.25 + 3.182446305284263 * 0.47871355387816905);
+    ASSERT_NEAR(c, "preference.t_p_value", 0.6376180914006018);
+    ASSERT_STR(c, "preference.verdict", "inconclusive");
+    ASSERT_NEAR(c, "judge_quality.consistency", 0.5);
+    ASSERT_INT(c, "judge_quality.first_slot.n", 7);
+    ASSERT_NEAR(c, "judge_quality.first_slot.fraction", 4.0 / 7.0);
+    ASSERT_NEAR(c, "judge_quality.first_slot.wilson_low", 0.2504583645276572);
+    ASSERT_NEAR(c, "judge_quality.first_slot.wilson_high", 0.8417801447485302);
+    ASSERT_INT(c, "judge_quality.length.n", 3);
+    ASSERT_NEAR(c, "judge_quality.length.fraction", 2.0 / 3.0);
+    ASSERT_NEAR(c, "judge_quality.length.wilson_low", 0.2076596008020477);
+    ASSERT_NEAR(c, "judge_quality.length.wilson_high", 0.9385080552796037);
+    ck_assert_int_eq(review(id, "q1/1/1", "{\"winner\":\"treatment\",\"reviewer\":\"ana\"}"), 200);
+    ck_assert_int_eq(review(id, "q2/1/1", "{\"winner\":\"treatment\",\"reviewer\":\"ana\"}"), 200);
+    ck_assert_int_eq(review(id, "q3/1/1", "{\"winner\":\"control\",\"reviewer\":\"ana\"}"), 200);
+    ck_assert_int_eq(review(id, "q4/1/1", "{\"winner\":\"control\",\"reviewer\":\"ana\"}"), 200);
+    char path[160];
+    long st = 0;
+    snprintf(path, sizeof(path), "/v1/experiments/%s/judge/agreement", id);
+    json_t *ag = xt_call("GET", path, NULL, &st);
+    json_t *t = json_array_get(json_object_get(ag, "treatments"), 0);
+    ASSERT_NEAR(t, "raw", 0.75);
+    ASSERT_NEAR(t, "kappa", 0.6);
+    ASSERT_NEAR(t, "kappa_ci_high", 1.0);
+    json_t *want = json_pack("[[i,i,i],[i,i,i],[i,i,i]]", 1, 0, 0, 1, 0, 0, 0, 0, 2);
+    ck_assert(json_equal(json_object_get(t, "confusion"), want));
+    json_decref(want);
+    json_decref(ag);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
 
 START_TEST(agreement_over_three_outcomes_matches_the_hand_worked_table)
 {
@@ -661,8 +774,10 @@ int main(void)
     tcase_add_test(tc, orders_one_alternates_by_repeat);
     tcase_add_test(tc, a_failed_run_leaves_its_pair_unjudged);
     tcase_add_test(tc, judge_metrics_leave_the_arms_metrics_unchanged);
+    tcase_add_test(tc, verdict_by_judge_is_the_verdict_of_the_comparison_and_of_the_event);
     tcase_add_test(tc, kill_9_mid_judgement_judges_each_pair_once);
     tcase_add_test(tc, agreement_over_three_outcomes_matches_the_hand_worked_table);
+    tcase_add_test(tc, the_worked_example_of_the_docs_holds);
     tcase_add_test(tc, every_refusal_writes_nothing);
     tcase_add_test(tc, anytime_by_the_judge_runs_its_sequence_on_the_preference);
     tcase_add_test(tc, a_plan_counts_the_judge_calls_and_a_budget_needs_the_judges_price);
