@@ -56,4 +56,11 @@ python3 "$dir/sequential.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
 cat "$out"
 grep -q "^S1 anytime: .* of the fixed rule's calls" "$out" ||
   { echo "bench smoke: sequential.py's summary is missing"; exit 1; }
+# The judge benchmark at a tiny size: every pair judged once, the judged experiment ends
+# after its last judge call.
+python3 "$dir/judges.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --cases 40 --concurrency 4 --no-targets >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/judges.py failed"; exit 1; }
+cat "$out"
+grep -q "^J1 bound: " "$out" || { echo "bench smoke: judges.py's summary is missing"; exit 1; }
 echo "bench smoke: passed"
