@@ -17,30 +17,10 @@ import { fmtInt } from './format.js';
 import {
     OUTCOMES, createPairWalk, judgeAgreementFigure, judgementText, outcomeText, pairAction, pairHash, pairKey, parsePairPath,
 } from './judging.js';
+import { NOTE_MAX, REVIEWER_MAX, storedReviewer, storeReviewer } from './reviewer.js';
 
-const REVIEWER_KEY = 'evald.reviewer';
 const PAGE = 100;
 const MAX_PAGES = 500; // judgement pages read to find a pair: 50,000 judge calls
-const NOTE_MAX = 4000;
-const REVIEWER_MAX = 200;
-
-function storage() {
-    try {
-        return globalThis.localStorage || null;
-    } catch {
-        return null;
-    }
-}
-
-function storedReviewer() {
-    const s = storage();
-    return ((s && s.getItem(REVIEWER_KEY)) || '').trim();
-}
-
-function storeReviewer(name) {
-    const s = storage();
-    if (s) s.setItem(REVIEWER_KEY, name);
-}
 
 function num(v) {
     return typeof v === 'number' && Number.isFinite(v) ? String(v) : '';

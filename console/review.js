@@ -11,29 +11,9 @@ import { armList, outputText } from './analysis.js';
 import { h, replace } from './dom.js';
 import { fmtInt, fmtScore } from './format.js';
 import { agreementFigure, createWalk, evaluatorVerdict, queueReasons, reviewAction } from './reviewing.js';
+import { NOTE_MAX, REVIEWER_MAX, storedReviewer, storeReviewer } from './reviewer.js';
 
-const REVIEWER_KEY = 'evald.reviewer';
 const QUEUE_LIMIT = 100;
-const NOTE_MAX = 4000;
-const REVIEWER_MAX = 200;
-
-function storage() {
-    try {
-        return globalThis.localStorage || null;
-    } catch {
-        return null;
-    }
-}
-
-function storedReviewer() {
-    const s = storage();
-    return ((s && s.getItem(REVIEWER_KEY)) || '').trim();
-}
-
-function storeReviewer(name) {
-    const s = storage();
-    if (s) s.setItem(REVIEWER_KEY, name);
-}
 
 function json(v) {
     return JSON.stringify(v ?? null);

@@ -96,26 +96,6 @@ static void use_script(const char *script)
     ck_assert_int_eq(evd_t_stub_script(&xt_stub, script), 200);
 }
 
-static json_t *wait_done(const char *id, int timeout_ms)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
-    for (int waited = 0;; waited += 100) {
-        long st = 0;
-        json_t *doc = xt_call("GET", path, NULL, &st);
-        ck_assert_int_eq(st, 200);
-        const char *s = json_string_value(json_object_get(doc, "status"));
-        if (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0)
-            return doc;
-        json_decref(doc);
-        if (waited > timeout_ms) {
-            evd_t_dump_log(&xt_evald);
-            ck_abort_msg("experiment %s still %s", id, s);
-        }
-        usleep(100 * 1000);
-    }
-}
-
 /* The judgements of an experiment (one page). */
 static json_t *judgements_of(const char *id, const char *query)
 {
@@ -149,7 +129,7 @@ START_TEST(a_fair_judge_gives_the_hand_worked_preference)
     use_script(script);
     char *body = body_of(JUDGE("both"), FAIR_CASES, 1, "");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     /* No evaluator: the judge's verdict is the comparison's. */
     ASSERT_STR(doc, "analysis.verdict_by", "judge");
@@ -265,7 +245,7 @@ START_TEST(an_always_first_slot_judge_is_caught)
     use_script(FIRST_SLOT_SCRIPT);
     char *body = body_of(JUDGE("both"), FAIR_CASES, 1, "");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_INT(doc, "comparisons.0.judge_quality.pairs", 5);
     ASSERT_NEAR(doc, "comparisons.0.judge_quality.consistency", 0.0);
     ASSERT_INT(doc, "comparisons.0.preference.ties", 5);
@@ -289,7 +269,7 @@ START_TEST(orders_one_alternates_by_repeat)
     use_script(FIRST_SLOT_SCRIPT);
     char *body = body_of(JUDGE("one"), FAIR_CASES, 2, "");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     json_t *js = judgements_of(id, "&case_id=a");
     ck_assert_uint_eq(json_array_size(js), 2);
     /* Repeat 1 in order 1 (the control first), repeat 2 in order 2. */
@@ -321,7 +301,7 @@ START_TEST(a_failed_run_leaves_its_pair_unjudged)
     char *body = body_of(JUDGE("both"),
                          "[" JCASE("a", "tw") "," JCASE("f", "fl") "," JCASE("d", "cw") "]", 1, "");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_INT(doc, "comparisons.0.preference.pairs", 2);
     ASSERT_INT(doc, "comparisons.0.preference.paired_cases", 2);
     ASSERT_INT(doc, "comparisons.0.judge_quality.metrics.calls", 4);
@@ -351,9 +331,9 @@ START_TEST(judge_metrics_leave_the_arms_metrics_unchanged)
     char *b1 = body_of(ev, FAIR_CASES, 1, "");
     char *b2 = body_of(judged_ev, FAIR_CASES, 1, "\"analysis\":{\"verdict_by\":\"evaluator\"}");
     char *id1 = xt_start(b1);
-    json_t *d1 = wait_done(id1, 60000);
+    json_t *d1 = xt_wait_done(id1, 60000);
     char *id2 = xt_start(b2);
-    json_t *d2 = wait_done(id2, 60000);
+    json_t *d2 = xt_wait_done(id2, 60000);
     ck_assert(json_is_null(xt_at(d1, "comparisons.0.preference")));
     ck_assert(json_is_null(xt_at(d1, "comparisons.0.judge_quality")));
     ck_assert(json_is_null(xt_at(d1, "progress.judgements")));
@@ -413,7 +393,7 @@ START_TEST(kill_9_mid_judgement_judges_each_pair_once)
     }
     evd_t_stop(&xt_evald, SIGKILL, 5000);
     xt_start_evald(NULL);
-    json_t *doc = wait_done(id, 90000);
+    json_t *doc = xt_wait_done(id, 90000);
     ASSERT_STR(doc, "status", "completed");
     /* Each judgement written once: four rows, all answered, one at least a second
      * attempt; the tallies count each pair once. */
@@ -447,7 +427,7 @@ START_TEST(verdict_by_judge_is_the_verdict_of_the_comparison_and_of_the_event)
                          "[" JCASE("a", "tw") "," JCASE("b", "tw") "," JCASE("c", "tw") "]", 1,
                          "\"analysis\":{\"verdict_by\":\"judge\"}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "analysis.verdict_by", "judge");
     ASSERT_STR(doc, "comparisons.0.verdict", "better");
     ASSERT_STR(doc, "comparisons.0.preference.verdict", "better");
@@ -511,7 +491,7 @@ START_TEST(the_worked_example_of_the_docs_holds)
                          JCASE("q4", "w4") "]",
                          1, "");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     json_t *c = xt_at(doc, "comparisons.0");
     ASSERT_INT(c, "preference.wins", 2);
     ASSERT_INT(c, "preference.losses", 1);
@@ -564,7 +544,7 @@ START_TEST(agreement_over_three_outcomes_matches_the_hand_worked_table)
     use_script(script);
     char *body = body_of(JUDGE("both"), FAIR_CASES, 1, "");
     char *id = xt_start(body);
-    json_decref(wait_done(id, 60000));
+    json_decref(xt_wait_done(id, 60000));
     /* Judge: a, b, c treatment; d control; e tie. Humans: a, b treatment; c tie (after a
      * first review that said treatment); d control; e treatment, and on e a second
      * reviewer's tie against a third's treatment: the majority is treatment. */
@@ -738,7 +718,7 @@ START_TEST(anytime_by_the_judge_runs_its_sequence_on_the_preference)
     ck_assert_ptr_nonnull(one);
     one[strlen("\"concurrency\":")] = '1';
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 120000);
+    json_t *doc = xt_wait_done(id, 120000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "analysis.verdict_by", "judge");
     ASSERT_STR(doc, "stopped.reason", "decided");

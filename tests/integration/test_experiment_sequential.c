@@ -79,27 +79,6 @@ static char *decisive(size_t n, unsigned repeats, unsigned concurrency, const ch
     return cases_body("q3", "", n, repeats, concurrency, more);
 }
 
-/* GET of the experiment until it is terminal. */
-static json_t *wait_done(const char *id, int timeout_ms)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
-    for (int waited = 0;; waited += 100) {
-        long st = 0;
-        json_t *doc = xt_call("GET", path, NULL, &st);
-        ck_assert_int_eq(st, 200);
-        const char *s = json_string_value(json_object_get(doc, "status"));
-        if (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0)
-            return doc;
-        json_decref(doc);
-        if (waited > timeout_ms) {
-            evd_t_dump_log(&xt_evald);
-            ck_abort_msg("experiment %s still %s", id, s);
-        }
-        usleep(100 * 1000);
-    }
-}
-
 /* The calls the stub answered. */
 static long stub_calls(void)
 {
@@ -198,7 +177,7 @@ START_TEST(anytime_stops_once_decided_and_skips_the_rest)
     char *body = decisive(60, 1, 1,
                           "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":7}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "decided");
     ASSERT_STR(doc, "comparisons.0.verdict", "better");
@@ -264,7 +243,7 @@ END_TEST
 START_TEST(fixed_reports_the_sequence_as_information)
 {
     char *id = xt_start(xt_full);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     /* Every case ran: the fixed verdict stands, with the sequence beside it. */
     ASSERT_STR(doc, "stopped.reason", "exhausted");
@@ -300,7 +279,7 @@ START_TEST(max_calls_with_concurrency_one_overshoots_by_at_most_a_case)
     restart_roomy();
     char *body = decisive(20, 1, 1, "\"budget\":{\"max_calls\":9}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "budget");
     /* Two calls a case: four cases fit within 9, the fifth would reach 10. */
@@ -325,7 +304,7 @@ START_TEST(max_tokens_stops_before_the_cap)
                           "\"budget\":{\"max_tokens\":300},\"limits\":{\"execution\":"
                           "{\"max_output_tokens_per_call\":100}}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "stopped.reason", "budget");
     json_int_t used = json_integer_value(xt_at(doc, "spend.input_tokens")) +
                       json_integer_value(xt_at(doc, "spend.output_tokens"));
@@ -392,7 +371,7 @@ END_TEST
 START_TEST(a_finished_pilot_gives_the_plan_its_sd)
 {
     char *id = xt_start(xt_full);
-    json_decref(wait_done(id, 60000));
+    json_decref(xt_wait_done(id, 60000));
     /* d per case in the hand-worked experiment: 0.5, 0.5, 1, 0.5, 0 → s.d. √0.125. */
     char body[2048];
     snprintf(body, sizeof(body),
@@ -429,7 +408,7 @@ START_TEST(kill_9_right_after_the_decision_dispatches_no_more)
     ck_assert_int_gt(skipped, 0);
     long calls_at_kill = stub_calls();
     restart_roomy_after_kill();
-    doc = wait_done(id, 60000);
+    doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "decided");
     long ran = check_dispatched_prefix(id, doc, 2);
@@ -460,7 +439,7 @@ START_TEST(kill_9_mid_dispatch_keeps_the_order_and_each_run_once)
     }
     ck_assert_int_eq(evd_t_stop(&xt_evald, SIGKILL, 5000), 128 + SIGKILL);
     restart_roomy_after_kill();
-    json_t *doc = wait_done(id, 90000);
+    json_t *doc = xt_wait_done(id, 90000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "decided");
     ck_assert_int_ge(json_integer_value(xt_at(doc, "stopped.at_case")), 25);
@@ -483,7 +462,7 @@ START_TEST(two_processes_agree_on_the_sequence_and_the_stop)
     char *body = decisive(80, 1, 4,
                           "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":5}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "decided");
     ASSERT_STR(doc, "comparisons.0.verdict", "better");
@@ -511,7 +490,7 @@ START_TEST(a_cancelled_anytime_experiment_has_no_stop)
     long st = 0;
     json_decref(xt_call("POST", path, "", &st));
     ck_assert_int_lt(st, 300);
-    json_t *doc = wait_done(id, 30000);
+    json_t *doc = xt_wait_done(id, 30000);
     ASSERT_STR(doc, "status", "cancelled");
     ASSERT_NULL(doc, "stopped");
     ASSERT_INT(doc, "progress.skipped_runs", 0);
@@ -532,7 +511,7 @@ START_TEST(equal_arms_are_decided_equivalent_within_min_effect)
                             "\"analysis\":{\"min_effect\":0.3},"
                             "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10}");
     char *id = xt_start(body);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "status", "completed");
     ASSERT_STR(doc, "stopped.reason", "decided");
     ASSERT_STR(doc, "comparisons.0.verdict", "equivalent");
@@ -565,7 +544,7 @@ START_TEST(max_cost_usd_counts_through_the_price_table)
                               at + strlen("stub-model")),
                      0);
     char *id = xt_start(priced);
-    json_t *doc = wait_done(id, 60000);
+    json_t *doc = xt_wait_done(id, 60000);
     ASSERT_STR(doc, "stopped.reason", "budget");
     /* Five cases fit (88 millionths); a sixth would reach 105.6. */
     ck_assert_int_eq(stub_calls(), 10);
@@ -585,7 +564,7 @@ START_TEST(a_rescore_of_a_stopped_experiment_keeps_its_skips_and_runs_every_outp
     char *body = decisive(40, 1, 1,
                           "\"stopping\":{\"rule\":\"anytime\",\"min_cases\":10,\"seed\":9}");
     char *id = xt_start(body);
-    json_t *src = wait_done(id, 60000);
+    json_t *src = xt_wait_done(id, 60000);
     long saved = (long)json_integer_value(xt_at(src, "stopped.runs_saved"));
     ck_assert_int_gt(saved, 0);
     long calls = stub_calls();
@@ -600,7 +579,7 @@ START_TEST(a_rescore_of_a_stopped_experiment_keeps_its_skips_and_runs_every_outp
     ck_assert_int_eq(st, 202);
     char *rid = strdup(json_string_value(json_object_get(r, "experiment_id")));
     json_decref(r);
-    json_t *doc = wait_done(rid, 60000);
+    json_t *doc = xt_wait_done(rid, 60000);
     ASSERT_STR(doc, "status", "completed");
     /* Every stored output is scored again, none is called again, none runs anew. */
     ck_assert_int_eq(stub_calls(), calls);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char xt_db_url[1024];
 static char db_name[64];
@@ -143,4 +144,24 @@ size_t xt_list_size(const char *path, const char *member)
     size_t n = json_array_size(json_object_get(j, member));
     json_decref(j);
     return n;
+}
+
+json_t *xt_wait_done(const char *id, int timeout_ms)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/experiments/%s", id);
+    for (int waited = 0;; waited += 100) {
+        long st = 0;
+        json_t *doc = xt_call("GET", path, NULL, &st);
+        ck_assert_int_eq(st, 200);
+        const char *s = json_string_value(json_object_get(doc, "status"));
+        if (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0)
+            return doc;
+        json_decref(doc);
+        if (waited > timeout_ms) {
+            evd_t_dump_log(&xt_evald);
+            ck_abort_msg("experiment %s still %s", id, s);
+        }
+        usleep(100 * 1000);
+    }
 }

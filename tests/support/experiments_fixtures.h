@@ -49,6 +49,9 @@ void xt_request(const char *method, const char *path, const char *ct, const char
                 struct evd_t_resp *r);
 /* The JSON answer (new reference) of METHOD path; *status gets the status. */
 json_t *xt_call(const char *method, const char *path, const char *body, long *status);
+/* GET of experiment `id` until it is terminal (new reference); the test fails, with
+ * evald's log, when it is not within timeout_ms. */
+json_t *xt_wait_done(const char *id, int timeout_ms);
 /* Starts an experiment, which must answer 202 queued with its Location; its id (malloc'd). */
 char *xt_start(const char *body);
 /* The value at a dotted path ("arms.0.pooled.passed": array members by index), borrowed,
