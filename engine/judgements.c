@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "domain/judge.h"
 #include "domain/limits.h"
@@ -243,7 +244,8 @@ int evd_engine_judge(struct evd_engine *e, struct evd_wconn *w, const struct evd
     unsigned treatments = x->arms - 1, orders = evd_judge_orders(judge);
     struct evd_judge_call call;
     evd_judge_call_at(treatments, orders, (uint32_t)position, &call);
-    json_t *control = NULL, *treatment = NULL, *rows = NULL, *schema = NULL, *limits = NULL;
+    json_t *control = NULL, *treatment = NULL, *rows = NULL, *schema = NULL, *limits = NULL,
+           *attrs = NULL;
     char *text[2] = {NULL, NULL}, *prompt = NULL, *instructions = NULL;
     struct judge_attempt ja = {.case_index = x->case_index};
     struct evd_attempt a = {.slot = -1};
@@ -295,6 +297,17 @@ int evd_engine_judge(struct evd_engine *e, struct evd_wconn *w, const struct evd
         json_decref(j);
         goto out;
     }
+    /* Its trace (docs/otel.md): a `chat` span of a trace of its own, named by the
+     * judgement and the attempt, with the judgement's attributes. */
+    char trace_key[96];
+    snprintf(trace_key, sizeof(trace_key), "judgement-%d-%d", x->case_index, position);
+    struct evd_trace_ctx trace;
+    evd_trace_for_run(x->experiment_id, trace_key, attempt, &trace);
+    attrs = json_pack("{s:s, s:O, s:i, s:i, s:i, s:i, s:i}", "evald.experiment_id",
+                      x->experiment_id, "evald.case_id", json_object_get(x->body, "id"),
+                      "evald.judgement.case_index", x->case_index, "evald.judgement.repeat",
+                      (int)call.repeat, "evald.judgement.treatment", (int)call.treatment,
+                      "evald.judgement.order", (int)call.order, "evald.attempt", attempt);
     ja.k.in = (struct evd_harness_input){
         .session_id = session,
         .prompt = prompt,
@@ -303,6 +316,9 @@ int evd_engine_judge(struct evd_engine *e, struct evd_wconn *w, const struct evd
         .limits = limits,
         .functions = NULL, /* no function may be called */
         .output = schema,
+        .trace = &trace,
+        .chat_root = true,
+        .span_attributes = attrs,
     };
     a = (struct evd_attempt){
         .ops = &JUDGE_OPS,
@@ -313,6 +329,7 @@ int evd_engine_judge(struct evd_engine *e, struct evd_wconn *w, const struct evd
         .position = position,
         .attempt = attempt,
         .timeout_ms = (int64_t)x->limits->scenario_timeout_seconds * 1000,
+        .trace = &trace,
         .kind = &ja,
         .slot = -1,
     };
@@ -378,6 +395,7 @@ out:
     json_decref(rows);
     json_decref(schema);
     json_decref(limits);
+    json_decref(attrs);
     free(text[0]);
     free(text[1]);
     free(prompt);

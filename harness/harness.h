@@ -119,6 +119,11 @@ struct evd_harness_input {
     /* The run's root span (common/trace.h), or NULL: generations and function calls become
      * its child spans, and HTTP tools get a traceparent naming their call's span. */
     const struct evd_trace_ctx *trace;
+    /* A run with no root span of its own (a judge's call, docs/judges.md): its first
+     * generation's `chat` span is the trace's root (trace's span id), later ones its
+     * children; `span_attributes` (an object, borrowed, or NULL) go on every `chat` span. */
+    bool chat_root;
+    const json_t *span_attributes;
     bool has_max_tool_calls;
     int64_t max_tool_calls;
 };

@@ -100,10 +100,19 @@ void evd_hx_trace_chat(const struct evd_hx_run *r, const struct evd_hx_request *
         return;
     char name[192];
     snprintf(name, sizeof(name), "chat %s", q->model);
-    struct evd_span *s = evd_span_new(r->in->trace, true, name, EVD_SPAN_CLIENT, w0 * 1000000);
+    /* The generation was appended to r->generations just before: the first is the root of
+     * a run without a root span of its own (chat_root). */
+    bool root = r->in->chat_root && json_array_size(r->generations) <= 1;
+    struct evd_span *s = evd_span_new(r->in->trace, !root, name, EVD_SPAN_CLIENT, w0 * 1000000);
     if (s == NULL)
         return;
     s->end_ns = w1 * 1000000;
+    if (json_is_object(r->in->span_attributes)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)r->in->span_attributes, key, v)
+            evd_span_set(s, key, json_incref(v));
+    }
     evd_span_set_str(s, "gen_ai.operation.name", "chat");
     evd_span_set_str(s, "gen_ai.provider.name", provider_system(r));
     evd_span_set_str(s, "gen_ai.request.model", q->model);

@@ -360,6 +360,64 @@ describe('a session turn', () => {
     });
 });
 
+describe('a judge call', () => {
+    test('is a chat span of a trace of its own with the judgement\'s attributes', async () => {
+        const exp = await runExperiment(evald, {
+            name: 'otel-judged',
+            dimension: 'prompt',
+            cases: [{ id: 'j1', vars: { word: 'judged' }, expected: 'OK' }],
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { prompt: '{{word}}: reply with OK. (EXP-A)' },
+            treatments: [{ prompt: '{{word}}: answer OK. (EXP-B)' }],
+            judge: { kind: 'pairwise', model: { model: 'stub-model', provider: 'openai' }, task: '{{word}}' },
+            repeats: 1,
+        });
+        const listed = await api(evald.base, 'GET', `/v1/experiments/${exp.id}/judgements`);
+        assert.equal(listed.status, 200);
+        assert.equal(listed.json.judgements.length, 2, 'one judge call per order');
+        // The script's default answers text, so each judge call also makes its repair
+        // generation: a child chat span of the call's root.
+        const calls = listed.json.judgements.reduce((n, j) => n + (j.metrics?.calls ?? 0), 0);
+        let mine = [];
+        await waitFor('the judge calls\' spans', () => {
+            mine = spansOf(receiver.decoded()).map((x) => x.span)
+                .filter((sp) => attrs(sp.attributes)['evald.experiment_id']?.stringValue === exp.id
+                    && attrs(sp.attributes)['evald.judgement.order'] !== undefined);
+            return mine.length >= calls;
+        }, 15000, 100);
+        assert.equal(mine.length, calls, `a chat span per generation of the judge calls (${calls})`);
+        const roots = mine.filter((sp) => !sp.parentSpanId);
+        assert.equal(roots.length, 2, 'each judge call\'s first chat span is its trace\'s root');
+        assert.notEqual(roots[0].traceId, roots[1].traceId, 'a trace per judge call');
+        const byTrace = traces(spansOf(receiver.decoded()));
+        const orders = new Set();
+        for (const sp of mine) {
+            checkSpanFormat(sp);
+            assert.equal(sp.name, 'chat stub-model');
+            assert.equal(sp.kind, 3, 'CLIENT');
+            const root = roots.find((r) => r.traceId === sp.traceId);
+            assert.ok(root, 'in the trace of a judge call');
+            if (sp !== root) {
+                assert.equal(sp.parentSpanId, root.spanId, 'a later generation is a child of the first');
+                assert.equal(attrs(sp.attributes)['evald.repair']?.boolValue, true);
+            }
+            assert.ok(byTrace.get(sp.traceId).all.every((x) => mine.some((m) => m.spanId === x.spanId)), 'nothing else in the trace');
+            const a = attrChecker(sp);
+            a.str('gen_ai.operation.name', 'chat');
+            a.str('gen_ai.request.model', 'stub-model');
+            a.str('evald.case_id', 'j1');
+            a.int('evald.judgement.case_index', 1);
+            a.int('evald.judgement.repeat', 1);
+            a.int('evald.judgement.treatment', 1);
+            a.int('evald.attempt', 1);
+            orders.add(attrs(sp.attributes)['evald.judgement.order'].intValue);
+        }
+        assert.deepEqual([...orders].sort(), ['1', '2'], 'both orders');
+        // No run's trace holds a judge span.
+        for (const row of exp.rows) assert.ok(!mine.some((sp) => sp.traceId === row.trace_id));
+    });
+});
+
 test('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL wins over OTEL_EXPORTER_OTLP_PROTOCOL', async () => {
     assert.ok(receiver.exports.length > 0, 'the suites above exported');
     for (const e of receiver.exports) assert.equal(e.contentType, 'application/json', 'http/json, as the traces variable says');
