@@ -12,13 +12,15 @@
 #include "common/util.h"
 #include "domain/canonical.h"
 #include "domain/text.h"
+#include "domain/trajectory.h"
 
 static const char ELLIPSIS[] = "\xE2\x80\xA6"; /* U+2026 */
 
 bool evd_evaluator_is_builtin(const char *function_id)
 {
     return function_id != NULL && (strcmp(function_id, EVD_EVALUATOR_EXACT) == 0 ||
-                                   strcmp(function_id, EVD_EVALUATOR_NORMALIZED_TEXT) == 0);
+                                   strcmp(function_id, EVD_EVALUATOR_NORMALIZED_TEXT) == 0 ||
+                                   strcmp(function_id, EVD_EVALUATOR_TRAJECTORY) == 0);
 }
 
 bool evd_evaluator_is_agent_review(const char *function_id)
@@ -34,6 +36,8 @@ enum evd_code evd_evaluator_run(const char *function_id, const struct evd_evalua
         return evd_evaluator_exact(in, response, err);
     if (function_id != NULL && strcmp(function_id, EVD_EVALUATOR_NORMALIZED_TEXT) == 0)
         return evd_evaluator_normalized_text(in, response, err);
+    if (function_id != NULL && strcmp(function_id, EVD_EVALUATOR_TRAJECTORY) == 0)
+        return evd_evaluator_trajectory(in, response, err);
     return evd_err_set(err, EVD_ENOTFOUND, "evaluator %s is not built in",
                        function_id != NULL ? function_id : "(none)");
 }

@@ -11,7 +11,9 @@
  *   arguments.expected are equal. expected must be a string: "eval::assert::
  *   normalized_text requires string evaluator arguments.expected". An output that is
  *   not a string does not pass (reason "output was not text (actual=…, expected=…)").
- * Both answer {passed, score: 1.0 or 0.0, reason}. The values quoted in reasons are
+ * eval::assert::trajectory — the run's function calls against arguments.expected:
+ *   domain/trajectory.h.
+ * The first two answer {passed, score: 1.0 or 0.0, reason}. The values quoted in reasons are
  * compact canonical JSON (or the normalized text) cut to 512 characters followed by
  * "…" when longer.
  *
@@ -29,6 +31,7 @@
 
 #define EVD_EVALUATOR_EXACT "eval::assert::exact"
 #define EVD_EVALUATOR_NORMALIZED_TEXT "eval::assert::normalized_text"
+/* EVD_EVALUATOR_TRAJECTORY "eval::assert::trajectory" is in domain/trajectory.h. */
 /*
  * The agent review evaluator: a reviewing agent with its own model, instructions and
  * function policy answers a GREEN or RED verdict (domain/review.h for its arguments). It
@@ -38,7 +41,8 @@
 /* Characters (code points) of a value quoted in a reason before it is cut. */
 #define EVD_EVALUATOR_EXCERPT_CHARS 512
 
-/* Whether function_id names a built-in deterministic evaluator (exact, normalized_text). */
+/* Whether function_id names a built-in deterministic evaluator (exact, normalized_text,
+ * trajectory). */
 bool evd_evaluator_is_builtin(const char *function_id);
 /* Whether function_id names the agent review evaluator. */
 bool evd_evaluator_is_agent_review(const char *function_id);

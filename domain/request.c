@@ -632,7 +632,8 @@ enum evd_code evd_request_sweep(const json_t *body, struct evd_err *err)
 enum evd_code evd_request_evaluator_input(const json_t *body, struct evd_evaluator_input *out,
                                           struct evd_err *err)
 {
-    json_t *eid = NULL, *rid = NULL, *sid = NULL, *output = NULL, *metrics = NULL, *args = NULL;
+    json_t *eid = NULL, *rid = NULL, *sid = NULL, *output = NULL, *metrics = NULL, *args = NULL,
+           *transcript = NULL, *case_id = NULL;
     int role = -1;
     static const char *const ROLES[] = {"control", "treatment"};
     enum evd_code rc = require_object(body, err);
@@ -652,6 +653,10 @@ enum evd_code evd_request_evaluator_input(const json_t *body, struct evd_evaluat
         rc = evd_metrics_check(metrics, "metrics", err);
     if (rc == EVD_OK)
         rc = evd_fields_get(body, "", "arguments", EVD_F_ANY, &args, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(body, "", "transcript", EVD_F_ARRAY | EVD_F_NULLABLE, &transcript, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(body, "", "case_id", EVD_F_STRING | EVD_F_NULLABLE, &case_id, err);
     if (rc != EVD_OK)
         return rc;
     out->evaluation_id = json_string_value(eid);
@@ -661,6 +666,8 @@ enum evd_code evd_request_evaluator_input(const json_t *body, struct evd_evaluat
     out->output = output;
     out->metrics = metrics;
     out->arguments = args;
+    out->transcript = transcript;
+    out->case_id = case_id != NULL ? json_string_value(case_id) : NULL;
     return EVD_OK;
 }
 

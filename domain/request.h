@@ -183,15 +183,19 @@ struct evd_evaluator_input {
     const char *run_id;
     const char *session_id;
     enum evd_role role;
-    const json_t *output;    /* any JSON value, JSON null included */
-    const json_t *metrics;   /* a checked SessionMetricsResponseV1 */
-    const json_t *arguments; /* any JSON value; NULL when omitted (reads as {}) */
+    const json_t *output;     /* any JSON value, JSON null included */
+    const json_t *metrics;    /* a checked SessionMetricsResponseV1 */
+    const json_t *arguments;  /* any JSON value; NULL when omitted (reads as {}) */
+    const json_t *transcript; /* the conversation (an array), NULL when omitted or null */
+    const char *case_id;      /* an experiment run's case, NULL when omitted or null */
 };
 
 /*
  * Decodes an EvaluatorInputV1: evaluation_id, run_id, session_id (strings), role
  * (control|treatment), output (any, required), metrics (SessionMetricsResponseV1,
- * checked deeply), arguments (any, default {}). Unknown top-level members are ignored.
+ * checked deeply), arguments (any, default {}), transcript (an array or null, optional:
+ * the conversation, domain/trajectory.h; its entries are read by the evaluators that use
+ * them), case_id (a string or null, optional). Unknown top-level members are ignored.
  */
 enum evd_code evd_request_evaluator_input(const json_t *body, struct evd_evaluator_input *out,
                                           struct evd_err *err);

@@ -61,7 +61,8 @@ enum evd_code evd_engine_check_evaluator(struct evd_engine *e, PGconn *c, const 
         return evd_err_set(err, EVD_EINVAL,
                            "evaluator.function_id %s is neither a built-in evaluator "
                            "(eval::assert::exact, eval::assert::normalized_text, "
-                           "eval::assert::agent_review) nor a registered tool",
+                           "eval::assert::trajectory, eval::assert::agent_review) nor a "
+                           "registered tool",
                            fid);
     evd_store_tool_clear(&tool);
     return rc;

@@ -12,6 +12,7 @@
 #include "domain/metrics.h"
 #include "domain/request.h"
 #include "domain/run.h"
+#include "domain/trajectory.h"
 #include "store/db.h"
 #include "store/tools.h"
 
@@ -20,18 +21,28 @@
  * id, or else a function of the iii engine when the adapter is configured (at least
  * once, within invocation_timeout_seconds). On success *evaluation is the validated
  * EvaluatorResponseV1 (new reference). The agent review also leaves its reviewer's turns
- * in *review (new reference or NULL).
+ * in *review (new reference or NULL). Every evaluator's input carries the turn as its
+ * `transcript` (domain/trajectory.h; from `turn`, the harness's {generations,
+ * function_calls}, borrowed or NULL) and an experiment run's `case_id`.
  */
 static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *view,
-                              const json_t *run, json_t *tools, struct evd_cancel *cancel,
-                              const char *traceparent, json_t **evaluation, json_t **review,
-                              struct evd_err *err)
+                              const json_t *run, const json_t *turn, json_t *tools,
+                              struct evd_cancel *cancel, const char *traceparent,
+                              json_t **evaluation, json_t **review, struct evd_err *err)
 {
     enum evd_code rc = EVD_OK;
     json_t *input = evd_run_evaluator_input(view->subject_id, run, view->evaluator_arguments);
     json_t *answer = NULL;
     if (input == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *case_id = view->trace != NULL ? view->trace->case_id : NULL;
+    json_t *transcript =
+        evd_trajectory_transcript(view->prompt, json_object_get(run, "output"), turn);
+    if (json_object_set_new(input, "transcript", transcript) != 0 ||
+        (case_id != NULL && json_object_set_new(input, "case_id", json_string(case_id)) != 0)) {
+        json_decref(input);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
     if (evd_evaluator_is_agent_review(view->evaluator_function_id)) {
         rc = evd_engine_review(e->opts.providers, input, view->limits, tools, cancel, &answer,
                                review, err);
@@ -331,8 +342,8 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         struct evd_err everr = {0};
         char tp[56];
         struct evd_span *esp = evaluator_open(s, tp);
-        enum evd_code erc = evaluate(e, w, s, run, tools, cancel, tp[0] ? tp : NULL, &evaluation,
-                                     &review, &everr);
+        enum evd_code erc = evaluate(e, w, s, run, out.transcript, tools, cancel,
+                                     tp[0] ? tp : NULL, &evaluation, &review, &everr);
         evaluator_close(esp, erc != EVD_OK ? everr.msg : NULL);
         root_evaluation(root, s->evaluator_function_id, evaluation);
         if (erc != EVD_OK) {
@@ -427,7 +438,8 @@ void evd_scenario_rescore(struct evd_engine *e, struct evd_wconn *w, const struc
     struct evd_err everr = {0};
     enum evd_code erc = EVD_OK;
     if (rc == 0 && s->evaluator_function_id != NULL) {
-        erc = evaluate(e, w, s, run, tools, cancel, NULL, &evaluation, &review, &everr);
+        erc = evaluate(e, w, s, run, stored->transcript, tools, cancel, NULL, &evaluation,
+                       &review, &everr);
         root_evaluation(root, s->evaluator_function_id, evaluation);
     }
     if (rc != 0) {

@@ -39,6 +39,8 @@ MIRROR(fn_wake, evd_eval_wake(ctx->engine, request, response, err))
 MIRROR(fn_exact, evd_eval_assert(ctx->engine, "eval::assert::exact", request, response, err))
 MIRROR(fn_normalized,
        evd_eval_assert(ctx->engine, "eval::assert::normalized_text", request, response, err))
+MIRROR(fn_trajectory,
+       evd_eval_assert(ctx->engine, "eval::assert::trajectory", request, response, err))
 
 void evd_evaluations_register(void)
 {
@@ -54,6 +56,7 @@ void evd_evaluations_register(void)
     evd_functions_register("eval::on-turn-completed", fn_wake);
     evd_functions_register("eval::assert::exact", fn_exact);
     evd_functions_register("eval::assert::normalized_text", fn_normalized);
+    evd_functions_register("eval::assert::trajectory", fn_trajectory);
 }
 
 /* ---- resources ------------------------------------------------------------------------ */
@@ -247,6 +250,11 @@ void evd_h_evaluator_exact(struct evd_req *req, struct evd_resp *resp)
 void evd_h_evaluator_normalized(struct evd_req *req, struct evd_resp *resp)
 {
     evaluator(req, resp, "eval::assert::normalized_text");
+}
+
+void evd_h_evaluator_trajectory(struct evd_req *req, struct evd_resp *resp)
+{
+    evaluator(req, resp, "eval::assert::trajectory");
 }
 
 /* The REST shape of the catalogue names each model `id` (the value for model.model). */

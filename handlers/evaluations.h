@@ -21,6 +21,7 @@ void evd_h_eval_rescore(struct evd_req *req, struct evd_resp *resp);
 void evd_h_eval_delete(struct evd_req *req, struct evd_resp *resp);
 void evd_h_evaluator_exact(struct evd_req *req, struct evd_resp *resp);
 void evd_h_evaluator_normalized(struct evd_req *req, struct evd_resp *resp);
+void evd_h_evaluator_trajectory(struct evd_req *req, struct evd_resp *resp);
 void evd_h_models(struct evd_req *req, struct evd_resp *resp);
 
 #endif

@@ -45,6 +45,7 @@ const struct evd_route evd_routes[] = {
     {"GET", "/v1/sessions/{id}/events", evd_h_session_events, EVD_ROUTE_QUERY_TOKEN},
     {"POST", "/v1/evaluators/exact", evd_h_evaluator_exact, 0},
     {"POST", "/v1/evaluators/normalized_text", evd_h_evaluator_normalized, 0},
+    {"POST", "/v1/evaluators/trajectory", evd_h_evaluator_trajectory, 0},
     {"GET", "/v1/models", evd_h_models, EVD_ROUTE_INLINE},
     {"GET", "/v1/providers", evd_h_providers, EVD_ROUTE_INLINE},
     {"GET", "/v1/subscriptions", evd_h_subs_list, 0},

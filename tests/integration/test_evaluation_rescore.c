@@ -435,7 +435,8 @@ START_TEST(refusals_name_the_field_and_write_nothing)
          "evaluator.colour is not a known field"},
         {"{\"function_id\":\"no::such\"}",
          "evaluator.function_id no::such is neither a built-in evaluator (eval::assert::exact, "
-         "eval::assert::normalized_text, eval::assert::agent_review) nor a registered tool"},
+         "eval::assert::normalized_text, eval::assert::trajectory, eval::assert::agent_review) "
+         "nor a registered tool"},
         {"{\"function_id\":\"eval::assert::agent_review\",\"arguments\":{\"model\":7}}",
          "evaluator.arguments.model must be a string"},
     };

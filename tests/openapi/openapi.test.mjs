@@ -71,6 +71,7 @@ const ROUTES = [
   'DELETE /v1/evaluations/{}',
   'POST /v1/evaluators/exact',
   'POST /v1/evaluators/normalized_text',
+  'POST /v1/evaluators/trajectory',
   'POST /v1/sessions',
   'GET /v1/sessions',
   'GET /v1/sessions/{}',
@@ -100,7 +101,7 @@ const ROUTES = [
 ];
 
 // The functions of the mirror: every seed function (the internal ones too: the spec requires
-// them behind the mirror) and evald's eval::compare-sessions.
+// them behind the mirror) and evald's eval::compare-sessions and eval::assert::trajectory.
 const SEED_INTERNAL_FUNCTIONS = ['eval::on-turn-completed', 'eval::step', 'eval::sweep', 'eval::ui-content'];
 const SEED_PUBLIC_FUNCTIONS = [
   'eval::assert::exact',
@@ -115,7 +116,12 @@ const SEED_PUBLIC_FUNCTIONS = [
 ];
 // Operations whose body is a dataset upload (JSON, JSONL or CSV).
 const UPLOADS = ['POST /v1/datasets'];
-const MIRRORED = [...SEED_PUBLIC_FUNCTIONS, ...SEED_INTERNAL_FUNCTIONS, 'eval::compare-sessions'];
+const MIRRORED = [
+  ...SEED_PUBLIC_FUNCTIONS,
+  ...SEED_INTERNAL_FUNCTIONS,
+  'eval::compare-sessions',
+  'eval::assert::trajectory',
+];
 
 const ERROR_RESPONSES = {
   400: ['BadRequest', 'invalid_request', 'Bad Request'],
@@ -282,7 +288,7 @@ test('the function mirror serves every seed function with its seed schemas', () 
     assert.deepEqual(Object.keys(ok.content), ['application/json']);
     if (seed === null) continue;
     const fn = seed.functions.find((f) => f.name === name);
-    if (!fn) continue; // eval::compare-sessions is evald's own
+    if (!fn) continue; // eval::compare-sessions and eval::assert::trajectory are evald's own
     assert.equal(req.content['application/json'].schema.$ref, `#/components/schemas/${fn.request_schema.title}`);
     assert.equal(ok.content['application/json'].schema.$ref, `#/components/schemas/${fn.response_schema.title}`);
   }
@@ -547,6 +553,7 @@ test('the mirror and the REST routes answer the same shapes for the same operati
     ['/v1/functions/eval::cancel', 'post', '200', '/v1/evaluations/{evaluation_id}/cancel', 'post', '200'],
     ['/v1/functions/eval::assert::exact', 'post', '200', '/v1/evaluators/exact', 'post', '200'],
     ['/v1/functions/eval::assert::normalized_text', 'post', '200', '/v1/evaluators/normalized_text', 'post', '200'],
+    ['/v1/functions/eval::assert::trajectory', 'post', '200', '/v1/evaluators/trajectory', 'post', '200'],
     ['/v1/functions/eval::compare-sessions', 'post', '200', '/v1/sessions/compare', 'get', '200'],
   ];
   for (const [p1, m1, s1, p2, m2, s2] of same)

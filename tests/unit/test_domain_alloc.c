@@ -12,6 +12,7 @@
 #include "domain/report.h"
 #include "domain/request.h"
 #include "domain/run.h"
+#include "domain/trajectory.h"
 #include "tests/support/domain_fixtures.h"
 #include "tests/support/testutil.h"
 
@@ -119,6 +120,52 @@ static json_t *build_verdict(const struct fixture *f)
     return resp;
 }
 
+/* The trajectory evaluator over a two-entry transcript, unordered with subset arguments. */
+static json_t *build_trajectory(const struct fixture *f)
+{
+    (void)f;
+    json_t *body = NULL, *resp = NULL;
+    bool was = failing;
+    failing = false;
+    body = evd_dt_parse(
+        "{\"evaluation_id\":\"e\",\"run_id\":\"r\",\"role\":\"control\",\"session_id\":\"s\","
+        "\"output\":\"ok\",\"transcript\":[{\"role\":\"user\",\"content\":\"q\"},"
+        "{\"role\":\"assistant\",\"content\":\"ok\",\"function_calls\":["
+        "{\"name\":\"a\",\"arguments\":{\"x\":1}},{\"name\":\"b\",\"arguments\":{}}]}],"
+        "\"arguments\":{\"expected\":[{\"name\":\"b\"},{\"name\":\"a\",\"arguments\":{\"x\":2}}],"
+        "\"mode\":\"unordered\",\"match_arguments\":\"subset\"}}");
+    json_object_set_new(body, "metrics", evd_dt_metrics("s", true, 1, 0, 0, 1, 1, 0.5, 0));
+    failing = was;
+    struct evd_evaluator_input in;
+    struct evd_err err;
+    ck_assert_int_eq(evd_request_evaluator_input(body, &in, &err), EVD_OK);
+    enum evd_code rc = evd_evaluator_run(EVD_EVALUATOR_TRAJECTORY, &in, &resp, &err);
+    ck_assert(rc == EVD_OK || rc == EVD_ENOMEM);
+    failing = false;
+    json_decref(body);
+    failing = was;
+    return resp;
+}
+
+/* The transcript an agent turn gives the evaluator input. */
+static json_t *build_transcript(const struct fixture *f)
+{
+    (void)f;
+    bool was = failing;
+    failing = false;
+    json_t *harness = evd_dt_parse(
+        "{\"function_calls\":[{\"function_id\":\"a\",\"arguments\":{\"x\":1},\"result\":[1]},"
+        "{\"function_id\":\"b\",\"arguments\":{},\"error\":\"boom\"}]}");
+    json_t *output = evd_dt_parse("{\"k\":true}");
+    failing = was;
+    json_t *t = evd_trajectory_transcript("q", output, harness);
+    failing = false;
+    json_decref(harness);
+    json_decref(output);
+    failing = was;
+    return t;
+}
+
 /* Completes a copy of a recorded run; the copy is made with memory to spare. */
 static json_t *build_completed_run(const struct fixture *f)
 {
@@ -151,6 +198,8 @@ static const struct {
     {"start", build_start},   {"report", build_report},   {"result", build_result},
     {"status", build_status}, {"summary", build_summary}, {"plan", build_plan},
     {"rerun", build_rerun},   {"verdict", build_verdict}, {"complete", build_completed_run},
+    {"trajectory", build_trajectory},
+    {"transcript", build_transcript},
 };
 
 START_TEST(builders_fail_cleanly)
