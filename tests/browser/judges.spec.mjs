@@ -187,6 +187,8 @@ else describe('pairwise judge', () => {
 
     test('the judge beside the evaluator, its quality and why to distrust it', { timeout: COMPLETE_MS + 30000 }, async () => {
         await page.goto(`${BASE}/#/experiments/${id}`);
+        // A change of the hash alone may keep another view until this one is drawn.
+        await page.waitForFunction((name) => document.querySelector('[data-testid=exp-title]')?.textContent === name, `judged-${suffix}`, { timeout: COMPLETE_MS });
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-status]')?.dataset.status === 'completed', null, { timeout: COMPLETE_MS });
         const exp = (await http('GET', `${BASE}/v1/experiments/${id}`)).data;
         assert.equal(exp.status, 'completed');

@@ -312,8 +312,12 @@ else describe('sequential experiments', () => {
         assert.equal(start.status, 202, JSON.stringify(start.data));
         const id = start.data.experiment_id;
         await page.goto(`${BASE}/#/experiments/${id}`);
+        // A change of the hash alone keeps the last test's (completed) view until this
+        // experiment's is drawn: wait for this one's title first.
+        await page.waitForFunction((name) => document.querySelector('[data-testid=exp-title]')?.textContent === name, `budget-${suffix}`, { timeout: COMPLETE_MS });
         await page.waitForFunction(() => document.querySelector('[data-testid=exp-status]')?.dataset.status === 'completed', null, { timeout: COMPLETE_MS });
         const exp = (await http('GET', `${BASE}/v1/experiments/${id}`)).data;
+        assert.equal(exp.status, 'completed');
         assert.equal(exp.stopped.reason, 'budget');
         assert.equal(exp.stopped.runs_saved, exp.progress.skipped_runs);
         assert.ok(exp.spend.calls <= 12 + 2, `one case's calls at most over the cap: ${exp.spend.calls}`);
