@@ -19,12 +19,16 @@
 #include "domain/judge.h"
 #include "domain/request.h"
 #include "domain/template.h"
+#include "domain/text.h"
 
 static const char *const KNOWN[] = {"name",       "dimension",   "model",    "control",
                                     "treatments", "dataset_id",  "cases",    "evaluator",
                                     "repeats",    "concurrency", "limits",   "functions",
                                     "output",     "metadata",    "analysis", "stopping",
-                                    "budget",     "plan",        "judge",    NULL};
+                                    "budget",     "plan",        "judge",    "prompt",
+                                    "system_prompt", NULL};
+
+static const char *const DIMENSIONS[] = {"prompt", "system_prompt", "model"};
 
 /* Members of the seed's start request that an experiment passes through unchanged. */
 static const char *const SHARED[] = {"dimension", "model",  "control",  "evaluator", "limits",
@@ -172,6 +176,241 @@ static json_t *variant(const json_t *v, size_t arm)
                      json_object_get(v, "system_prompt"));
 }
 
+/* ---- the model dimension (../shared/spec/agent-cases.md, "Model variants") -------------- */
+
+static const char *const EFFORTS[] = {"minimal", "low", "medium", "high", "xhigh"};
+
+static bool blank(const json_t *s)
+{
+    return evd_text_is_blank(json_string_value(s), json_string_length(s));
+}
+
+static bool by_model(const json_t *normalized)
+{
+    const char *d = json_string_value(json_object_get(normalized, "dimension"));
+    return d != NULL && strcmp(d, "model") == 0;
+}
+
+/* A variant's options, normalized: temperature and top_p as reals, reasoning_effort,
+ * max_output_tokens, each only when given ({} for none); *out a new reference. */
+static enum evd_code model_options(const json_t *o, const char *path, json_t **out,
+                                   struct evd_err *err)
+{
+    static const char *const known[] = {"temperature", "top_p", "reasoning_effort",
+                                        "max_output_tokens", NULL};
+    json_t *t = NULL, *p = NULL;
+    int effort = -1;
+    bool has_max = false;
+    uint64_t max = 0;
+    enum evd_code rc = EVD_OK;
+    *out = NULL;
+    if (o != NULL) {
+        rc = evd_fields_only(o, path, known, err);
+        if (rc == EVD_OK)
+            rc = evd_fields_get(o, path, "temperature", EVD_F_NUMBER | EVD_F_NULLABLE, &t, err);
+        if (rc == EVD_OK && t != NULL &&
+            !(json_number_value(t) >= 0 && json_number_value(t) <= 2))
+            rc = evd_err_set(err, EVD_EINVAL, "%s.temperature must be between 0 and 2", path);
+        if (rc == EVD_OK)
+            rc = evd_fields_get(o, path, "top_p", EVD_F_NUMBER | EVD_F_NULLABLE, &p, err);
+        if (rc == EVD_OK && p != NULL && !(json_number_value(p) > 0 && json_number_value(p) <= 1))
+            rc = evd_err_set(err, EVD_EINVAL,
+                             "%s.top_p must be greater than 0 and at most 1", path);
+        if (rc == EVD_OK)
+            rc = evd_fields_enum(o, path, "reasoning_effort", EVD_F_NULLABLE, EFFORTS,
+                                 sizeof(EFFORTS) / sizeof(EFFORTS[0]), &effort, err);
+        if (rc == EVD_OK)
+            rc = evd_fields_uint(o, path, "max_output_tokens", EVD_F_NULLABLE, INT32_MAX,
+                                 &has_max, &max, err);
+        if (rc == EVD_OK && has_max && max == 0)
+            rc = evd_err_set(err, EVD_EINVAL, "%s.max_output_tokens must be greater than zero",
+                             path);
+        if (rc != EVD_OK)
+            return rc;
+    }
+    json_t *n = json_object();
+    int bad = n == NULL;
+    if (!bad && t != NULL)
+        bad |= json_object_set_new(n, "temperature", json_real(json_number_value(t)));
+    if (!bad && p != NULL)
+        bad |= json_object_set_new(n, "top_p", json_real(json_number_value(p)));
+    if (!bad && effort >= 0)
+        bad |= json_object_set_new(n, "reasoning_effort", json_string(EFFORTS[effort]));
+    if (!bad && has_max)
+        bad |= json_object_set_new(n, "max_output_tokens", json_integer((json_int_t)max));
+    if (bad) {
+        json_decref(n);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    *out = n;
+    return EVD_OK;
+}
+
+/*
+ * The seed's model object (domain/request.h) of a variant's {model, provider, options},
+ * checked by the seed's rules: options.reasoning_effort is thinking_level, temperature and
+ * top_p go into provider_options.<provider> (merged into the provider's request body);
+ * max_output_tokens is the arm's limit (evd_experiment_arm_limits). New reference in *out.
+ */
+static enum evd_code seed_model(const json_t *vm, json_t **out, struct evd_err *err)
+{
+    *out = NULL;
+    const json_t *o = json_object_get(vm, "options");
+    const json_t *provider = json_object_get(vm, "provider");
+    json_t *m = json_pack("{s:O}", "model", json_object_get(vm, "model"));
+    json_t *sampling = json_object();
+    int bad = m == NULL || sampling == NULL;
+    if (!bad && provider != NULL)
+        bad |= json_object_set(m, "provider", (json_t *)provider);
+    if (!bad && json_object_get(o, "reasoning_effort") != NULL)
+        bad |= json_object_set(m, "thinking_level", json_object_get(o, "reasoning_effort"));
+    static const char *const sampled[] = {"temperature", "top_p"};
+    for (size_t i = 0; !bad && i < 2; i++)
+        if (json_object_get(o, sampled[i]) != NULL)
+            bad |= json_object_set(sampling, sampled[i], json_object_get(o, sampled[i]));
+    if (!bad && json_object_size(sampling) > 0 && json_is_string(provider))
+        bad |= json_object_set_new(m, "provider_options",
+                                   json_pack("{s:O}", json_string_value(provider), sampling));
+    enum evd_code rc = bad ? evd_err_set(err, EVD_ENOMEM, "out of memory")
+                           : evd_request_model(m, out, err);
+    json_decref(m);
+    json_decref(sampling);
+    return rc;
+}
+
+/* A model-dimension variant at `where` ("control", "treatments[i]") of arm `arm`:
+ * {label?, model: {model, provider, options?}}; *out its normalized {label, model: {model,
+ * provider, options}} (new reference). */
+static enum evd_code model_variant(const json_t *v, const char *where, size_t arm, json_t **out,
+                                   struct evd_err *err)
+{
+    static const char *const vknown[] = {"label", "model", NULL};
+    static const char *const mknown[] = {"model", "provider", "options", NULL};
+    char path[EVD_FIELDS_PATH_MAX], opath[EVD_FIELDS_PATH_MAX];
+    json_t *label = NULL, *m = NULL, *id = NULL, *provider = NULL, *options = NULL, *opts = NULL;
+    *out = NULL;
+    static const char *const texts[] = {"prompt", "system_prompt"};
+    for (size_t i = 0; i < 2; i++)
+        if (json_object_get(v, texts[i]) != NULL)
+            return evd_err_set(err, EVD_EINVAL,
+                               "%s.%s is not allowed with dimension model (it is shared: give "
+                               "the top-level %s)",
+                               where, texts[i], texts[i]);
+    evd_fields_path(path, sizeof(path), where, "model");
+    evd_fields_path(opath, sizeof(opath), path, "options");
+    enum evd_code rc = evd_fields_only(v, where, vknown, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(v, where, "label", EVD_F_STRING | EVD_F_NULLABLE, &label, err);
+    if (rc == EVD_OK && label != NULL && blank(label))
+        rc = evd_err_set(err, EVD_EINVAL, "variant labels cannot be empty when supplied");
+    if (rc == EVD_OK)
+        rc = evd_fields_get(v, where, "model", EVD_F_OBJECT | EVD_F_REQUIRED, &m, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_only(m, path, mknown, err);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(m, path, "model", EVD_F_STRING | EVD_F_REQUIRED, &id, err);
+    if (rc == EVD_OK && blank(id))
+        rc = evd_err_set(err, EVD_EINVAL, "%s.model cannot be empty", path);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(m, path, "provider", EVD_F_STRING | EVD_F_REQUIRED, &provider, err);
+    if (rc == EVD_OK && blank(provider))
+        rc = evd_err_set(err, EVD_EINVAL, "%s.provider cannot be empty", path);
+    if (rc == EVD_OK)
+        rc = evd_fields_get(m, path, "options", EVD_F_OBJECT | EVD_F_NULLABLE, &options, err);
+    if (rc == EVD_OK)
+        rc = model_options(options, opath, &opts, err);
+    if (rc != EVD_OK)
+        return rc;
+    char dflt[8];
+    snprintf(dflt, sizeof(dflt), "%c", (char)('A' + arm));
+    *out = json_pack("{s:s, s:{s:O, s:O, s:o}}", "label",
+                     label != NULL ? json_string_value(label) : dflt, "model", "model", id,
+                     "provider", provider, "options", opts);
+    if (*out == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    /* The seed's own model rules, on what the harness is given. */
+    json_t *sm = NULL;
+    if ((rc = seed_model(json_object_get(*out, "model"), &sm, err)) != EVD_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_decref(sm);
+    return rc;
+}
+
+/*
+ * The arms of a model-dimension experiment into `arms` (control first), and in *shared
+ * (new reference) the seed's normalized request of the shared members: the evaluator,
+ * limits, function policy, output contract and metadata are checked by the seed's own
+ * rules, with the control's model and the shared prompt in both of its variants.
+ */
+static enum evd_code model_arms(const json_t *body, const json_t *treatments, uint32_t repeats,
+                                json_t *arms, json_t **shared, struct evd_err *err)
+{
+    json_t *prompt, *system, *v, *nv = NULL;
+    enum evd_code rc;
+    *shared = NULL;
+    if (present(json_object_get(body, "model")))
+        return evd_err_set(err, EVD_EINVAL,
+                           "model is not allowed with dimension model (each variant has its "
+                           "own: control.model, treatments[i].model)");
+    if ((rc = evd_fields_get(body, "", "prompt", EVD_F_STRING | EVD_F_REQUIRED | EVD_F_NULLABLE,
+                             &prompt, err)) != EVD_OK)
+        return rc;
+    if (blank(prompt))
+        return evd_err_set(err, EVD_EINVAL, "prompt cannot be empty");
+    if ((rc = evd_fields_get(body, "", "system_prompt", EVD_F_STRING | EVD_F_NULLABLE, &system,
+                             err)) != EVD_OK ||
+        (rc = evd_fields_get(body, "", "control", EVD_F_OBJECT | EVD_F_REQUIRED, &v, err)) !=
+            EVD_OK ||
+        (rc = model_variant(v, "control", 0, &nv, err)) != EVD_OK)
+        return rc;
+    if (json_array_append_new(arms, nv) != 0)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < json_array_size(treatments); i++) {
+        char where[48];
+        snprintf(where, sizeof(where), "treatments[%zu]", i);
+        if ((rc = model_variant(json_array_get(treatments, i), where, i + 1, &nv, err)) != EVD_OK)
+            return rc;
+        if (json_array_append_new(arms, nv) != 0)
+            return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    /* Variants differ in model, provider or options; nothing else is theirs. */
+    for (size_t j = 1; j < json_array_size(arms); j++)
+        for (size_t i = 0; i < j; i++)
+            if (json_equal(json_object_get(json_array_get(arms, i), "model"),
+                           json_object_get(json_array_get(arms, j), "model"))) {
+                if (i == 0)
+                    return evd_err_set(err, EVD_EINVAL,
+                                       "treatments[%zu]: differs from the control in nothing",
+                                       j - 1);
+                return evd_err_set(err, EVD_EINVAL,
+                                   "treatments[%zu]: differs from treatments[%zu] in nothing",
+                                   j - 1, i - 1);
+            }
+    json_t *model = NULL;
+    if ((rc = seed_model(json_object_get(json_array_get(arms, 0), "model"), &model, err)) !=
+        EVD_OK)
+        return rc;
+    json_t *pair = json_pack("{s:s, s:o, s:{s:O, s:n}, s:{s:O, s:s}, s:i}", "dimension",
+                             "system_prompt", "model", model, "control", "prompt", prompt,
+                             "system_prompt", "treatment", "prompt", prompt, "system_prompt",
+                             "", "runs", (int)repeats);
+    static const char *const members[] = {"evaluator", "limits", "functions", "output",
+                                          "metadata", NULL};
+    int bad = pair == NULL;
+    for (const char *const *k = members; !bad && *k != NULL; k++)
+        if (json_object_get(body, *k) != NULL)
+            bad |= json_object_set(pair, *k, json_object_get(body, *k));
+    if (bad) {
+        json_decref(pair);
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    rc = evd_request_start(pair, repeats, shared, NULL, err);
+    json_decref(pair);
+    return rc;
+}
+
 enum evd_code evd_experiment_request(const json_t *body, const struct evd_experiment_limits *lim,
                                      json_t **normalized, const json_t **cases, struct evd_err *err)
 {
@@ -257,12 +496,31 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         goto out;
     }
 
-    /* Every treatment against the control, with the seed's rules and messages. */
+    int dim = -1;
+    if ((rc = evd_fields_enum(body, "", "dimension", EVD_F_REQUIRED, DIMENSIONS,
+                              sizeof(DIMENSIONS) / sizeof(DIMENSIONS[0]), &dim, err)) != EVD_OK)
+        goto out;
+    const bool models = dim == 2;
     arms = json_array();
     if (arms == NULL) {
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
     }
+    if (models) {
+        if ((rc = model_arms(body, treatments, repeats, arms, &first, err)) != EVD_OK)
+            goto out;
+        goto labels;
+    }
+    static const char *const texts[] = {"prompt", "system_prompt"};
+    for (size_t i = 0; i < 2; i++)
+        if (json_object_get(body, texts[i]) != NULL) {
+            rc = evd_err_set(err, EVD_EINVAL,
+                             "%s is only allowed with dimension model (the variants hold the "
+                             "prompts)",
+                             texts[i]);
+            goto out;
+        }
+    /* Every treatment against the control, with the seed's rules and messages. */
     for (size_t i = 0; i < m; i++) {
         json_t *pair = NULL;
         if ((rc = seed_pair(body, json_array_get(treatments, i), repeats, i, &pair, err)) != EVD_OK)
@@ -292,6 +550,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
                                              "system prompts");
                 goto out;
             }
+labels:
     for (size_t i = 0; i <= m; i++)
         for (size_t j = i + 1; j <= m; j++)
             if (same_string(json_object_get(json_array_get(arms, i), "label"),
@@ -301,14 +560,15 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
             }
 
     json_t *treat = json_array();
-    out =
-        json_pack("{s:O?, s:O, s:O, s:O, s:o, s:O?, s:i, s:i, s:O, s:O, s:O, s:O}", "name", name,
-                  "dimension", json_object_get(first, "dimension"), "model",
-                  json_object_get(first, "model"), "control", json_array_get(arms, 0), "treatments",
-                  treat, "evaluator", json_object_get(first, "evaluator"), "repeats", (int)repeats,
-                  "concurrency", (int)concurrency, "limits", json_object_get(first, "limits"),
-                  "functions", json_object_get(first, "functions"), "output",
-                  json_object_get(first, "output"), "analysis", an);
+    /* A model experiment has no shared model: its variants hold theirs. */
+    out = json_pack("{s:O?, s:s, s:O*, s:O, s:o, s:O?, s:i, s:i, s:O, s:O, s:O, s:O}", "name",
+                    name, "dimension", DIMENSIONS[dim], "model",
+                    models ? NULL : json_object_get(first, "model"), "control",
+                    json_array_get(arms, 0), "treatments", treat, "evaluator",
+                    json_object_get(first, "evaluator"), "repeats", (int)repeats, "concurrency",
+                    (int)concurrency, "limits", json_object_get(first, "limits"), "functions",
+                    json_object_get(first, "functions"), "output",
+                    json_object_get(first, "output"), "analysis", an);
     if (out == NULL) {
         rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
         goto out;
@@ -316,6 +576,13 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
     for (size_t i = 1; i <= m; i++)
         json_array_append(treat, json_array_get(arms, i));
     int bad = json_array_size(treat) != m;
+    if (models) {
+        /* The shared texts; the variants keep their models. */
+        json_t *sp = json_object_get(body, "system_prompt");
+        bad |= json_object_set(out, "prompt", json_object_get(body, "prompt"));
+        bad |= json_object_set_new(out, "system_prompt",
+                                   json_is_string(sp) ? json_incref(sp) : json_null());
+    }
     if (json_object_get(first, "metadata") != NULL)
         bad |= json_object_set(out, "metadata", json_object_get(first, "metadata"));
     if (present(dataset_id))
@@ -355,6 +622,50 @@ static const json_t *arm_variant(const json_t *normalized, size_t arm)
                     : json_array_get(json_object_get(normalized, "treatments"), arm - 1);
 }
 
+/* Where an arm's prompt and system prompt templates are: the variant, or the request's
+ * shared ones for the model dimension (borrowed from normalized). */
+static const json_t *arm_texts(const json_t *normalized, size_t arm)
+{
+    return by_model(normalized) ? normalized : arm_variant(normalized, arm);
+}
+
+enum evd_code evd_experiment_arm_model(const json_t *normalized, size_t arm, json_t **model,
+                                       struct evd_err *err)
+{
+    *model = NULL;
+    if (!by_model(normalized)) {
+        *model = json_incref(json_object_get(normalized, "model"));
+        return *model != NULL ? EVD_OK : evd_err_set(err, EVD_EINVAL, "model is required");
+    }
+    const json_t *v = arm_variant(normalized, arm);
+    if (v == NULL)
+        return evd_err_set(err, EVD_EINVAL, "arm %zu is not an arm of the experiment", arm);
+    return seed_model(json_object_get(v, "model"), model, err);
+}
+
+json_t *evd_experiment_arm_limits(const json_t *normalized, size_t arm)
+{
+    const json_t *limits = json_object_get(normalized, "limits");
+    const json_t *max = by_model(normalized)
+                            ? json_object_get(
+                                  json_object_get(json_object_get(arm_variant(normalized, arm),
+                                                                  "model"),
+                                                  "options"),
+                                  "max_output_tokens")
+                            : NULL;
+    if (max == NULL)
+        return json_incref((json_t *)limits);
+    json_t *l = json_deep_copy(limits);
+    json_t *ex = json_object_get(l, "execution");
+    if (l != NULL && ex == NULL && json_object_set_new(l, "execution", json_object()) == 0)
+        ex = json_object_get(l, "execution");
+    if (ex == NULL || json_object_set(ex, "max_output_tokens_per_call", (json_t *)max) != 0) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
 /* Renders a string member of a variant (NULL or null stays null); *out a new reference. */
 static enum evd_code render_text(const json_t *v, const json_t *c, json_t **out,
                                  struct evd_err *err)
@@ -378,17 +689,25 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
     *variant_out = NULL;
     *evaluator = NULL;
     const json_t *v = arm_variant(normalized, arm);
+    const json_t *t = arm_texts(normalized, arm);
     const json_t *ev = json_object_get(normalized, "evaluator");
-    json_t *prompt = NULL, *system = NULL, *args = NULL;
-    enum evd_code rc = render_text(json_object_get(v, "prompt"), c, &prompt, err);
+    json_t *prompt = NULL, *system = NULL, *args = NULL, *model = NULL, *limits = NULL;
+    enum evd_code rc = render_text(json_object_get(t, "prompt"), c, &prompt, err);
     if (rc == EVD_OK)
-        rc = render_text(json_object_get(v, "system_prompt"), c, &system, err);
+        rc = render_text(json_object_get(t, "system_prompt"), c, &system, err);
     if (rc == EVD_OK)
         rc = evd_template_render_json(json_object_get(ev, "arguments"), c, &args, err);
+    if (rc == EVD_OK && by_model(normalized)) {
+        /* The arm's own model and, with options.max_output_tokens, its own limits. */
+        rc = evd_experiment_arm_model(normalized, arm, &model, err);
+        if (rc == EVD_OK && (limits = evd_experiment_arm_limits(normalized, arm)) == NULL)
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
     if (rc == EVD_OK) {
-        *variant_out = json_pack("{s:O, s:o, s:o}", "label", json_object_get(v, "label"), "prompt",
-                                 prompt, "system_prompt", system);
-        prompt = system = NULL;
+        *variant_out = json_pack("{s:O, s:o, s:o, s:o*, s:o*}", "label",
+                                 json_object_get(v, "label"), "prompt", prompt, "system_prompt",
+                                 system, "model", model, "limits", limits);
+        prompt = system = model = limits = NULL;
         /* No evaluator (a judged experiment): function_id null, the run is not scored. */
         *evaluator = json_pack("{s:O?, s:o?}", "function_id",
                                json_object_get(ev, "function_id"), "arguments", args);
@@ -403,6 +722,8 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
     json_decref(prompt);
     json_decref(system);
     json_decref(args);
+    json_decref(model);
+    json_decref(limits);
     return rc;
 }
 
@@ -412,7 +733,7 @@ enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *
     size_t arms = evd_experiment_arms(normalized);
     enum evd_code rc = EVD_OK;
     for (size_t a = 0; a < arms && rc == EVD_OK; a++) {
-        const json_t *v = arm_variant(normalized, a);
+        const json_t *v = arm_texts(normalized, a);
         json_t *prompt = NULL, *system = NULL;
         rc = render_text(json_object_get(v, "prompt"), c, &prompt, err);
         if (rc == EVD_OK)

@@ -19,6 +19,18 @@
  *      the templates), its messages naming `treatments[i]` where the seed says
  *      `treatment`; then the treatments pairwise ("prompt comparison requires different
  *      prompts", and the system-prompt twin).
+ *   The model dimension (../shared/spec/agent-cases.md, "Model variants") has its own
+ *   path instead of 3: the prompt and system prompt are the request's (`prompt` required,
+ *   "prompt cannot be empty"; `system_prompt` optional), no top-level `model` ("model is not
+ *   allowed with dimension model …"), and each variant is {label?, model: {model, provider,
+ *   options?}} ("control.model is required", "treatments[0].model.provider is required",
+ *   "… cannot be empty", "treatments[0].prompt is not allowed with dimension model …");
+ *   options {temperature 0..2, top_p (0, 1], reasoning_effort minimal|low|medium|high|xhigh,
+ *   max_output_tokens > 0}, closed. Variants differ in model, provider or options:
+ *   "treatments[1]: differs from the control in nothing", "treatments[1]: differs from
+ *   treatments[0] in nothing". The shared members go through the seed's rules as in 3.
+ *   Other dimensions refuse the top-level texts: "prompt is only allowed with dimension
+ *   model …".
  * Per case (evd_experiment_check_case): "case <id>: template variable <name> is not
  * defined", "case <id>: cluster_by variable <name> is not defined". Size
  * (evd_experiment_check_size): "an experiment may plan at most <max> runs (cases × arms ×
@@ -37,7 +49,9 @@
  * arguments}, repeats, concurrency, limits, functions, output, metadata?, analysis {alpha,
  * min_effect, cluster_by (or null)}, stopping {rule, min_cases, seed (null until the start
  * derives it from the experiment's id)}, budget (its caps, or null), plan?}; variants are
- * {label, prompt, system_prompt}.
+ * {label, prompt, system_prompt}. A model experiment has no `model`, but `prompt` and
+ * `system_prompt` (or null), and variants {label, model: {model, provider, options}}
+ * (options normalized: temperature and top_p reals, only the keys given).
  *
  * Pure; thread-safe. Returned pointers into a body are borrowed from it.
  */
@@ -102,7 +116,8 @@ enum evd_code evd_experiment_check_size(const json_t *normalized, size_t cases, 
 /*
  * The variant and evaluator of arm `arm` (0 = control) on case c, templates rendered: on
  * EVD_OK *variant is {label, prompt, system_prompt} and *evaluator {function_id,
- * arguments} (new references).
+ * arguments} (new references). For the model dimension *variant also has `model` (as
+ * evd_experiment_arm_model) and `limits` (as evd_experiment_arm_limits): the arm's own.
  */
 enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, size_t arm,
                                   json_t **variant, json_t **evaluator, struct evd_err *err);
@@ -113,6 +128,23 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
  * cluster_by or on ENOMEM (*err says which).
  */
 char *evd_experiment_cluster_key(const json_t *normalized, const json_t *c, struct evd_err *err);
+
+/*
+ * The model object the harness is given for arm `arm` (new reference in *model): the
+ * request's `model`, or for the model dimension the seed's model object of the arm's
+ * variant (domain/request.h), options mapped onto what the harness takes:
+ * reasoning_effort → thinking_level, temperature and top_p → provider_options.<provider>
+ * (merged into the provider's request body). EVD_EINVAL for an arm that is not one.
+ */
+enum evd_code evd_experiment_arm_model(const json_t *normalized, size_t arm, json_t **model,
+                                       struct evd_err *err);
+
+/*
+ * The limits of arm `arm` (new reference; NULL without memory): the request's, except that
+ * a model variant's options.max_output_tokens is its limits.execution.max_output_tokens_per_call
+ * (the harness writes it as each provider's output cap).
+ */
+json_t *evd_experiment_arm_limits(const json_t *normalized, size_t arm);
 
 /* The label of arm `arm` (0: the control) of a normalized request, or NULL. */
 const char *evd_experiment_arm_label(const json_t *request, unsigned arm);

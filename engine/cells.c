@@ -295,7 +295,10 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     struct cell_ctx k = {.x = x, .started_at = evd_now_ms()};
     struct evd_attempt a = {.slot = -1};
     enum cell_end end = CELL_STOP;
-    if (evd_experiment_cell(x->request, x->body, arm, &variant, &evaluator, &err) != EVD_OK) {
+    struct evd_limits limits = x->limits;
+    if (evd_experiment_cell(x->request, x->body, arm, &variant, &evaluator, &err) != EVD_OK ||
+        (json_object_get(variant, "limits") != NULL &&
+         evd_limits_decode(json_object_get(variant, "limits"), &limits, &err) != EVD_OK)) {
         /* Checked at the start for every case: only a change of the rules gets here. */
         json_t *run = cell_run_new(x, position, arm, repeat, k.started_at);
         if (run != NULL && evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0)
@@ -307,6 +310,9 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     if ((k.run = cell_run_new(x, position, arm, repeat, k.started_at)) == NULL)
         goto out;
     const json_t *sp = json_object_get(variant, "system_prompt");
+    /* A model experiment's arm calls its own model, with its own output cap. */
+    const json_t *arm_model = json_object_get(variant, "model");
+    const json_t *arm_limits = json_object_get(variant, "limits");
     const char *run_id = json_string_value(json_object_get(k.run, "run_id"));
     struct evd_scenario_trace trace = {
         .owner_key = "evald.experiment_id",
@@ -337,9 +343,9 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .session_id = json_string_value(json_object_get(k.run, "session_id")),
         .prompt = json_string_value(json_object_get(variant, "prompt")),
         .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
-        .model = json_object_get(x->request, "model"),
-        .limits_json = json_object_get(x->request, "limits"),
-        .limits = &x->limits,
+        .model = arm_model != NULL ? arm_model : json_object_get(x->request, "model"),
+        .limits_json = arm_limits != NULL ? arm_limits : json_object_get(x->request, "limits"),
+        .limits = &limits,
         .functions = json_object_get(x->request, "functions"),
         .output = json_object_get(x->request, "output"),
         .metadata = json_object_get(x->request, "metadata"),

@@ -18,24 +18,39 @@
 /* Input tokens are estimated from bytes: about four bytes a token (docs/experiments.md). */
 #define BYTES_PER_TOKEN 4.0
 
-/* limits.execution.max_output_tokens_per_call of a normalized request. */
-static double max_output_per_call(const json_t *normalized)
+/* limits.execution.max_output_tokens_per_call of arm `arm` (a model variant may have its
+ * own: evd_experiment_arm_limits). */
+static double max_output_per_call(const json_t *normalized, size_t arm)
 {
-    const json_t *v = json_object_get(
-        json_object_get(json_object_get(normalized, "limits"), "execution"),
-        "max_output_tokens_per_call");
-    return json_is_integer(v) && json_integer_value(v) > 0 ? (double)json_integer_value(v)
-                                                           : (double)EVD_LIMITS_DEFAULT_MAX_OUTPUT_TOKENS;
+    json_t *limits = evd_experiment_arm_limits(normalized, arm);
+    const json_t *v = json_object_get(json_object_get(limits, "execution"),
+                                      "max_output_tokens_per_call");
+    double n = json_is_integer(v) && json_integer_value(v) > 0
+                   ? (double)json_integer_value(v)
+                   : (double)EVD_LIMITS_DEFAULT_MAX_OUTPUT_TOKENS;
+    json_decref(limits);
+    return n;
 }
 
-/* The price of the request's model; false when it has none (or cannot be resolved). */
-static bool model_price(struct evd_engine *e, const json_t *normalized, struct evd_price *out)
+/* The price of arm `arm`'s model (the shared one, or a model variant's); false when it has
+ * none (or cannot be resolved). */
+static bool model_price(struct evd_engine *e, const json_t *normalized, size_t arm,
+                        struct evd_price *out)
 {
     struct evd_resolved_model m;
     struct evd_err err = {0};
-    json_t *model = json_object_get(normalized, "model");
-    return evd_providers_resolve(e->opts.providers, model, &m, &err) == EVD_OK &&
-           evd_providers_price(e->opts.providers, m.provider, m.model, out);
+    json_t *model = NULL;
+    bool priced = evd_experiment_arm_model(normalized, arm, &model, &err) == EVD_OK &&
+                  evd_providers_resolve(e->opts.providers, model, &m, &err) == EVD_OK &&
+                  evd_providers_price(e->opts.providers, m.provider, m.model, out);
+    json_decref(model);
+    return priced;
+}
+
+/* The arms with a model of their own: every arm for the model dimension, else one. */
+static size_t priced_arms(const json_t *normalized)
+{
+    return json_object_get(normalized, "model") != NULL ? 1 : evd_experiment_arms(normalized);
 }
 
 /* The price of the judge's model (domain/judge.h); false without a judge or a price. */
@@ -50,9 +65,17 @@ static bool judge_price(struct evd_engine *e, const json_t *normalized, struct e
            evd_providers_price(e->opts.providers, m.provider, m.model, out);
 }
 
-static const char *model_id(const json_t *normalized)
+/* The model id of arm `arm` (the shared model's for one model). */
+static const char *model_id(const json_t *normalized, size_t arm)
 {
-    const char *id = json_string_value(json_object_get(json_object_get(normalized, "model"), "model"));
+    const json_t *model = json_object_get(normalized, "model");
+    if (model == NULL)
+        model = json_object_get(arm == 0 ? json_object_get(normalized, "control")
+                                         : json_array_get(json_object_get(normalized,
+                                                                          "treatments"),
+                                                          arm - 1),
+                                "model");
+    const char *id = json_string_value(json_object_get(model, "model"));
     return id != NULL ? id : "";
 }
 
@@ -63,11 +86,24 @@ enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *n
     const json_t *caps = json_object_get(normalized, "budget");
     if (!json_is_object(caps))
         return EVD_OK;
-    struct evd_price price;
-    bool priced = model_price(e, normalized, &price);
-    if (json_object_get(caps, "max_cost_usd") != NULL && !priced)
-        return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
-                           model_id(normalized));
+    /* Every arm's model needs a price under a cost cap; a run reserves what the dearest
+     * arm's run could write before any has finished. */
+    bool priced = true;
+    double tokens = 0, reserve_usd = 0;
+    for (size_t arm = 0; arm < priced_arms(normalized); arm++) {
+        struct evd_price price;
+        double t = max_output_per_call(normalized, arm);
+        if (!model_price(e, normalized, arm, &price)) {
+            if (json_object_get(caps, "max_cost_usd") != NULL)
+                return evd_err_set(err, EVD_EINVAL,
+                                   "budget.max_cost_usd needs a price for model %s",
+                                   model_id(normalized, arm));
+            priced = false;
+        } else if (t * price.output_usd_per_mtok / 1e6 > reserve_usd) {
+            reserve_usd = t * price.output_usd_per_mtok / 1e6;
+        }
+        tokens = fmax(tokens, t);
+    }
     /* The judge's calls count in the budget too (docs/judges.md). */
     const json_t *judge = json_object_get(normalized, "judge");
     struct evd_price jp;
@@ -78,10 +114,9 @@ enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *n
         return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
                            jm != NULL ? jm : "");
     }
-    double tokens = max_output_per_call(normalized);
     json_t *b = json_deep_copy(caps);
     json_t *reserve = json_pack("{s:i, s:f, s:f}", "calls", 1, "tokens", tokens, "cost_usd",
-                                priced ? tokens * price.output_usd_per_mtok / 1e6 : 0.0);
+                                priced ? reserve_usd : 0.0);
     if (b == NULL || reserve == NULL || json_object_set_new(b, "reserve", reserve) != 0) {
         json_decref(b);
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
@@ -116,7 +151,11 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
     const double calls_min = anytime ? fmin(cases, min_cases) * arms * repeats : runs;
     /* Each case's prompts were counted once per arm; every repeat sends them again. */
     const double input = ceil((double)prompt_bytes / BYTES_PER_TOKEN) * repeats;
-    const double output_max = runs * max_output_per_call(normalized);
+    /* Each arm's runs write at most its own cap (a model variant may have one). */
+    const size_t nprice = priced_arms(normalized);
+    double output_max = 0;
+    for (size_t arm = 0; arm < evd_experiment_arms(normalized); arm++)
+        output_max += cases * repeats * max_output_per_call(normalized, arm);
 
     struct evd_store_experiment_pilot pilot = {0};
     if (opts.pilot != NULL) {
@@ -129,13 +168,29 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
     }
     json_t *cost = json_null();
     struct evd_price price;
-    if (model_price(e, normalized, &price)) {
+    if (nprice == 1 && model_price(e, normalized, 0, &price)) {
         /* The estimate counts the prompts and, after a pilot, its mean output a run; the
          * maximum lets every call write max_output_tokens_per_call. */
         double in_usd = input * price.input_usd_per_mtok / 1e6;
         double out_est = pilot.has_output ? pilot.output_per_run * runs : 0;
         cost = json_pack("{s:f, s:f}", "estimate", in_usd + out_est * price.output_usd_per_mtok / 1e6,
                          "max", in_usd + output_max * price.output_usd_per_mtok / 1e6);
+    } else if (nprice > 1) {
+        /* A model experiment: each arm at its own model's price, the shared prompt's
+         * tokens an equal share of the input; null unless every arm is priced. */
+        double est = 0, max = 0;
+        bool all = true;
+        for (size_t arm = 0; all && arm < nprice; arm++) {
+            if (!(all = model_price(e, normalized, arm, &price)))
+                break;
+            double in_usd = input / arms * price.input_usd_per_mtok / 1e6;
+            double out_est = pilot.has_output ? pilot.output_per_run * cases * repeats : 0;
+            est += in_usd + out_est * price.output_usd_per_mtok / 1e6;
+            max += in_usd + cases * repeats * max_output_per_call(normalized, arm) *
+                                price.output_usd_per_mtok / 1e6;
+        }
+        if (all)
+            cost = json_pack("{s:f, s:f}", "estimate", est, "max", max);
     }
 
     const json_t *an = json_object_get(normalized, "analysis");

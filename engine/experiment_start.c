@@ -217,6 +217,42 @@ static char *text_array(char **v, size_t n)
     return b.data;
 }
 
+/* Prefixes a message about "model…" with the arm's variant ("control.", "treatments[i]."). */
+static void name_arm(struct evd_err *err, size_t arm)
+{
+    if (err == NULL || strncmp(err->msg, "model", 5) != 0)
+        return;
+    char msg[EVD_ERR_MSG_MAX];
+    if (arm == 0)
+        snprintf(msg, sizeof(msg), "control.%.400s", err->msg);
+    else
+        snprintf(msg, sizeof(msg), "treatments[%zu].%.400s", arm - 1, err->msg);
+    snprintf(err->msg, sizeof(err->msg), "%s", msg);
+}
+
+/* The model of every arm (one shared model, or a model experiment's one an arm) must
+ * resolve to a configured provider, with the output contract, as an evaluation's start
+ * checks them (evd_engine_check_start). */
+static enum evd_code check_arm_models(struct evd_engine *e, PGconn *c, const json_t *normalized,
+                                      size_t arms, struct evd_err *err)
+{
+    enum evd_code rc = EVD_OK;
+    if (json_object_get(normalized, "model") != NULL)
+        arms = 1;
+    for (size_t arm = 0; rc == EVD_OK && arm < arms; arm++) {
+        json_t *model = NULL;
+        rc = evd_experiment_arm_model(normalized, arm, &model, err);
+        if (rc == EVD_OK) {
+            rc = evd_engine_check_start(e, c, model, json_object_get(normalized, "output"), NULL,
+                                        err);
+            if (rc != EVD_OK && arms > 1)
+                name_arm(err, arm);
+        }
+        json_decref(model);
+    }
+    return rc;
+}
+
 /*
  * Checks every case against the request (each one read once, in order): its templates'
  * variables, its cluster key (clusters[i], malloc'd, when the analysis clusters), and, for
@@ -243,9 +279,9 @@ static enum evd_code check_cases(struct evd_engine *e, PGconn *c, const json_t *
             json_t *variant = NULL, *evaluator = NULL;
             rc = evd_experiment_cell(normalized, body, 0, &variant, &evaluator, err);
             if (rc == EVD_OK)
-                rc = evd_engine_check_start(e, c, json_object_get(normalized, "model"),
-                                            json_object_get(normalized, "output"),
-                                            json_is_object(evaluator) ? evaluator : NULL, err);
+                rc = check_arm_models(e, c, normalized, arms, err);
+            if (rc == EVD_OK && json_is_object(evaluator))
+                rc = evd_engine_check_evaluator(e, c, evaluator, err);
             json_decref(variant);
             json_decref(evaluator);
         }

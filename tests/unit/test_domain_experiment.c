@@ -2,9 +2,11 @@
  * Unit tests for domain/template.h and domain/experiment.h: placeholder rendering (spaces,
  * dots, non-string values, the whole-argument rule, text that is not a placeholder), the
  * normalized experiment request with its defaults, every validation message of the
- * contract (table-driven), the per-case checks and the plan size.
+ * contract (table-driven), the per-case checks and the plan size; the model dimension (its
+ * normalized form, each arm's model and limits, and its refusals).
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,6 +276,270 @@ START_TEST(cases_are_checked_against_templates_and_cluster_by)
 }
 END_TEST
 
+/* ---- the model dimension ------------------------------------------------------------ */
+
+static const char MODEL_BASE[] =
+    "{\"name\":\"models\",\"dimension\":\"model\",\"prompt\":\"Q: {{q}}\",\"system_prompt\":"
+    "\"Be brief about {{user.name}}.\",\"control\":{\"label\":\"mini\",\"model\":{\"model\":"
+    "\"gpt-4.1-mini\",\"provider\":\"openai\"}},\"treatments\":[{\"label\":\"nano\",\"model\":{"
+    "\"model\":\"gpt-4.1-nano\",\"provider\":\"openai\",\"options\":{\"temperature\":1,"
+    "\"top_p\":0.5,\"reasoning_effort\":\"low\",\"max_output_tokens\":64}}}],\"dataset_id\":"
+    "\"ds_1\",\"evaluator\":{\"function_id\":\"eval::assert::normalized_text\",\"arguments\":{"
+    "\"expected\":\"{{expected}}\"}},\"limits\":{\"execution\":{\"max_turns\":3}}}";
+
+/* MODEL_BASE with the member at dotted `path` set to the JSON `value` ("-" removes it);
+ * "treatments.0" names an array element. */
+static json_t *model_with(const char *path, const char *value)
+{
+    json_t *b = parse(MODEL_BASE);
+    if (path == NULL)
+        return b;
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", path);
+    json_t *at = b;
+    char *key = buf, *dot;
+    while ((dot = strchr(key, '.')) != NULL) {
+        *dot = '\0';
+        at = json_is_array(at) ? json_array_get(at, (size_t)atoi(key)) : json_object_get(at, key);
+        ck_assert_ptr_nonnull(at);
+        key = dot + 1;
+    }
+    if (strcmp(value, "-") == 0)
+        json_object_del(at, key);
+    else if (json_is_array(at))
+        json_array_set_new(at, (size_t)atoi(key), parse(value));
+    else
+        json_object_set_new(at, key, parse(value));
+    return b;
+}
+
+START_TEST(a_model_experiment_keeps_a_model_an_arm)
+{
+    json_t *b = model_with(NULL, NULL);
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    /* The normalized form: shared texts, no shared model, each variant its model. */
+    ck_assert_str_eq(json_string_value(json_object_get(n, "dimension")), "model");
+    ck_assert_ptr_null(json_object_get(n, "model"));
+    ck_assert_str_eq(json_string_value(json_object_get(n, "prompt")), "Q: {{q}}");
+    ck_assert_str_eq(json_string_value(json_object_get(n, "system_prompt")),
+                     "Be brief about {{user.name}}.");
+    json_t *want = parse("{\"label\":\"mini\",\"model\":{\"model\":\"gpt-4.1-mini\","
+                         "\"provider\":\"openai\",\"options\":{}}}");
+    ck_assert(json_equal(json_object_get(n, "control"), want));
+    json_decref(want);
+    want = parse("[{\"label\":\"nano\",\"model\":{\"model\":\"gpt-4.1-nano\",\"provider\":"
+                 "\"openai\",\"options\":{\"temperature\":1.0,\"top_p\":0.5,\"reasoning_effort\":"
+                 "\"low\",\"max_output_tokens\":64}}}]");
+    ck_assert(json_equal(json_object_get(n, "treatments"), want));
+    json_decref(want);
+    /* The shared members normalized by the seed's rules. */
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(n, "limits"), "execution"), "max_turns")),
+                     3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(n, "output"), "type")),
+                     "text");
+    ck_assert_uint_eq(evd_experiment_arms(n), 2);
+
+    /* The harness's model of each arm, options mapped onto the seed's model object. */
+    json_t *m = NULL;
+    ck_assert_int_eq(evd_experiment_arm_model(n, 0, &m, &err), EVD_OK);
+    want = parse("{\"model\":\"gpt-4.1-mini\",\"provider\":\"openai\","
+                 "\"system_prompt_strategy\":\"enrich\"}");
+    ck_assert(json_equal(m, want));
+    json_decref(want);
+    json_decref(m);
+    ck_assert_int_eq(evd_experiment_arm_model(n, 1, &m, &err), EVD_OK);
+    want = parse("{\"model\":\"gpt-4.1-nano\",\"provider\":\"openai\",\"system_prompt_strategy\":"
+                 "\"enrich\",\"thinking_level\":\"low\",\"provider_options\":{\"openai\":"
+                 "{\"temperature\":1.0,\"top_p\":0.5}}}");
+    ck_assert(json_equal(m, want));
+    json_decref(want);
+    json_decref(m);
+    ck_assert_int_eq(evd_experiment_arm_model(n, 2, &m, &err), EVD_EINVAL);
+    /* Limits: the treatment's own output cap, the rest shared. */
+    json_t *l0 = evd_experiment_arm_limits(n, 0), *l1 = evd_experiment_arm_limits(n, 1);
+    ck_assert(json_equal(l0, json_object_get(n, "limits")));
+    json_t *ex = json_object_get(l1, "execution");
+    ck_assert_int_eq(json_integer_value(json_object_get(ex, "max_output_tokens_per_call")), 64);
+    ck_assert_int_eq(json_integer_value(json_object_get(ex, "max_turns")), 3);
+    json_decref(l0);
+    json_decref(l1);
+
+    /* A cell: the shared texts rendered, the arm's model and limits. */
+    json_t *c = parse(CASE);
+    json_t *v = NULL, *e = NULL;
+    ck_assert_int_eq(evd_experiment_cell(n, c, 1, &v, &e, &err), EVD_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "label")), "nano");
+    ck_assert_str_eq(json_string_value(json_object_get(v, "prompt")), "Q: 2+2?");
+    ck_assert_str_eq(json_string_value(json_object_get(v, "system_prompt")), "Be brief about Ada.");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(v, "model"), "model")),
+                     "gpt-4.1-nano");
+    ck_assert_int_eq(json_integer_value(
+                         json_object_get(json_object_get(json_object_get(v, "limits"), "execution"),
+                                         "max_output_tokens_per_call")),
+                     64);
+    json_decref(v);
+    json_decref(e);
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_OK);
+    json_t *no_user = parse("{\"id\":\"k3\",\"vars\":{\"q\":\"x\"},\"expected\":null,"
+                            "\"metadata\":{}}");
+    ck_assert_int_eq(evd_experiment_check_case(n, no_user, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case k3: template variable user.name is not defined");
+    json_decref(no_user);
+    json_decref(c);
+
+    /* The normalized request is a valid request again (a re-score revalidates it). */
+    json_t *again = NULL;
+    ck_assert_msg(evd_experiment_request(n, &LIMITS, &again, &cases, &err) == EVD_OK, "%s",
+                  err.msg);
+    ck_assert(json_equal(json_object_get(again, "treatments"), json_object_get(n, "treatments")));
+    json_decref(again);
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(model_variants_differ_in_options_alone_and_labels_default)
+{
+    json_t *b = parse(MODEL_BASE);
+    json_object_set_new(b, "control",
+                        parse("{\"model\":{\"model\":\"gpt-4.1-mini\","
+                              "\"provider\":\"openai\"}}"));
+    json_object_set_new(b, "treatments",
+                        parse("[{\"model\":{\"model\":\"gpt-4.1-mini\",\"provider\":\"openai\","
+                              "\"options\":{\"temperature\":0}}},{\"model\":{\"model\":"
+                              "\"gpt-4.1-mini\",\"provider\":\"other\"}}]"));
+    json_object_del(b, "system_prompt");
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    ck_assert(json_is_null(json_object_get(n, "system_prompt")));
+    ck_assert_str_eq(evd_experiment_arm_label(n, 0), "A");
+    ck_assert_str_eq(evd_experiment_arm_label(n, 1), "B");
+    ck_assert_str_eq(evd_experiment_arm_label(n, 2), "C");
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
+static const struct refusal MODEL_REFUSALS[] = {
+    {"model", "{\"model\":\"stub-model\"}",
+     "model is not allowed with dimension model (each variant has its own: control.model, "
+     "treatments[i].model)"},
+    {"prompt", "-", "prompt is required"},
+    {"prompt", "3", "prompt must be a string"},
+    {"prompt", "\" \"", "prompt cannot be empty"},
+    {"system_prompt", "[]", "system_prompt must be a string"},
+    {"control", "-", "control is required"},
+    {"control.model", "-", "control.model is required"},
+    {"control.model", "\"gpt-4.1-mini\"", "control.model must be an object"},
+    {"control.model.model", "-", "control.model.model is required"},
+    {"control.model.model", "\"\"", "control.model.model cannot be empty"},
+    {"control.model.provider", "-", "control.model.provider is required"},
+    {"control.model.provider", "\" \"", "control.model.provider cannot be empty"},
+    {"control.model.thinking_level", "\"low\"",
+     "control.model.thinking_level is not a known field"},
+    {"control.prompt", "\"x\"",
+     "control.prompt is not allowed with dimension model (it is shared: give the top-level "
+     "prompt)"},
+    {"treatments.0.prompt", "\"x\"",
+     "treatments[0].prompt is not allowed with dimension model (it is shared: give the "
+     "top-level prompt)"},
+    {"treatments.0.system_prompt", "null",
+     "treatments[0].system_prompt is not allowed with dimension model (it is shared: give the "
+     "top-level system_prompt)"},
+    {"treatments.0.colour", "1", "treatments[0].colour is not a known field"},
+    {"treatments.0.label", "\"mini\"", "variant labels must be unique"},
+    {"treatments.0.label", "\"\"", "variant labels cannot be empty when supplied"},
+    {"treatments.0.model.options", "3", "treatments[0].model.options must be an object"},
+    {"treatments.0.model.options.temperature", "2.5",
+     "treatments[0].model.options.temperature must be between 0 and 2"},
+    {"treatments.0.model.options.temperature", "\"hot\"",
+     "treatments[0].model.options.temperature must be a number"},
+    {"treatments.0.model.options.top_p", "0",
+     "treatments[0].model.options.top_p must be greater than 0 and at most 1"},
+    {"treatments.0.model.options.reasoning_effort", "\"max\"",
+     "treatments[0].model.options.reasoning_effort must be one of minimal, low, medium, high, "
+     "xhigh"},
+    {"treatments.0.model.options.max_output_tokens", "0",
+     "treatments[0].model.options.max_output_tokens must be greater than zero"},
+    {"treatments.0.model.options.seed", "1",
+     "treatments[0].model.options.seed is not a known field"},
+    {"treatments.0.model", "{\"model\":\"gpt-4.1-mini\",\"provider\":\"openai\",\"options\":{}}",
+     "treatments[0]: differs from the control in nothing"},
+    {"treatments",
+     "[{\"model\":{\"model\":\"a\",\"provider\":\"openai\"}},{\"model\":{\"model\":\"b\","
+     "\"provider\":\"openai\"}},{\"model\":{\"model\":\"a\",\"provider\":\"openai\","
+     "\"options\":null}}]",
+     "treatments[2]: differs from treatments[0] in nothing"},
+    {"treatments",
+     "[{\"model\":{\"model\":\"a\",\"provider\":\"openai\",\"options\":{\"temperature\":1}}},"
+     "{\"model\":{\"model\":\"a\",\"provider\":\"openai\",\"options\":{\"temperature\":1.0}}}]",
+     "treatments[1]: differs from treatments[0] in nothing"},
+    {"limits", "{\"execution\":{\"max_turns\":0}}",
+     "limits.execution.max_turns must be greater than zero"},
+    {"evaluator", "{\"function_id\":\"\"}", "evaluator.function_id cannot be empty"},
+    {"dimension", "\"tone\"", "dimension must be one of prompt, system_prompt, model"},
+};
+
+START_TEST(model_refusals_name_the_field)
+{
+    const struct refusal *t = &MODEL_REFUSALS[_i];
+    json_t *b = model_with(t->key, t->value);
+    json_t *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_EINVAL,
+                  "case %d accepted", _i);
+    ck_assert_ptr_null(n);
+    ck_assert_str_eq(err.msg, t->msg);
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(other_dimensions_keep_their_prompts_in_the_variants)
+{
+    static const char *const keys[] = {"prompt", "system_prompt"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *b = with(keys[i], "\"shared\"");
+        json_t *n = NULL;
+        const json_t *cases = NULL;
+        struct evd_err err = {0};
+        ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_EINVAL);
+        char want[160];
+        snprintf(want, sizeof(want),
+                 "%s is only allowed with dimension model (the variants hold the prompts)",
+                 keys[i]);
+        ck_assert_str_eq(err.msg, want);
+        json_decref(b);
+    }
+    /* The shared model of a prompt experiment is every arm's. */
+    json_t *b = with(NULL, NULL), *n = NULL, *m = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_OK);
+    ck_assert_int_eq(evd_experiment_arm_model(n, 1, &m, &err), EVD_OK);
+    ck_assert_ptr_eq(m, json_object_get(n, "model"));
+    json_decref(m);
+    json_t *l = evd_experiment_arm_limits(n, 1);
+    ck_assert_ptr_eq(l, json_object_get(n, "limits"));
+    json_decref(l);
+    json_t *c = parse(CASE), *v = NULL, *e = NULL;
+    ck_assert_int_eq(evd_experiment_cell(n, c, 1, &v, &e, &err), EVD_OK);
+    ck_assert_ptr_null(json_object_get(v, "model"));
+    ck_assert_ptr_null(json_object_get(v, "limits"));
+    json_decref(v);
+    json_decref(e);
+    json_decref(c);
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("domain_experiment");
@@ -285,6 +551,11 @@ int main(void)
                         sizeof(REFUSALS) / sizeof(REFUSALS[0]));
     tcase_add_test(tc, system_prompt_experiments_compare_system_prompts);
     tcase_add_test(tc, cases_are_checked_against_templates_and_cluster_by);
+    tcase_add_test(tc, a_model_experiment_keeps_a_model_an_arm);
+    tcase_add_test(tc, model_variants_differ_in_options_alone_and_labels_default);
+    tcase_add_loop_test(tc, model_refusals_name_the_field, 0,
+                        sizeof(MODEL_REFUSALS) / sizeof(MODEL_REFUSALS[0]));
+    tcase_add_test(tc, other_dimensions_keep_their_prompts_in_the_variants);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
