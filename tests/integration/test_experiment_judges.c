@@ -13,7 +13,6 @@
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,20 +106,6 @@ static json_t *judgements_of(const char *id, const char *query)
     json_t *items = json_incref(json_object_get(doc, "judgements"));
     json_decref(doc);
     return items;
-}
-
-__attribute__((format(printf, 1, 2))) static long sql_long(const char *fmt, ...)
-{
-    char sql[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof(sql), fmt, ap);
-    va_end(ap);
-    char *v = evd_t_sql(xt_db_url, sql);
-    ck_assert_ptr_nonnull(v);
-    long n = atol(v);
-    free(v);
-    return n;
 }
 
 START_TEST(a_fair_judge_gives_the_hand_worked_preference)
@@ -384,7 +369,7 @@ START_TEST(kill_9_mid_judgement_judges_each_pair_once)
     char *id = xt_start(body);
     /* Wait until a judge call is in flight, then kill evald. */
     for (int waited = 0;; waited += 50) {
-        if (sql_long("SELECT count(*) FROM experiment_judgements WHERE experiment_id = '%s'"
+        if (xt_sql_long("SELECT count(*) FROM experiment_judgements WHERE experiment_id = '%s'"
                      " AND status = 'running'",
                      id) > 0)
             break;
@@ -397,11 +382,11 @@ START_TEST(kill_9_mid_judgement_judges_each_pair_once)
     ASSERT_STR(doc, "status", "completed");
     /* Each judgement written once: four rows, all answered, one at least a second
      * attempt; the tallies count each pair once. */
-    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_judgements WHERE"
+    ck_assert_int_eq(xt_sql_long("SELECT count(*) FROM experiment_judgements WHERE"
                               " experiment_id = '%s' AND status = 'completed'",
                               id),
                      4);
-    ck_assert_int_ge(sql_long("SELECT max(attempt) FROM experiment_judgements WHERE"
+    ck_assert_int_ge(xt_sql_long("SELECT max(attempt) FROM experiment_judgements WHERE"
                               " experiment_id = '%s'",
                               id),
                      2);

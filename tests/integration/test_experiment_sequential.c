@@ -7,7 +7,6 @@
 #define _GNU_SOURCE /* asprintf */
 #include <check.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,21 +102,6 @@ static json_t *cases_of(const char *id)
 }
 
 
-/* A number the test's database answers to the query fmt, … */
-__attribute__((format(printf, 1, 2))) static long sql_long(const char *fmt, ...)
-{
-    char sql[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof(sql), fmt, ap);
-    va_end(ap);
-    char *v = evd_t_sql(xt_db_url, sql);
-    ck_assert_ptr_nonnull(v);
-    long n = atol(v);
-    free(v);
-    return n;
-}
-
 /*
  * What every stopped anytime experiment must show once it is terminal: the cases that ran
  * are exactly the first D of the dispatch order, the others skipped with their runs; the
@@ -126,25 +110,25 @@ __attribute__((format(printf, 1, 2))) static long sql_long(const char *fmt, ...)
  */
 static long check_dispatched_prefix(const char *id, json_t *doc, long arms)
 {
-    long cases = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'", id);
-    long ran = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
+    long cases = xt_sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'", id);
+    long ran = xt_sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
                         " AND NOT skipped",
                         id);
-    ck_assert_int_eq(sql_long("SELECT coalesce(max(dispatch_index), 0) FROM experiment_cases"
+    ck_assert_int_eq(xt_sql_long("SELECT coalesce(max(dispatch_index), 0) FROM experiment_cases"
                               " WHERE experiment_id = '%s' AND NOT skipped",
                               id),
                      ran);
-    ck_assert_int_eq(sql_long("SELECT count(DISTINCT seq) FROM experiment_cases"
+    ck_assert_int_eq(xt_sql_long("SELECT count(DISTINCT seq) FROM experiment_cases"
                               " WHERE experiment_id = '%s' AND seq BETWEEN 1 AND"
                               " (SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
                               " AND NOT skipped)",
                               id, id),
                      ran);
-    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+    ck_assert_int_eq(xt_sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
                               " AND status = 'completed'",
                               id),
                      ran * arms);
-    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+    ck_assert_int_eq(xt_sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
                               " AND status = 'skipped'",
                               id),
                      (cases - ran) * arms);
@@ -230,7 +214,7 @@ START_TEST(anytime_stops_once_decided_and_skips_the_rest)
     ASSERT_INT(doc, "spend.output_tokens", dispatched * 6);
     ck_assert(json_is_null(xt_at(doc, "spend.budget")));
     ASSERT_INT(doc, "request.stopping.seed", 7);
-    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+    ck_assert_int_eq(xt_sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
                               " AND status = 'skipped'",
                               id),
                      skipped * 2);
@@ -402,7 +386,7 @@ START_TEST(kill_9_right_after_the_decision_dispatches_no_more)
     json_t *doc = wait_stopped(id, 60000);
     ck_assert_int_eq(evd_t_stop(&xt_evald, SIGKILL, 5000), 128 + SIGKILL);
     json_decref(doc);
-    long skipped = sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
+    long skipped = xt_sql_long("SELECT count(*) FROM experiment_cases WHERE experiment_id = '%s'"
                             " AND skipped",
                             id);
     ck_assert_int_gt(skipped, 0);
@@ -431,7 +415,7 @@ START_TEST(kill_9_mid_dispatch_keeps_the_order_and_each_run_once)
     char *id = xt_start(body);
     /* Kill it while cases are being dispatched, well before min_cases allows a decision. */
     for (int waited = 0; waited < 30000; waited += 20) {
-        if (sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+        if (xt_sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
                      " AND status = 'completed'",
                      id) >= 9)
             break;
@@ -494,7 +478,7 @@ START_TEST(a_cancelled_anytime_experiment_has_no_stop)
     ASSERT_STR(doc, "status", "cancelled");
     ASSERT_NULL(doc, "stopped");
     ASSERT_INT(doc, "progress.skipped_runs", 0);
-    ck_assert_int_eq(sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+    ck_assert_int_eq(xt_sql_long("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
                               " AND status = 'cancelled'",
                               id),
                      20);

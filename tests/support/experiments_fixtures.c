@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,4 +165,18 @@ json_t *xt_wait_done(const char *id, int timeout_ms)
         }
         usleep(100 * 1000);
     }
+}
+
+long xt_sql_long(const char *fmt, ...)
+{
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    char *v = evd_t_sql(xt_db_url, sql);
+    ck_assert_ptr_nonnull(v);
+    long n = atol(v);
+    free(v);
+    return n;
 }

@@ -57,6 +57,9 @@ char *xt_start(const char *body);
 /* The value at a dotted path ("arms.0.pooled.passed": array members by index), borrowed,
  * or NULL. */
 json_t *xt_at(json_t *v, const char *dotted);
+/* The number the test's database answers to the query printf(fmt, …); the test fails
+ * when it answers nothing. */
+__attribute__((format(printf, 1, 2))) long xt_sql_long(const char *fmt, ...);
 /* The number of rows of a table of the test's database. */
 long xt_count_rows(const char *table);
 /* The length of the array `member` of GET path, which must answer 200. */
