@@ -81,13 +81,9 @@ static const char FIRST_SLOT_SCRIPT[] =
 
 static char *body_of(const char *judge, const char *cases, unsigned repeats, const char *more)
 {
-    char *b = NULL;
-    ck_assert_int_gt(asprintf(&b,
-                              "{\"dimension\":\"prompt\"," MODEL "," JARMS ",%s,\"repeats\":%u,"
-                              "\"concurrency\":2%s%s,\"cases\":%s}",
-                              judge, repeats, more[0] ? "," : "", more, cases),
-                     0);
-    return b;
+    return xt_printf("{\"dimension\":\"prompt\"," MODEL "," JARMS ",%s,\"repeats\":%u,"
+                     "\"concurrency\":2%s%s,\"cases\":%s}",
+                     judge, repeats, more[0] ? "," : "", more, cases);
 }
 
 static void use_script(const char *script)

@@ -39,16 +39,12 @@ static const char SCRIPT[] = "{\"rules\":["
 static char *body_of(const char *control, const char *treatments, unsigned repeats,
                      const char *more)
 {
-    char *b = NULL;
-    ck_assert_int_gt(asprintf(&b,
-                              "{\"name\":\"models\",\"dimension\":\"model\","
-                              "\"prompt\":\"{{tag}}: {{question}}\","
-                              "\"system_prompt\":\"Answer yes or no.\","
-                              "\"control\":%s,\"treatments\":%s," EXACT ",\"repeats\":%u,"
-                              "\"concurrency\":2%s%s,\"cases\":" FIVE_CASES "}",
-                              control, treatments, repeats, more[0] ? "," : "", more),
-                     0);
-    return b;
+    return xt_printf("{\"name\":\"models\",\"dimension\":\"model\","
+                     "\"prompt\":\"{{tag}}: {{question}}\","
+                     "\"system_prompt\":\"Answer yes or no.\","
+                     "\"control\":%s,\"treatments\":%s," EXACT ",\"repeats\":%u,"
+                     "\"concurrency\":2%s%s,\"cases\":" FIVE_CASES "}",
+                     control, treatments, repeats, more[0] ? "," : "", more);
 }
 
 static void use_script(void)

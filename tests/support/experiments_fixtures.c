@@ -180,3 +180,18 @@ long xt_sql_long(const char *fmt, ...)
     free(v);
     return n;
 }
+
+char *xt_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    ck_assert_int_ge(n, 0);
+    char *out = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(out);
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}

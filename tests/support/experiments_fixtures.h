@@ -57,6 +57,8 @@ char *xt_start(const char *body);
 /* The value at a dotted path ("arms.0.pooled.passed": array members by index), borrowed,
  * or NULL. */
 json_t *xt_at(json_t *v, const char *dotted);
+/* printf(fmt, …) into a new string (malloc'd); the test fails when it cannot be made. */
+__attribute__((format(printf, 1, 2))) char *xt_printf(const char *fmt, ...);
 /* The number the test's database answers to the query printf(fmt, …); the test fails
  * when it answers nothing. */
 __attribute__((format(printf, 1, 2))) long xt_sql_long(const char *fmt, ...);
