@@ -719,9 +719,9 @@ enum evd_code evd_experiment_progress(struct evd_engine *e, const char *id, json
     return EVD_OK;
 }
 
-/* {<key>: items, next_cursor?}; steals items and next. */
-static enum evd_code page(json_t *items, char *next, const char *key, json_t **response,
-                          struct evd_err *err)
+/* {<key>: items, next_cursor?} (internal.h). */
+enum evd_code evd_engine_page(json_t *items, char *next, const char *key, json_t **response,
+                              struct evd_err *err)
 {
     if (items == NULL) {
         free(next);
@@ -740,7 +740,7 @@ enum evd_code evd_experiment_list(struct evd_engine *e, unsigned limit, const ch
     json_t *items = NULL;
     char *next = NULL;
     WITH_CONN(e, err, items = evd_store_experiment_list(c, limit, before, &next, err));
-    return page(items, next, "experiments", response, err);
+    return evd_engine_page(items, next, "experiments", response, err);
 }
 
 /* A stored case row as the API shows it: {case_id, case_index, vars, expected, metadata,
@@ -788,7 +788,7 @@ enum evd_code evd_experiment_cases(struct evd_engine *e, const char *id, const c
         case_row(row, shape.repeats);
     }
     evd_store_experiment_shape_clear(&shape);
-    return page(items, next, "cases", response, err);
+    return evd_engine_page(items, next, "cases", response, err);
 }
 
 enum evd_code evd_experiment_runs(struct evd_engine *e, const char *id, const char *case_id,
@@ -799,7 +799,7 @@ enum evd_code evd_experiment_runs(struct evd_engine *e, const char *id, const ch
     char *next = NULL;
     WITH_CONN(e, err,
               items = evd_store_experiment_runs(c, id, case_id, limit, before, true, &next, err));
-    return page(items, next, "runs", response, err);
+    return evd_engine_page(items, next, "runs", response, err);
 }
 
 /* ---- cancel and delete ----------------------------------------------------------- */

@@ -420,6 +420,17 @@ void evd_engine_rescore_cell(struct evd_engine *e, struct evd_wconn *w, const st
 void evd_engine_rescore_run(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *s,
                             int position, json_t *run, struct evd_cancel *cancel,
                             struct evd_scenario_outcome *out);
+/* {<key>: items, next_cursor?} of a page the store read (engine/experiments.c): steals
+ * items and next; items NULL passes the store's error on (next freed). */
+enum evd_code evd_engine_page(json_t *items, char *next, const char *key, json_t **response,
+                              struct evd_err *err);
+/* The normalized request of experiment `id` (new reference) with its shape, which the
+ * caller clears (engine/reviews.c); NULL + err (EVD_ENOTFOUND for an unknown id). */
+struct evd_store_experiment_shape;
+json_t *evd_engine_experiment_request(PGconn *c, const char *id,
+                                      struct evd_store_experiment_shape *shape,
+                                      struct evd_err *err);
+
 /* judge calls (engine/judgements.c) */
 struct evd_limits;
 struct evd_pref_tally;

@@ -21,18 +21,6 @@
 #include "store/experiments.h"
 #include "store/judgements.h"
 
-/* The experiment's request (new reference) and shape; NULL + err (EVD_ENOTFOUND). */
-static json_t *request_of(PGconn *c, const char *id, struct evd_store_experiment_shape *shape,
-                          struct evd_err *err)
-{
-    if (evd_store_experiment_shape(c, id, shape, err) != EVD_OK)
-        return NULL;
-    json_t *request = json_loads(shape->request, 0, NULL);
-    if (request == NULL)
-        evd_err_set(err, EVD_EINTERNAL, "stored request of %s cannot be decoded", id);
-    return request;
-}
-
 /* A path or query integer in [lo, hi]; false when it is not one. */
 static bool in_range(const char *s, long lo, long hi, int *out)
 {
@@ -59,16 +47,6 @@ static enum evd_code pair_keys(const struct evd_store_experiment_shape *shape,
     return EVD_OK;
 }
 
-static enum evd_code page(json_t *items, char *next, const char *key, json_t **response,
-                          struct evd_err *err)
-{
-    *response = json_pack("{s:o}", key, items);
-    if (*response != NULL && next != NULL)
-        json_object_set_new(*response, "next_cursor", json_string(next));
-    free(next);
-    return *response ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
-}
-
 enum evd_code evd_experiment_judgements(struct evd_engine *e, const char *id,
                                         const char *case_id, const char *treatment,
                                         unsigned limit, const char *before, json_t **response,
@@ -89,7 +67,7 @@ enum evd_code evd_experiment_judgements(struct evd_engine *e, const char *id,
         rc = evd_db_code(err);
     evd_db_release(e->opts.db, c);
     evd_store_experiment_shape_clear(&shape);
-    return rc == EVD_OK ? page(items, next, "judgements", response, err) : rc;
+    return rc == EVD_OK ? evd_engine_page(items, next, "judgements", response, err) : rc;
 }
 
 /* The judge's task rendered for the case (null without a judge, or when it cannot be). */
@@ -116,7 +94,7 @@ enum evd_code evd_experiment_pair(struct evd_engine *e, const char *id, const ch
     if (c == NULL)
         return evd_db_code(err);
     struct evd_store_experiment_shape shape = {0};
-    json_t *request = request_of(c, id, &shape, err);
+    json_t *request = evd_engine_experiment_request(c, id, &shape, err);
     enum evd_code rc = request != NULL ? EVD_OK : evd_db_code(err);
     int r = 0, t = 0;
     if (rc == EVD_OK)
@@ -185,9 +163,7 @@ enum evd_code evd_experiment_pair_reviews(struct evd_engine *e, const char *id,
     char *next = NULL;
     json_t *items = evd_store_pair_reviews(c, id, reviewer, limit, before, &next, err);
     evd_db_release(e->opts.db, c);
-    if (items == NULL)
-        return evd_db_code(err);
-    return page(items, next, "reviews", response, err);
+    return evd_engine_page(items, next, "reviews", response, err);
 }
 
 /* The index of an outcome in the confusion's order control, tie, treatment; -1 else. */
@@ -216,7 +192,7 @@ enum evd_code evd_experiment_judge_agreement(struct evd_engine *e, const char *i
     if (c == NULL)
         return evd_db_code(err);
     struct evd_store_experiment_shape shape = {0};
-    json_t *request = request_of(c, id, &shape, err), *rows = NULL;
+    json_t *request = evd_engine_experiment_request(c, id, &shape, err), *rows = NULL;
     enum evd_code rc = request != NULL ? EVD_OK : evd_db_code(err);
     if (rc == EVD_OK && (rows = evd_store_pair_agreement(c, id, err)) == NULL)
         rc = evd_db_code(err);

@@ -62,9 +62,10 @@ enum evd_code evd_experiment_reviews(struct evd_engine *e, const char *id, const
     return *response ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
 }
 
-/* The normalized request of `id` (new reference) with its shape; NULL + err. */
-static json_t *request_of(PGconn *c, const char *id, struct evd_store_experiment_shape *shape,
-                          struct evd_err *err)
+/* The normalized request of `id` with its shape (internal.h). */
+json_t *evd_engine_experiment_request(PGconn *c, const char *id,
+                                      struct evd_store_experiment_shape *shape,
+                                      struct evd_err *err)
 {
     if (evd_store_experiment_shape(c, id, shape, err) != EVD_OK)
         return NULL;
@@ -86,7 +87,7 @@ enum evd_code evd_experiment_review_queue(struct evd_engine *e, const char *id,
     struct evd_store_experiment_shape shape = {0};
     json_t *items = NULL;
     enum evd_code rc = EVD_OK;
-    json_t *request = request_of(c, id, &shape, err);
+    json_t *request = evd_engine_experiment_request(c, id, &shape, err);
     if (request == NULL) {
         rc = evd_db_code(err);
         goto out;
@@ -164,7 +165,7 @@ enum evd_code evd_experiment_agreement(struct evd_engine *e, const char *id, jso
     uint64_t counts[4];
     int64_t reviews = 0;
     enum evd_code rc = EVD_OK;
-    if ((request = request_of(c, id, &shape, err)) == NULL ||
+    if ((request = evd_engine_experiment_request(c, id, &shape, err)) == NULL ||
         (derived = evd_store_experiment_derived(c, id, err)) == NULL) {
         rc = evd_db_code(err);
         goto out;
@@ -212,7 +213,7 @@ static json_t *analysis_from(PGconn *c, const char *id, enum evd_store_verdicts 
                              bool partial, struct evd_err *err)
 {
     struct evd_store_experiment_shape shape = {0};
-    json_t *request = request_of(c, id, &shape, err);
+    json_t *request = evd_engine_experiment_request(c, id, &shape, err);
     json_t *rows = request ? evd_store_verdict_rows(c, id, source, err) : NULL;
     json_t *out = NULL;
     if (rows == NULL)
