@@ -23,6 +23,12 @@ bool evd_evaluator_is_builtin(const char *function_id)
                                    strcmp(function_id, EVD_EVALUATOR_TRAJECTORY) == 0);
 }
 
+bool evd_evaluator_reads_transcript(const char *function_id)
+{
+    return function_id == NULL || (strcmp(function_id, EVD_EVALUATOR_EXACT) != 0 &&
+                                   strcmp(function_id, EVD_EVALUATOR_NORMALIZED_TEXT) != 0);
+}
+
 bool evd_evaluator_is_agent_review(const char *function_id)
 {
     return function_id != NULL && strcmp(function_id, EVD_EVALUATOR_AGENT_REVIEW) == 0;

@@ -46,6 +46,10 @@
 bool evd_evaluator_is_builtin(const char *function_id);
 /* Whether function_id names the agent review evaluator. */
 bool evd_evaluator_is_agent_review(const char *function_id);
+/* Whether evaluator `function_id` may read its input's transcript: every one but the two
+ * built-ins that score the output alone (exact, normalized_text), whose input is not built
+ * with it (the transcript of every run would be work on the runs' hot path for nothing). */
+bool evd_evaluator_reads_transcript(const char *function_id);
 
 /*
  * Runs the built-in evaluator function_id on a decoded input. *response is a new

@@ -21,9 +21,10 @@
  * id, or else a function of the iii engine when the adapter is configured (at least
  * once, within invocation_timeout_seconds). On success *evaluation is the validated
  * EvaluatorResponseV1 (new reference). The agent review also leaves its reviewer's turns
- * in *review (new reference or NULL). Every evaluator's input carries the turn as its
- * `transcript` (domain/trajectory.h; from `turn`, the harness's {generations,
- * function_calls}, borrowed or NULL) and an experiment run's `case_id`.
+ * in *review (new reference or NULL). The input carries the turn as its `transcript`
+ * (domain/trajectory.h; from `turn`, the harness's {generations, function_calls},
+ * borrowed or NULL) for every evaluator that may read it (evd_evaluator_reads_transcript)
+ * and an experiment run's `case_id`.
  */
 static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const struct evd_scenario *view,
                               const json_t *run, const json_t *turn, json_t *tools,
@@ -36,9 +37,11 @@ static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const s
     if (input == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *case_id = view->trace != NULL ? view->trace->case_id : NULL;
-    json_t *transcript =
-        evd_trajectory_transcript(view->prompt, json_object_get(run, "output"), turn);
-    if (json_object_set_new(input, "transcript", transcript) != 0 ||
+    if ((evd_evaluator_reads_transcript(view->evaluator_function_id) &&
+         json_object_set_new(input, "transcript",
+                             evd_trajectory_transcript(view->prompt,
+                                                       json_object_get(run, "output"), turn)) !=
+             0) ||
         (case_id != NULL && json_object_set_new(input, "case_id", json_string(case_id)) != 0)) {
         json_decref(input);
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
