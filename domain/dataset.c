@@ -70,14 +70,51 @@ static enum evd_code again(const struct evd_dataset_reader *r, struct evd_err *e
 }
 
 /*
+ * A case's conversation so far (../shared/spec/agent-cases.md): absent or null, or 1 to
+ * EVD_DATASET_MESSAGES_MAX messages {role: "user" | "assistant", content: string}.
+ */
+static enum evd_code check_messages(const json_t *messages, const char *where,
+                                    struct evd_err *err)
+{
+    static const char *const known[] = {"role", "content", NULL};
+    if (messages == NULL || json_is_null(messages))
+        return EVD_OK;
+    if (!json_is_array(messages))
+        return evd_err_set(err, EVD_EINVAL, "%s: messages must be an array", where);
+    size_t n = json_array_size(messages);
+    if (n == 0 || n > EVD_DATASET_MESSAGES_MAX)
+        return evd_err_set(err, EVD_EINVAL, "%s: messages must hold between 1 and %d messages",
+                           where, EVD_DATASET_MESSAGES_MAX);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(messages, i);
+        if (!json_is_object(m))
+            return evd_err_set(err, EVD_EINVAL, "%s: messages[%zu] must be an object", where, i);
+        const char *unknown = evd_json_unknown_member(m, known);
+        if (unknown != NULL)
+            return evd_err_set(err, EVD_EINVAL, "%s: messages[%zu].%.100s is not a known field",
+                               where, i, unknown);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role == NULL || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0))
+            return evd_err_set(err, EVD_EINVAL, "%s: messages[%zu].role must be user or assistant",
+                               where, i);
+        if (!json_is_string(json_object_get(m, "content")))
+            return evd_err_set(err, EVD_EINVAL, "%s: messages[%zu].content must be a string",
+                               where, i);
+    }
+    return EVD_OK;
+}
+
+/*
  * Normalizes the raw case (borrowed) named `where` at 1-based position into a new object
- * of the four keys, sharing (not copying) the member values. EVD_OK with *out a new
+ * of the four keys (and messages and tool_results when it has them), sharing (not copying)
+ * the member values. EVD_OK with *out a new
  * reference, or the refusal.
  */
 static enum evd_code normalize(const json_t *raw, const char *where, size_t position, json_t **out,
                                struct evd_err *err)
 {
-    static const char *const known[] = {"id", "vars", "expected", "metadata", NULL};
+    static const char *const known[] = {"id",       "vars",     "expected", "metadata",
+                                        "messages", "tool_results", NULL};
     *out = NULL;
     if (!json_is_object(raw))
         return evd_err_set(err, EVD_EINVAL, "%s: a case must be a JSON object", where);
@@ -117,6 +154,16 @@ static enum evd_code normalize(const json_t *raw, const char *where, size_t posi
         json_decref(id_value);
         return evd_err_set(err, EVD_EINVAL, "%s: metadata must be an object", where);
     }
+    json_t *messages = json_object_get(raw, "messages");
+    json_t *tool_results = json_object_get(raw, "tool_results");
+    enum evd_code mrc = check_messages(messages, where, err);
+    if (mrc == EVD_OK && tool_results != NULL && !json_is_null(tool_results) &&
+        !json_is_object(tool_results))
+        mrc = evd_err_set(err, EVD_EINVAL, "%s: tool_results must be an object", where);
+    if (mrc != EVD_OK) {
+        json_decref(id_value);
+        return mrc;
+    }
 
     json_t *c = json_object();
     if (c == NULL || id_value == NULL || json_object_set_new(c, "id", id_value) != 0 ||
@@ -125,7 +172,9 @@ static enum evd_code normalize(const json_t *raw, const char *where, size_t posi
         json_object_set_new(c, "expected",
                             expected != NULL ? json_incref(expected) : json_null()) != 0 ||
         json_object_set_new(
-            c, "metadata", json_is_object(metadata) ? json_incref(metadata) : json_object()) != 0) {
+            c, "metadata", json_is_object(metadata) ? json_incref(metadata) : json_object()) != 0 ||
+        (json_is_array(messages) && json_object_set(c, "messages", messages) != 0) ||
+        (json_is_object(tool_results) && json_object_set(c, "tool_results", tool_results) != 0)) {
         if (c == NULL)
             json_decref(id_value);
         json_decref(c);
@@ -340,7 +389,17 @@ static void csv_data_row(struct evd_dataset_reader *r)
             rc = len == 0 ? 0 : json_object_set(raw, "id", cell); /* empty: the default id */
         else if (strcmp(col, "expected") == 0)
             rc = json_object_set(raw, "expected", cell);
-        else
+        else if (strcmp(col, "messages") == 0 || strcmp(col, "tool_results") == 0) {
+            /* JSON text; an empty cell: the case has none */
+            json_error_t jerr;
+            json_t *v = len == 0 ? NULL : json_loadb(s, len, JSON_DECODE_ANY, &jerr);
+            if (len > 0 && v == NULL) {
+                evd_err_set(&why, EVD_EINVAL, "%s: %s is not valid JSON: %.120s", where, col,
+                            jerr.text);
+                goto refused;
+            }
+            rc = v != NULL ? json_object_set_new(raw, col, v) : 0;
+        } else
             rc = json_object_set(vars, col, cell);
         if (rc != 0) {
             evd_err_set(&why, EVD_ENOMEM, "out of memory");

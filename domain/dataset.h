@@ -9,7 +9,10 @@
  * is computed on the way, case by case.
  *
  * A normalized case is `{"id", "vars", "expected", "metadata"}`, always those four keys in
- * that order: absent vars -> {}, expected -> null, metadata -> {}. A case without an id gets
+ * that order: absent vars -> {}, expected -> null, metadata -> {}; then `messages` (the
+ * conversation so far, [{role: user|assistant, content}], 1..200) and `tool_results` (an
+ * object, the mocked tools' answers) only when the case has them (agent-cases.md). A CSV
+ * column `messages` or `tool_results` holds JSON text (empty: none). A case without an id gets
  * "c<k>", k its 1-based position; ids are unique, and an explicit id equal to a default one
  * is a duplicate. Refusals name the case: "cases[2]: …" (JSON, 0-based), "line 3: …" (JSONL,
  * physical lines from 1; blank lines are skipped) and "row 7: …" (CSV data rows from 1; the
@@ -36,6 +39,8 @@ enum evd_dataset_format {
 /* Longest dataset name and case id, in bytes. */
 #define EVD_DATASET_NAME_MAX 200
 #define EVD_DATASET_ID_MAX 256
+/* Most messages in a case's conversation. */
+#define EVD_DATASET_MESSAGES_MAX 200
 
 /*
  * Receives each normalized case in dataset order: position is 1-based, c is borrowed and

@@ -130,6 +130,37 @@ static void rename_treatment(struct evd_err *err, size_t i)
     snprintf(err->msg, sizeof(err->msg), "%s", msg);
 }
 
+/*
+ * An experiment's prompt may be "" (agent-cases.md: the case's conversation is sent as it
+ * is), which the seed's rules refuse: the seed's check sees this stand-in instead, and the
+ * normalized variant gets "" back (restore_empty).
+ */
+static const char EMPTY_PROMPT[] = "\x1f(empty prompt)\x1f";
+
+/* A copy of variant v (new reference) with an empty prompt replaced by the stand-in, or a
+ * new reference to v itself when its prompt is not "". NULL without memory. */
+static json_t *stand_in_empty(const json_t *v)
+{
+    const json_t *p = json_object_get(v, "prompt");
+    if (!json_is_string(p) || json_string_length(p) != 0)
+        return json_incref((json_t *)v);
+    json_t *copy = json_copy((json_t *)v);
+    if (copy != NULL && json_object_set_new(copy, "prompt", json_string(EMPTY_PROMPT)) != 0) {
+        json_decref(copy);
+        copy = NULL;
+    }
+    return copy;
+}
+
+/* Puts "" back where the stand-in is, in variant v (borrowed, changed in place). */
+static int restore_empty(json_t *v)
+{
+    const char *p = json_string_value(json_object_get(v, "prompt"));
+    if (p != NULL && strcmp(p, EMPTY_PROMPT) == 0)
+        return json_object_set_new(v, "prompt", json_string(""));
+    return 0;
+}
+
 /* The seed's normalized request of the control against treatment t (new reference). */
 static enum evd_code seed_pair(const json_t *body, const json_t *t, uint32_t repeats, size_t i,
                                json_t **normalized, struct evd_err *err)
@@ -142,9 +173,11 @@ static enum evd_code seed_pair(const json_t *body, const json_t *t, uint32_t rep
     for (const char *const *k = SHARED; *k != NULL; k++) {
         json_t *v = json_object_get(body, *k);
         if (v != NULL)
-            bad |= json_object_set(pair, *k, v);
+            bad |= strcmp(*k, "control") == 0 && json_is_object(v)
+                       ? json_object_set_new(pair, *k, stand_in_empty(v))
+                       : json_object_set(pair, *k, v);
     }
-    bad |= json_object_set(pair, "treatment", (json_t *)t);
+    bad |= json_object_set_new(pair, "treatment", stand_in_empty(t));
     bad |= json_object_set_new(pair, "runs", json_integer(repeats));
     if (bad) {
         json_decref(pair);
@@ -152,9 +185,17 @@ static enum evd_code seed_pair(const json_t *body, const json_t *t, uint32_t rep
     }
     enum evd_code rc = evd_request_start(pair, repeats, normalized, NULL, err);
     json_decref(pair);
-    if (rc != EVD_OK)
+    if (rc != EVD_OK) {
         rename_treatment(err, i);
-    return rc;
+        return rc;
+    }
+    if (restore_empty(json_object_get(*normalized, "control")) != 0 ||
+        restore_empty(json_object_get(*normalized, "treatment")) != 0) {
+        json_decref(*normalized);
+        *normalized = NULL;
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    }
+    return EVD_OK;
 }
 
 static bool same_string(const json_t *a, const json_t *b)
@@ -357,7 +398,8 @@ static enum evd_code model_arms(const json_t *body, const json_t *treatments, ui
     if ((rc = evd_fields_get(body, "", "prompt", EVD_F_STRING | EVD_F_REQUIRED | EVD_F_NULLABLE,
                              &prompt, err)) != EVD_OK)
         return rc;
-    if (blank(prompt))
+    /* "" sends each case's conversation as it is; blank text is refused. */
+    if (json_string_length(prompt) > 0 && blank(prompt))
         return evd_err_set(err, EVD_EINVAL, "prompt cannot be empty");
     if ((rc = evd_fields_get(body, "", "system_prompt", EVD_F_STRING | EVD_F_NULLABLE, &system,
                              err)) != EVD_OK ||
@@ -392,10 +434,13 @@ static enum evd_code model_arms(const json_t *body, const json_t *treatments, ui
     if ((rc = seed_model(json_object_get(json_array_get(arms, 0), "model"), &model, err)) !=
         EVD_OK)
         return rc;
+    json_t *seen = json_string_length(prompt) > 0 ? json_incref(prompt)
+                                                   : json_string(EMPTY_PROMPT);
     json_t *pair = json_pack("{s:s, s:o, s:{s:O, s:n}, s:{s:O, s:s}, s:i}", "dimension",
-                             "system_prompt", "model", model, "control", "prompt", prompt,
-                             "system_prompt", "treatment", "prompt", prompt, "system_prompt",
+                             "system_prompt", "model", model, "control", "prompt", seen,
+                             "system_prompt", "treatment", "prompt", seen, "system_prompt",
                              "", "runs", (int)repeats);
+    json_decref(seen);
     static const char *const members[] = {"evaluator", "limits", "functions", "output",
                                           "metadata", NULL};
     int bad = pair == NULL;
@@ -683,6 +728,48 @@ static enum evd_code render_text(const json_t *v, const json_t *c, json_t **out,
     return rc;
 }
 
+enum evd_code evd_experiment_messages(const json_t *c, json_t **out, struct evd_err *err)
+{
+    *out = NULL;
+    const json_t *messages = json_object_get(c, "messages");
+    if (!json_is_array(messages))
+        return EVD_OK;
+    json_t *r = json_array();
+    if (r == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    size_t i;
+    const json_t *m;
+    json_array_foreach(messages, i, m)
+    {
+        json_t *content = NULL;
+        enum evd_code rc = render_text(json_object_get(m, "content"), c, &content, err);
+        if (rc == EVD_OK &&
+            json_array_append_new(r, json_pack("{s:O, s:o}", "role", json_object_get(m, "role"),
+                                               "content", content)) != 0)
+            rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
+        if (rc != EVD_OK) {
+            json_decref(r);
+            return rc;
+        }
+    }
+    *out = r;
+    return EVD_OK;
+}
+
+/* A case sent with an empty prompt needs a conversation that ends with the user. */
+static enum evd_code check_empty_prompt(const json_t *c, struct evd_err *err)
+{
+    const json_t *messages = json_object_get(c, "messages");
+    const json_t *last = json_array_get(messages, json_array_size(messages) - 1);
+    const char *role = json_string_value(json_object_get(last, "role"));
+    if (role != NULL && strcmp(role, "user") == 0)
+        return EVD_OK;
+    return evd_err_set(err, EVD_EINVAL,
+                       "case %.200s: messages must end with a user message when the prompt is "
+                       "empty",
+                       json_string_value(json_object_get(c, "id")));
+}
+
 enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, size_t arm,
                                   json_t **variant_out, json_t **evaluator, struct evd_err *err)
 {
@@ -692,11 +779,14 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
     const json_t *t = arm_texts(normalized, arm);
     const json_t *ev = json_object_get(normalized, "evaluator");
     json_t *prompt = NULL, *system = NULL, *args = NULL, *model = NULL, *limits = NULL;
+    json_t *messages = NULL;
     enum evd_code rc = render_text(json_object_get(t, "prompt"), c, &prompt, err);
     if (rc == EVD_OK)
         rc = render_text(json_object_get(t, "system_prompt"), c, &system, err);
     if (rc == EVD_OK)
         rc = evd_template_render_json(json_object_get(ev, "arguments"), c, &args, err);
+    if (rc == EVD_OK)
+        rc = evd_experiment_messages(c, &messages, err);
     if (rc == EVD_OK && by_model(normalized)) {
         /* The arm's own model and, with options.max_output_tokens, its own limits. */
         rc = evd_experiment_arm_model(normalized, arm, &model, err);
@@ -704,10 +794,11 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
             rc = evd_err_set(err, EVD_ENOMEM, "out of memory");
     }
     if (rc == EVD_OK) {
-        *variant_out = json_pack("{s:O, s:o, s:o, s:o*, s:o*}", "label",
+        *variant_out = json_pack("{s:O, s:o, s:o, s:o*, s:o*, s:o*, s:O*}", "label",
                                  json_object_get(v, "label"), "prompt", prompt, "system_prompt",
-                                 system, "model", model, "limits", limits);
-        prompt = system = model = limits = NULL;
+                                 system, "model", model, "limits", limits, "messages", messages,
+                                 "tool_results", json_object_get(c, "tool_results"));
+        prompt = system = model = limits = messages = NULL;
         /* No evaluator (a judged experiment): function_id null, the run is not scored. */
         *evaluator = json_pack("{s:O?, s:o?}", "function_id",
                                json_object_get(ev, "function_id"), "arguments", args);
@@ -724,6 +815,7 @@ enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, siz
     json_decref(args);
     json_decref(model);
     json_decref(limits);
+    json_decref(messages);
     return rc;
 }
 
@@ -738,8 +830,15 @@ enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *
         rc = render_text(json_object_get(v, "prompt"), c, &prompt, err);
         if (rc == EVD_OK)
             rc = render_text(json_object_get(v, "system_prompt"), c, &system, err);
+        if (rc == EVD_OK && json_string_length(prompt) == 0)
+            rc = check_empty_prompt(c, err);
         json_decref(prompt);
         json_decref(system);
+    }
+    if (rc == EVD_OK) { /* every message's template */
+        json_t *messages = NULL;
+        rc = evd_experiment_messages(c, &messages, err);
+        json_decref(messages);
     }
     if (rc == EVD_OK) { /* the evaluator is the same in every arm */
         json_t *args = NULL;

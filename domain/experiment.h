@@ -105,7 +105,9 @@ enum evd_code evd_experiment_plan_options(const json_t *plan, struct evd_experim
 /* Number of arms (1 + treatments) of a normalized request. */
 size_t evd_experiment_arms(const json_t *normalized);
 
-/* Checks one normalized case (domain/dataset.h) against the templates and cluster_by. */
+/* Checks one normalized case (domain/dataset.h) against the templates (messages included),
+ * cluster_by and, where an arm's prompt renders empty, "case <id>: messages must end with
+ * a user message when the prompt is empty". */
 enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *c,
                                         struct evd_err *err);
 
@@ -114,9 +116,17 @@ enum evd_code evd_experiment_check_size(const json_t *normalized, size_t cases, 
                                         struct evd_err *err);
 
 /*
+ * The conversation so far of case c (agent-cases.md), each message's content rendered as
+ * a template: *out a new reference [{role, content}], or NULL when the case has none.
+ */
+enum evd_code evd_experiment_messages(const json_t *c, json_t **out, struct evd_err *err);
+
+/*
  * The variant and evaluator of arm `arm` (0 = control) on case c, templates rendered: on
- * EVD_OK *variant is {label, prompt, system_prompt} and *evaluator {function_id,
- * arguments} (new references). For the model dimension *variant also has `model` (as
+ * EVD_OK *variant is {label, prompt, system_prompt, messages?, tool_results?} (the case's
+ * conversation rendered, its mocked tools' answers as they are) and *evaluator
+ * {function_id, arguments} (new references). A prompt may be "": the conversation is sent
+ * as it is (evd_experiment_check_case made sure it ends with the user). For the model dimension *variant also has `model` (as
  * evd_experiment_arm_model) and `limits` (as evd_experiment_arm_limits): the arm's own.
  */
 enum evd_code evd_experiment_cell(const json_t *normalized, const json_t *c, size_t arm,

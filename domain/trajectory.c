@@ -448,13 +448,14 @@ static json_t *transcript_call(const json_t *fc)
     return call;
 }
 
-json_t *evd_trajectory_transcript(const char *prompt, const json_t *output, const json_t *harness)
+json_t *evd_trajectory_transcript(const json_t *prior, const char *prompt, const json_t *output,
+                                  const json_t *harness)
 {
-    json_t *t = json_array();
+    json_t *t = json_is_array(prior) ? json_deep_copy(prior) : json_array();
     json_t *answer = NULL;
     char *text = NULL;
     int rc = t == NULL;
-    if (rc == 0 && prompt != NULL)
+    if (rc == 0 && prompt != NULL && prompt[0] != '\0')
         rc = json_array_append_new(t, json_pack("{s:s,s:s}", "role", "user", "content", prompt));
     if (rc == 0 && output != NULL && !json_is_null(output) && !json_is_string(output))
         rc = (text = evd_canonical_dump(output)) == NULL;

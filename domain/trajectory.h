@@ -109,12 +109,15 @@ enum evd_code evd_evaluator_trajectory(const struct evd_evaluator_input *in, jso
 
 /*
  * The transcript of one agent turn as EvaluatorInputV1 carries it (new reference, NULL on
- * ENOMEM): [{"role":"user","content":prompt} (when prompt is not NULL),
+ * ENOMEM): the messages of `prior` (the case's conversation so far, [{role, content}],
+ * borrowed; NULL: none), then {"role":"user","content":prompt} (when prompt is neither NULL
+ * nor ""),
  * {"role":"assistant","content":<output: a string as it is, other JSON as canonical
  * text, NULL or null as "">, "function_calls"?:[{name, arguments, result?, error?}]}],
  * the calls from `harness` (the harness's {generations, function_calls}, borrowed, or
  * NULL) in the order made, named by function id.
  */
-json_t *evd_trajectory_transcript(const char *prompt, const json_t *output, const json_t *harness);
+json_t *evd_trajectory_transcript(const json_t *prior, const char *prompt, const json_t *output,
+                                  const json_t *harness);
 
 #endif

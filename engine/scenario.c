@@ -37,11 +37,14 @@ static enum evd_code evaluate(struct evd_engine *e, struct evd_wconn *w, const s
     if (input == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *case_id = view->trace != NULL ? view->trace->case_id : NULL;
+    /* A conversation kept with the turn (conversation_of) is the transcript as it is. */
+    const json_t *kept = json_object_get(turn, "conversation");
     if ((evd_evaluator_reads_transcript(view->evaluator_function_id) &&
          json_object_set_new(input, "transcript",
-                             evd_trajectory_transcript(view->prompt,
-                                                       json_object_get(run, "output"), turn)) !=
-             0) ||
+                             kept != NULL ? json_incref((json_t *)kept)
+                                          : evd_trajectory_transcript(
+                                                view->messages, view->prompt,
+                                                json_object_get(run, "output"), turn)) != 0) ||
         (case_id != NULL && json_object_set_new(input, "case_id", json_string(case_id)) != 0)) {
         json_decref(input);
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
@@ -118,6 +121,22 @@ static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *revi
     if (t != NULL && review != NULL)
         json_object_set(t, "evaluator", review);
     return t;
+}
+
+/*
+ * A run over a case's conversation keeps it, in conversation order with this turn (the
+ * transcript of agent-cases.md), as its transcript's `conversation`: what run documents
+ * and exports show and what its evaluators read, now and when scored again. Other runs'
+ * conversations are their prompt and output, read from the turn when needed. 0, or -1
+ * without memory.
+ */
+static int conversation_of(const struct evd_scenario *s, const struct evd_harness_outcome *out)
+{
+    if (s->messages == NULL || out->transcript == NULL)
+        return 0;
+    json_t *conv = evd_trajectory_transcript(s->messages, s->prompt, out->output,
+                                             out->transcript);
+    return conv == NULL ? -1 : json_object_set_new(out->transcript, "conversation", conv);
 }
 
 /*
@@ -295,6 +314,7 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         .session_id = s->session_id,
         .prompt = s->prompt,
         .system_prompt = s->system_prompt,
+        .conversation = (json_t *)s->messages,
         .model = (json_t *)s->model,
         .limits = (json_t *)s->limits_json,
         .functions = (json_t *)s->functions,
@@ -325,6 +345,9 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
     evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 
     res->interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
+    if (out.status == EVD_HARNESS_COMPLETED && conversation_of(s, &out) != 0)
+        evd_log(EVD_LOG_WARN, "could not keep the run's conversation", "subject_id",
+                s->subject_id, "error", "out of memory", NULL);
     int64_t now = evd_now_ms();
     bool needs_evaluation = s->evaluator_function_id != NULL && out.output != NULL &&
                             !json_is_null(out.output);

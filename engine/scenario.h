@@ -38,8 +38,10 @@ struct evd_scenario_trace {
 struct evd_scenario {
     const char *subject_id;            /* evaluation or experiment id: logs, evaluator input */
     const char *session_id;            /* the run's session id (X-Evald-Session) */
-    const char *prompt;
+    const char *prompt;                /* "": `messages` is sent as it is */
     const char *system_prompt;         /* NULL = none */
+    const json_t *messages;            /* the case's conversation so far, [{role, content}]
+                                          sent before the prompt (agent-cases.md), or NULL */
     const json_t *model;
     const json_t *limits_json;         /* the request's limits member */
     const struct evd_limits *limits;   /* decoded */

@@ -95,7 +95,8 @@ struct evd_harness_dispatch {
  */
 struct evd_harness_input {
     const char *session_id;    /* required; sent as X-Evald-Session */
-    const char *prompt;        /* required, the user message */
+    const char *prompt;        /* required, the user message; "" when `conversation` ends
+                                  with the user's message, which is then sent as it is */
     const char *system_prompt; /* NULL = none, "" = built-in identity prompt, else text */
     json_t *model;
     json_t *limits;

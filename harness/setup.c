@@ -260,7 +260,12 @@ enum evd_code evd_hx_run_setup(struct evd_hx_run *r, struct evd_err *err)
 
     if (in->session_id == NULL || in->session_id[0] == '\0')
         return evd_err_set(err, EVD_EINVAL, "session_id cannot be empty");
-    if (in->prompt == NULL || in->prompt[0] == '\0')
+    /* An empty prompt sends the prior conversation as it is: it must end with the user. */
+    json_t *last = json_array_get(in->conversation, json_array_size(in->conversation) - 1);
+    const char *last_role = json_string_value(json_object_get(last, "role"));
+    bool bare = in->prompt != NULL && in->prompt[0] == '\0' && last_role != NULL &&
+                strcmp(last_role, "user") == 0;
+    if (in->prompt == NULL || (in->prompt[0] == '\0' && !bare))
         return evd_err_set(err, EVD_EINVAL, "prompt cannot be empty");
     if (!json_is_object(in->model))
         return evd_err_set(err, EVD_EINVAL, "model must be an object");
@@ -348,8 +353,8 @@ enum evd_code evd_hx_run_setup(struct evd_hx_run *r, struct evd_err *err)
         r->messages = json_array();
     }
     if (r->messages == NULL ||
-        json_array_append_new(r->messages,
-                              json_pack("{s:s,s:s}", "role", "user", "content", in->prompt)) != 0)
+        (!bare && json_array_append_new(r->messages, json_pack("{s:s,s:s}", "role", "user",
+                                                               "content", in->prompt)) != 0))
         return evd_err_set(err, EVD_ENOMEM, "out of memory building the conversation");
     if (!evd_hx_client_open(&r->http))
         return evd_err_set(err, EVD_ENOMEM, "could not create a curl handle");

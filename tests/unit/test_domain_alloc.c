@@ -158,7 +158,7 @@ static json_t *build_transcript(const struct fixture *f)
         "{\"function_id\":\"b\",\"arguments\":{},\"error\":\"boom\"}]}");
     json_t *output = evd_dt_parse("{\"k\":true}");
     failing = was;
-    json_t *t = evd_trajectory_transcript("q", output, harness);
+    json_t *t = evd_trajectory_transcript(NULL, "q", output, harness);
     failing = false;
     json_decref(harness);
     json_decref(output);

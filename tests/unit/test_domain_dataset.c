@@ -245,6 +245,30 @@ static const struct refusal REFUSALS[] = {
     {EVD_DATASET_CSV, "q\n", 10, "cases must contain between 1 and 10 cases"},
     {EVD_DATASET_CSV, "", 10, "cases must contain between 1 and 10 cases"},
     {EVD_DATASET_CSV, "q\na\nb\nc\n", 2, "cases must contain between 1 and 2 cases"},
+    /* conversations and mocked tools' answers (agent-cases.md) */
+    {EVD_DATASET_JSON, "{\"name\":\"n\",\"cases\":[{\"messages\":\"hi\"}]}", 10,
+     "cases[0]: messages must be an array"},
+    {EVD_DATASET_JSON, "{\"name\":\"n\",\"cases\":[{\"messages\":[]}]}", 10,
+     "cases[0]: messages must hold between 1 and 200 messages"},
+    {EVD_DATASET_JSON,
+     "{\"name\":\"n\",\"cases\":[{},{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
+     "{\"role\":\"system\",\"content\":\"b\"}]}]}",
+     10, "cases[1]: messages[1].role must be user or assistant"},
+    {EVD_DATASET_JSON, "{\"name\":\"n\",\"cases\":[{\"messages\":[{\"role\":\"user\"}]}]}", 10,
+     "cases[0]: messages[0].content must be a string"},
+    {EVD_DATASET_JSON,
+     "{\"name\":\"n\",\"cases\":[{\"messages\":[{\"role\":\"user\",\"content\":\"a\","
+     "\"name\":\"x\"}]}]}",
+     10, "cases[0]: messages[0].name is not a known field"},
+    {EVD_DATASET_JSON, "{\"name\":\"n\",\"cases\":[{\"messages\":[7]}]}", 10,
+     "cases[0]: messages[0] must be an object"},
+    {EVD_DATASET_JSONL, "{}\n{\"tool_results\":[1]}\n", 10,
+     "line 2: tool_results must be an object"},
+    {EVD_DATASET_CSV, "q,messages\na,\"[{\"\"role\"\":\"\"user\"\"\"\n", 10,
+     "row 1: messages is not valid JSON: '}' expected near end of file"},
+    {EVD_DATASET_CSV, "q,messages\na,\"[{\"\"role\"\":\"\"bot\"\",\"\"content\"\":\"\"x\"\"}]\"\n", 10,
+     "row 1: messages[0].role must be user or assistant"},
+    {EVD_DATASET_CSV, "q,tool_results\na,\"[]\"\n", 10, "row 1: tool_results must be an object"},
 };
 
 START_TEST(refusals_name_the_case)
@@ -266,6 +290,73 @@ START_TEST(refusals_name_the_case)
         json_decref(s2.cases);
     }
     json_decref(s.cases);
+}
+END_TEST
+
+/*
+ * A case's conversation and mocked tools' answers are kept after the four keys, only when
+ * given, and hashed with the case: the three formats agree, a case without them hashes as
+ * before, and a changed message changes the hash.
+ */
+START_TEST(conversations_are_normalized_and_hashed)
+{
+    const char *json =
+        "{\"name\":\"n\",\"cases\":[{\"id\":\"q1\",\"vars\":{\"city\":\"Oslo\"},"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"Hi, {{city}}\"},"
+        "{\"role\":\"assistant\",\"content\":\"Hello\"}],"
+        "\"tool_results\":{\"search\":[{\"when\":{\"q\":\"x\"},\"result\":1}]}},"
+        "{\"id\":\"q2\",\"vars\":{\"city\":\"Rome\"}}]}";
+    const char *jsonl =
+        "{\"id\":\"q1\",\"vars\":{\"city\":\"Oslo\"},\"messages\":[{\"role\":\"user\","
+        "\"content\":\"Hi, {{city}}\"},{\"content\":\"Hello\",\"role\":\"assistant\"}],"
+        "\"tool_results\":{\"search\":[{\"when\":{\"q\":\"x\"},\"result\":1}]}}\n"
+        "{\"id\":\"q2\",\"vars\":{\"city\":\"Rome\"},\"messages\":null}\n";
+    const char *csv =
+        "id,city,messages,tool_results\n"
+        "q1,Oslo,\"[{\"\"role\"\":\"\"user\"\",\"\"content\"\":\"\"Hi, {{city}}\"\"},"
+        "{\"\"role\"\":\"\"assistant\"\",\"\"content\"\":\"\"Hello\"\"}]\","
+        "\"{\"\"search\"\":[{\"\"when\"\":{\"\"q\"\":\"\"x\"\"},\"\"result\"\":1}]}\"\n"
+        "q2,Rome,,\n";
+    char sha[3][65];
+    struct evd_err err = {0};
+    struct sink s[3] = {{json_array(), 0}, {json_array(), 0}, {json_array(), 0}};
+    ck_assert_msg(read_body(EVD_DATASET_JSON, json, 0, 10, &s[0], sha[0], &err) == EVD_OK, "%s",
+                  err.msg);
+    ck_assert_msg(read_body(EVD_DATASET_JSONL, jsonl, 7, 10, &s[1], sha[1], &err) == EVD_OK, "%s",
+                  err.msg);
+    ck_assert_msg(read_body(EVD_DATASET_CSV, csv, 5, 10, &s[2], sha[2], &err) == EVD_OK, "%s",
+                  err.msg);
+    for (int i = 1; i < 3; i++) {
+        ck_assert(json_equal(s[0].cases, s[i].cases));
+        ck_assert_str_eq(sha[0], sha[i]);
+    }
+    json_t *q1 = json_array_get(s[0].cases, 0), *q2 = json_array_get(s[0].cases, 1);
+    const char *keys[] = {"id", "vars", "expected", "metadata", "messages", "tool_results"};
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(q1, k, v)
+    {
+        ck_assert_str_eq(k, keys[i++]);
+    }
+    ck_assert_uint_eq(i, 6);
+    /* templates stay as written: they are rendered per run */
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(q1, "messages"), 0), "content")),
+                     "Hi, {{city}}");
+    ck_assert_uint_eq(json_object_size(q2), 4); /* none: no key, and q2 hashes as before */
+    assert_sha_of(s[0].cases, sha[0]);
+    /* one changed word of the conversation is another dataset */
+    char *changed = strdup(json);
+    memcpy(strstr(changed, "Hello"), "Howdy", 5);
+    struct sink t = {json_array(), 0};
+    char sha_changed[65];
+    ck_assert_int_eq(read_body(EVD_DATASET_JSON, changed, 0, 10, &t, sha_changed, &err), EVD_OK);
+    ck_assert_str_ne(sha_changed, sha[0]);
+    free(changed);
+    json_decref(t.cases);
+    for (int j = 0; j < 3; j++)
+        json_decref(s[j].cases);
 }
 END_TEST
 
@@ -331,6 +422,7 @@ int main(void)
     tcase_add_test(tc, streaming_split_is_invisible);
     tcase_add_loop_test(tc, refusals_name_the_case, 0, sizeof(REFUSALS) / sizeof(REFUSALS[0]));
     tcase_add_test(tc, a_sink_refusal_stops_the_reader);
+    tcase_add_test(tc, conversations_are_normalized_and_hashed);
     tcase_add_test(tc, inline_cases_normalize_like_an_upload);
     tcase_add_test(tc, ten_thousand_rows);
     suite_add_tcase(s, tc);

@@ -185,7 +185,7 @@ static const struct refusal REFUSALS[] = {
      "prompt comparison requires different prompts"},
     {"treatments", "[{\"prompt\":\"x\",\"system_prompt\":\"be brief\"}]",
      "prompt comparison requires identical system prompts"},
-    {"treatments", "[{\"prompt\":\"x\"},{\"prompt\":\"\"}]",
+    {"treatments", "[{\"prompt\":\"x\"},{\"prompt\":\" \"}]",
      "treatments[1].prompt cannot be empty"},
     {"treatments", "[{\"prompt\":\"x\"},{\"prompt\":\"x\"}]",
      "prompt comparison requires different prompts"},
@@ -540,6 +540,75 @@ START_TEST(other_dimensions_keep_their_prompts_in_the_variants)
 }
 END_TEST
 
+/*
+ * A conversation case (agent-cases.md): its messages rendered per case; an empty prompt
+ * sends them as they are, so they must end with the user; blank text is still refused.
+ */
+START_TEST(an_empty_prompt_sends_the_case_conversation)
+{
+    json_t *b = with("control", "{\"label\":\"bare\",\"prompt\":\"\"}"), *n = NULL;
+    const json_t *cases = NULL;
+    struct evd_err err = {0};
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(n, "control"), "prompt")),
+                     "");
+    json_t *c = parse("{\"id\":\"q3\",\"vars\":{\"q\":\"2+2\"},\"expected\":null,\"metadata\":{},"
+                      "\"messages\":[{\"role\":\"user\",\"content\":\"What is {{q}}?\"},"
+                      "{\"role\":\"assistant\",\"content\":\"4\"},{\"role\":\"user\","
+                      "\"content\":\"Sure?\"}],\"tool_results\":{\"search\":1}}");
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_OK);
+    json_t *v = NULL, *e = NULL;
+    ck_assert_int_eq(evd_experiment_cell(n, c, 0, &v, &e, &err), EVD_OK);
+    json_t *want = parse("[{\"role\":\"user\",\"content\":\"What is 2+2?\"},{\"role\":"
+                         "\"assistant\",\"content\":\"4\"},{\"role\":\"user\",\"content\":"
+                         "\"Sure?\"}]");
+    ck_assert(json_equal(json_object_get(v, "messages"), want));
+    ck_assert_str_eq(json_string_value(json_object_get(v, "prompt")), "");
+    ck_assert_ptr_eq(json_object_get(v, "tool_results"), json_object_get(c, "tool_results"));
+    json_decref(want);
+    json_decref(v);
+    json_decref(e);
+    /* the treatment's prompt follows the same conversation */
+    ck_assert_int_eq(evd_experiment_cell(n, c, 1, &v, &e, &err), EVD_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "prompt")), "Answer briefly. Q: 2+2");
+    ck_assert_uint_eq(json_array_size(json_object_get(v, "messages")), 3);
+    json_decref(v);
+    json_decref(e);
+    /* ending with the assistant, or no conversation at all */
+    json_array_remove(json_object_get(c, "messages"), 2);
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case q3: messages must end with a user message when the prompt is "
+                              "empty");
+    json_object_del(c, "messages");
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case q3: messages must end with a user message when the prompt is "
+                              "empty");
+    /* a message's template is checked like a prompt's */
+    json_object_set_new(c, "messages",
+                        parse("[{\"role\":\"user\",\"content\":\"{{nope}}\"}]"));
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case q3: template variable nope is not defined");
+    json_decref(c);
+    json_decref(n);
+    json_decref(b);
+    /* blank is not empty; two empty prompts do not differ */
+    b = with("control", "{\"prompt\":\"  \"}");
+    ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "control.prompt cannot be empty");
+    json_decref(b);
+    b = with("treatments", "[{\"prompt\":\"\"},{\"prompt\":\"\"}]");
+    ck_assert_int_eq(evd_experiment_request(b, &LIMITS, &n, &cases, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "prompt comparison requires different prompts");
+    json_decref(b);
+    /* the model dimension's shared prompt may be empty too */
+    b = model_with("prompt", "\"\"");
+    ck_assert_msg(evd_experiment_request(b, &LIMITS, &n, &cases, &err) == EVD_OK, "%s", err.msg);
+    ck_assert_str_eq(json_string_value(json_object_get(n, "prompt")), "");
+    json_decref(n);
+    json_decref(b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("domain_experiment");
@@ -556,6 +625,7 @@ int main(void)
     tcase_add_loop_test(tc, model_refusals_name_the_field, 0,
                         sizeof(MODEL_REFUSALS) / sizeof(MODEL_REFUSALS[0]));
     tcase_add_test(tc, other_dimensions_keep_their_prompts_in_the_variants);
+    tcase_add_test(tc, an_empty_prompt_sends_the_case_conversation);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

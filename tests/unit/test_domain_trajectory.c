@@ -343,7 +343,7 @@ START_TEST(transcript_of_a_turn)
         "{\"call_id\":\"c2\",\"function_id\":\"book\",\"tool_name\":\"book\",\"turn\":2,"
         "\"arguments\":{},\"status\":\"error\",\"error\":\"no rooms\"}]}");
     json_t *out = json_string("Booked.");
-    json_t *t = evd_trajectory_transcript("Book a room.", out, harness);
+    json_t *t = evd_trajectory_transcript(NULL, "Book a room.", out, harness);
     json_t *want = evd_dt_parse(
         "[{\"role\":\"user\",\"content\":\"Book a room.\"},"
         "{\"role\":\"assistant\",\"content\":\"Booked.\",\"function_calls\":["
@@ -356,7 +356,7 @@ START_TEST(transcript_of_a_turn)
 
     /* JSON output as canonical text; no calls, no function_calls; no prompt, no user entry */
     out = evd_dt_parse("{\"b\":1,\"a\":[true]}");
-    t = evd_trajectory_transcript(NULL, out, NULL);
+    t = evd_trajectory_transcript(NULL, NULL, out, NULL);
     want =
         evd_dt_parse("[{\"role\":\"assistant\",\"content\":\"{\\\"a\\\":[true],\\\"b\\\":1}\"}]");
     ck_assert_msg(json_equal(t, want), "%s", evd_dt_dump(t));
