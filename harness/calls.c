@@ -1,7 +1,8 @@
 /*
  * One function call of a run: the function is looked up under the policy (by tool name,
  * by id, or through the agent_trigger tool), its payload validated, and it is called over
- * HTTP or through the dispatch table; the result becomes a tool message, a transcript
+ * HTTP or through the dispatch table, or answered from the case's tool_results when it is
+ * a mocked tool (harness/mock.c); the result becomes a tool message, a transcript
  * entry and a span. Runs on the run's thread (harness/run.h).
  */
 #include <stdio.h>
@@ -28,6 +29,16 @@ static const struct evd_hx_function *find_fn(const struct evd_hx_run *r, const c
     return NULL;
 }
 
+/* A mocked tool by its wire name, else by its name; NULL when `name` is none. */
+static const struct evd_hx_function *find_mock(const struct evd_hx_run *r, const char *name)
+{
+    for (int by_id = 0; by_id < 2; by_id++)
+        for (size_t i = 0; i < r->nfns; i++)
+            if (r->fns[i].mocked && strcmp(by_id ? r->fns[i].id : r->fns[i].tool_name, name) == 0)
+                return &r->fns[i];
+    return NULL;
+}
+
 /*
  * Runs one function call the model asked for and appends the tool message, the span and the
  * transcript entry. Returns EVD_ECANCELLED when the run was cancelled during the call.
@@ -47,6 +58,10 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
 
     if (args == NULL) {
         evd_err_set(&ferr, EVD_EINVAL, "arguments of %s are not valid JSON", name);
+    } else if (r->agent_trigger && (fn = find_mock(r, name)) != NULL) {
+        allowed = true; /* a mocked tool, offered natively beside agent_trigger */
+        payload = args;
+        function_id = fn->id;
     } else if (r->agent_trigger) {
         if (strcmp(name, EVD_HX_AGENT_TRIGGER) != 0) {
             evd_err_set(&ferr, EVD_EINVAL, "tool %s does not exist; call %s", name,
@@ -79,11 +94,17 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
         payload = empty;
     if (ferr.code == EVD_OK)
         evd_hx_validate_payload(fn->id, fn->request_schema, payload, &ferr);
+    bool mocked = fn != NULL ? fn->mocked : name != NULL && find_mock(r, name) != NULL;
     char traceparent[56];
     struct evd_span *span = evd_hx_trace_tool_begin(r, function_id,
                                                     ferr.code == EVD_OK && fn->url != NULL,
                                                     traceparent);
-    if (ferr.code == EVD_OK && fn->url != NULL) {
+    if (span != NULL && mocked)
+        evd_span_set(span, "evald.tool.mocked", json_true());
+    if (ferr.code == EVD_OK && fn->mocked) {
+        /* answered from the case's tool_results: never the network */
+        result = evd_hx_mock_answer(r, &r->fns[fn - r->fns], payload, &ferr);
+    } else if (ferr.code == EVD_OK && fn->url != NULL) {
         result = evd_hx_call_http_tool(&r->http, fn, payload, r->in->session_id,
                                        traceparent[0] ? traceparent : NULL, r->deadline,
                                        r->cancel, &ferr);
@@ -129,6 +150,8 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
         "tool_name", name, "turn", (json_int_t)turn, "arguments", payload, "started_at_ms",
         (json_int_t)w0, "duration_ms", (json_int_t)dur, "status", is_error ? "error" : "ok");
     if (entry != NULL) {
+        if (mocked)
+            json_object_set_new(entry, "mocked", json_true());
         if (is_error)
             json_object_set_new(entry, "error", json_string(ferr.msg));
         else
@@ -137,10 +160,12 @@ enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn)
     }
     char span_name[160];
     snprintf(span_name, sizeof(span_name), "function %s", function_id);
-    json_array_append_new(
-        r->spans, evd_hx_span_new(span_name, "function", w0, w0 + dur, is_error ? ferr.msg : NULL,
-                                  json_pack("{s:s,s:s,s:I}", "function_id", function_id, "call_id",
-                                            call_id, "turn", (json_int_t)turn)));
+    json_t *attrs = json_pack("{s:s,s:s,s:I}", "function_id", function_id, "call_id", call_id,
+                              "turn", (json_int_t)turn);
+    if (attrs != NULL && mocked)
+        json_object_set_new(attrs, "mocked", json_true());
+    json_array_append_new(r->spans, evd_hx_span_new(span_name, "function", w0, w0 + dur,
+                                                    is_error ? ferr.msg : NULL, attrs));
     json_decref(result);
     json_decref(empty);
     return ferr.code == EVD_ECANCELLED ? EVD_ECANCELLED : EVD_OK;

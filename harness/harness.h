@@ -92,6 +92,7 @@ struct evd_harness_dispatch {
  *              when set it replaces `output`. NULL: `output` decides
  *   max_tool_calls  with has_max_tool_calls, the function calls the run may execute; the
  *              next call fails the run (phase "limit") before it runs
+ *   mock_tools, tool_results  mocked tools and the case's answers to them (below)
  */
 struct evd_harness_input {
     const char *session_id;    /* required; sent as X-Evald-Session */
@@ -127,6 +128,15 @@ struct evd_harness_input {
     const json_t *span_attributes;
     bool has_max_tool_calls;
     int64_t max_tool_calls;
+    /*
+     * Mocked tools (harness/mock.c, docs/harness.md "Mocked tools"): mock_tools is an
+     * experiment's [{name, description?, parameters?}] (borrowed, NULL = none), each
+     * offered natively whatever `functions` says; tool_results is the case's object
+     * {"<name>": value | [value, …] | [{when, result}, …]} (borrowed, NULL = none) that
+     * answers their calls, which never reach the network.
+     */
+    json_t *mock_tools;
+    json_t *tool_results;
 };
 
 enum evd_harness_status {

@@ -239,6 +239,8 @@ struct evd_hx_function {
     const char *url;    /* HTTP tools; NULL for dispatch functions */
     int64_t timeout_ms; /* HTTP tools */
     char tool_name[72]; /* the provider tool name in native mode */
+    bool mocked;        /* a mocked tool (harness/mock.c): answered from tool_results */
+    int64_t mock_calls; /* mocked: the calls answered so far (past the payload check) */
 };
 
 /*

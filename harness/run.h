@@ -87,6 +87,20 @@ void evd_hx_trace_tool_end(struct evd_span *s, const char *function_id, const ch
                            const char *call_id, json_t *arguments, json_t *result,
                            const char *error);
 
+/* mock.c: mocked tools (docs/harness.md "Mocked tools").
+ * evd_hx_mock_count checks in->mock_tools (EVD_EINVAL naming mock_tools[i], or a name
+ * that is also a registered tool or dispatch function) and sets *n to their number;
+ * evd_hx_mock_load then appends them to r->fns (room for *n reserved by the caller),
+ * always allowed, each named for the wire as is when provider-safe ([A-Za-z0-9_-],
+ * at most 64, not taken) and else as evd_hx_tool_name makes it.
+ * evd_hx_mock_answer answers one call of fn (its payload already valid) from
+ * in->tool_results: a new reference, or NULL with *err "no mocked result for <name>"
+ * (EVD_ENOTFOUND); it counts the call for the k-th item of a sequence. */
+enum evd_code evd_hx_mock_count(const struct evd_hx_run *r, size_t *n, struct evd_err *err);
+void evd_hx_mock_load(struct evd_hx_run *r);
+json_t *evd_hx_mock_answer(const struct evd_hx_run *r, struct evd_hx_function *fn, json_t *payload,
+                           struct evd_err *err);
+
 /* calls.c: runs one function call the model asked for and appends the tool message, the
  * span and the transcript entry. EVD_ECANCELLED when the run was cancelled during it. */
 enum evd_code evd_hx_run_call(struct evd_hx_run *r, json_t *call, int64_t turn);

@@ -156,11 +156,17 @@ static enum evd_code load_functions(struct evd_hx_run *r, struct evd_err *err)
         return evd_err_set(err, EVD_EINVAL, "tools must be an array");
     if (extra != NULL && !json_is_array(extra))
         return evd_err_set(err, EVD_EINVAL, "dispatch.functions must be an array");
-    size_t n = json_array_size(tools) + json_array_size(extra);
+    size_t nmock = 0;
+    enum evd_code rc = evd_hx_mock_count(r, &nmock, err);
+    if (rc != EVD_OK)
+        return rc;
+    size_t n = json_array_size(tools) + json_array_size(extra) + nmock;
     r->fns = calloc(n + 1, sizeof(*r->fns));
     r->allowed = calloc(n + 1, sizeof(*r->allowed));
     if (r->fns == NULL || r->allowed == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory loading functions");
+    /* Mocked tools first: they keep their own names on the wire (harness/mock.c). */
+    evd_hx_mock_load(r);
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t)
@@ -196,39 +202,38 @@ static enum evd_code load_functions(struct evd_hx_run *r, struct evd_err *err)
     return EVD_OK;
 }
 
-/* The tools offered to the model: one per allowed function, or the agent_trigger tool. */
+/* The tools offered to the model: one per allowed function, or the agent_trigger tool;
+ * mocked tools are always offered natively (harness/mock.c). */
 static enum evd_code build_wire_tools(struct evd_hx_run *r, struct evd_err *err)
 {
     r->wire_tools = json_array();
     if (r->wire_tools == NULL)
         goto nomem;
-    size_t nallowed = 0;
+    size_t nallowed = 0; /* allowed functions the agent_trigger tool would reach */
     for (size_t i = 0; i < r->nfns; i++)
-        nallowed += r->allowed[i];
-    if (nallowed == 0)
-        return EVD_OK;
-    if (!r->agent_trigger) {
-        for (size_t i = 0; i < r->nfns; i++) {
-            const struct evd_hx_function *f = &r->fns[i];
-            if (!r->allowed[i])
-                continue;
-            json_t *params = f->request_schema ? json_incref(f->request_schema)
-                                               : json_pack("{s:s}", "type", "object");
-            json_t *w = json_pack("{s:s,s:s,s:o}", "name", f->tool_name, "description",
-                                  f->description && f->description[0] ? f->description : f->id,
-                                  "parameters", params);
-            if (w == NULL || json_array_append_new(r->wire_tools, w) != 0)
-                goto nomem;
-        }
-        return EVD_OK;
+        nallowed += r->allowed[i] && !r->fns[i].mocked;
+    /* Native tools: every allowed function, or with agent_trigger the mocked tools only. */
+    for (size_t i = 0; i < r->nfns; i++) {
+        const struct evd_hx_function *f = &r->fns[i];
+        if (!r->allowed[i] || (r->agent_trigger && !f->mocked))
+            continue;
+        json_t *params = f->request_schema ? json_incref(f->request_schema)
+                                           : json_pack("{s:s}", "type", "object");
+        json_t *w = json_pack("{s:s,s:s,s:o}", "name", f->tool_name, "description",
+                              f->description && f->description[0] ? f->description : f->id,
+                              "parameters", params);
+        if (w == NULL || json_array_append_new(r->wire_tools, w) != 0)
+            goto nomem;
     }
+    if (!r->agent_trigger || nallowed == 0)
+        return EVD_OK;
     struct evd_buf d = {0};
     d.limit = MAX_TRIGGER_DESC;
     evd_buf_printf(&d, "Calls one of the available functions by id with a JSON payload and "
                        "returns its result. Available functions:");
     for (size_t i = 0; i < r->nfns; i++) {
         const struct evd_hx_function *f = &r->fns[i];
-        if (!r->allowed[i])
+        if (!r->allowed[i] || f->mocked)
             continue;
         char *schema = f->request_schema ? json_dumps(f->request_schema, JSON_COMPACT) : NULL;
         if (evd_buf_printf(&d, "\n- %s: %s%s%.1500s", f->id, f->description ? f->description : "",

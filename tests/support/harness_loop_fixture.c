@@ -167,7 +167,7 @@ void hl_run(const struct hl_run_args *a, struct evd_harness_outcome *out, struct
     if (extra != NULL)
         json_object_update(model, extra);
     json_t *limits = maybe(a->limits), *functions = maybe(a->functions), *output = maybe(a->output),
-           *tools = tools_json();
+           *tools = tools_json(), *mocks = maybe(a->mock_tools), *results = maybe(a->tool_results);
     struct evd_harness_input in = {
         .session_id = a->session ? a->session : "sess-it",
         .prompt = a->prompt ? a->prompt : "Hi",
@@ -179,6 +179,8 @@ void hl_run(const struct hl_run_args *a, struct evd_harness_outcome *out, struct
         .tools = tools,
         .conversation = a->conversation,
         .dispatch = a->dispatch,
+        .mock_tools = mocks,
+        .tool_results = results,
     };
     struct evd_err err;
     ck_assert_int_eq(
@@ -190,6 +192,8 @@ void hl_run(const struct hl_run_args *a, struct evd_harness_outcome *out, struct
     json_decref(functions);
     json_decref(output);
     json_decref(tools);
+    json_decref(mocks);
+    json_decref(results);
 }
 
 json_t *hl_last_requests(int n)

@@ -71,6 +71,8 @@ struct hl_run_args {
     json_t *conversation;    /* borrowed or NULL */
     const struct evd_providers *providers;
     const struct evd_harness_dispatch *dispatch;
+    const char *mock_tools;   /* JSON or NULL: input.mock_tools */
+    const char *tool_results; /* JSON or NULL: input.tool_results */
 };
 
 /* Runs the loop (thread-safe: many may run at once); *out is the caller's to clear. */
