@@ -17,6 +17,8 @@
 #include "domain/dataset.h"
 #include "domain/fields.h"
 #include "domain/judge.h"
+#include "domain/mock_tools.h"
+#include "domain/simulator.h"
 #include "domain/request.h"
 #include "domain/template.h"
 #include "domain/text.h"
@@ -26,7 +28,7 @@ static const char *const KNOWN[] = {"name",       "dimension",   "model",    "co
                                     "repeats",    "concurrency", "limits",   "functions",
                                     "output",     "metadata",    "analysis", "stopping",
                                     "budget",     "plan",        "judge",    "prompt",
-                                    "system_prompt", NULL};
+                                    "system_prompt", "simulator", "tools", NULL};
 
 static const char *const DIMENSIONS[] = {"prompt", "system_prompt", "model"};
 
@@ -462,7 +464,7 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
     *normalized = NULL;
     *cases = NULL;
     json_t *out = NULL, *an = NULL, *arms = NULL, *first = NULL, *stop = NULL, *budget = NULL;
-    json_t *judge = NULL;
+    json_t *judge = NULL, *sim = NULL;
     enum evd_code rc;
     if (!json_is_object(body))
         return evd_err_set(err, EVD_EINVAL, "request body must be a JSON object");
@@ -518,7 +520,9 @@ enum evd_code evd_experiment_request(const json_t *body, const struct evd_experi
         (rc = evd_experiment_budget(json_object_get(body, "budget"), &budget, err)) != EVD_OK ||
         (rc = evd_experiment_plan_options(json_object_get(body, "plan"), &plan, err)) != EVD_OK)
         goto out;
-    if ((rc = evd_judge_request(json_object_get(body, "judge"), &judge, err)) != EVD_OK)
+    if ((rc = evd_judge_request(json_object_get(body, "judge"), &judge, err)) != EVD_OK ||
+        (rc = evd_simulator_request(json_object_get(body, "simulator"), &sim, err)) != EVD_OK ||
+        (rc = evd_mock_tools_check(json_object_get(body, "tools"), err)) != EVD_OK)
         goto out;
     bool has_evaluator = present(json_object_get(body, "evaluator"));
     if (!has_evaluator && json_is_null(judge)) {
@@ -635,6 +639,9 @@ labels:
     bad |= json_object_set(out, "stopping", stop);
     bad |= json_object_set(out, "budget", budget);
     bad |= json_object_set(out, "judge", judge);
+    bad |= json_object_set(out, "simulator", sim);
+    if (present(json_object_get(body, "tools")))
+        bad |= json_object_set(out, "tools", json_object_get(body, "tools"));
     if (present(json_object_get(body, "plan")))
         bad |= json_object_set(out, "plan", json_object_get(body, "plan"));
     if (bad) {
@@ -651,6 +658,7 @@ out:
     json_decref(stop);
     json_decref(budget);
     json_decref(judge);
+    json_decref(sim);
     json_decref(arms);
     json_decref(first);
     return rc;
@@ -849,6 +857,16 @@ enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *
     const json_t *judge = json_object_get(normalized, "judge");
     if (rc == EVD_OK && json_is_object(judge))
         rc = evd_judge_check_case(judge, c, err);
+    if (rc == EVD_OK)
+        rc = evd_tool_results_check(json_object_get(c, "tool_results"),
+                                    json_object_get(normalized, "tools"),
+                                    json_string_value(json_object_get(c, "id")), err);
+    const json_t *sim = json_object_get(normalized, "simulator");
+    if (rc == EVD_OK && json_is_object(sim)) {
+        char *ins = NULL;
+        rc = evd_simulator_instructions(sim, c, &ins, err);
+        free(ins);
+    }
     if (rc != EVD_OK)
         return rc;
     const json_t *by = json_object_get(json_object_get(normalized, "analysis"), "cluster_by");

@@ -25,6 +25,7 @@
 #include "domain/limits.h"
 #include "domain/plan.h"
 #include "domain/run.h"
+#include "domain/simulator.h"
 #include "engine/internal.h"
 #include "engine/lifecycle.h"
 #include "engine/scenario.h"
@@ -170,14 +171,23 @@ static void pending_done(const struct case_ctx *x, const struct pending *p,
 static json_t *run_spend(const json_t *run)
 {
     const json_t *m = json_object_get(json_object_get(run, "metrics"), "totals");
+    const json_t *b = json_object_get(run, "benchmark");
     json_int_t calls = json_integer_value(json_object_get(m, "turns"));
     const json_t *cost = json_object_get(m, "cost_usd");
-    return json_pack("{s:I, s:I, s:I, s:o}", "calls", calls, "input_tokens",
-                     json_integer_value(json_object_get(m, "input_tokens")), "output_tokens",
-                     json_integer_value(json_object_get(m, "output_tokens")), "cost_usd",
-                     calls == 0             ? json_real(0)
-                     : json_is_number(cost) ? json_real(json_number_value(cost))
-                                            : json_null());
+    /* A simulated user's calls are the experiment's too (agent-cases.md). */
+    json_int_t sim_calls = json_integer_value(json_object_get(b, "simulator_calls"));
+    const json_t *sim_cost = json_object_get(b, "simulator_cost_usd");
+    bool priced = (calls == 0 || json_is_number(cost)) && (sim_calls == 0 || json_is_number(sim_cost));
+    return json_pack("{s:I, s:I, s:I, s:o}", "calls", calls + sim_calls, "input_tokens",
+                     json_integer_value(json_object_get(m, "input_tokens")) +
+                         json_integer_value(json_object_get(b, "simulator_input_tokens")),
+                     "output_tokens",
+                     json_integer_value(json_object_get(m, "output_tokens")) +
+                         json_integer_value(json_object_get(b, "simulator_output_tokens")),
+                     "cost_usd",
+                     priced ? json_real((calls ? json_number_value(cost) : 0) +
+                                        (sim_calls ? json_number_value(sim_cost) : 0))
+                            : json_null());
 }
 
 /* Folds a terminal cell into the case and keeps it for the next write (steals run and
@@ -292,6 +302,7 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     unsigned arm;
     evd_plan_cell_at(x->arms, (uint32_t)position, &repeat, &arm);
     json_t *variant = NULL, *evaluator = NULL;
+    char *instructions = NULL;
     struct cell_ctx k = {.x = x, .started_at = evd_now_ms()};
     struct evd_attempt a = {.slot = -1};
     enum cell_end end = CELL_STOP;
@@ -310,6 +321,18 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     if ((k.run = cell_run_new(x, position, arm, repeat, k.started_at)) == NULL)
         goto out;
     const json_t *sp = json_object_get(variant, "system_prompt");
+    /* A simulated user talks to the agent with instructions rendered for the case. */
+    const json_t *sim = json_object_get(x->request, "simulator");
+    if (json_is_object(sim) &&
+        evd_simulator_instructions(sim, x->body, &instructions, &err) != EVD_OK) {
+        json_t *run = k.run; /* checked at the start: only a change of the rules gets here */
+        k.run = NULL;
+        if (evd_run_fail(run, EVD_PHASE_SETUP, NULL, err.msg, evd_now_ms()) == 0)
+            end = finish_cell(x, p, position, attempt, run, NULL) ? CELL_FINISHED : CELL_STOP;
+        else
+            json_decref(run);
+        goto out;
+    }
     /* A model experiment's arm calls its own model, with its own output cap. */
     const json_t *arm_model = json_object_get(variant, "model");
     const json_t *arm_limits = json_object_get(variant, "limits");
@@ -344,6 +367,10 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .prompt = json_string_value(json_object_get(variant, "prompt")),
         .system_prompt = json_is_string(sp) ? json_string_value(sp) : NULL,
         .messages = json_object_get(variant, "messages"),
+        .simulator = json_is_object(sim) ? sim : NULL,
+        .simulator_instructions = instructions,
+        .mock_tools = json_object_get(x->request, "tools"),
+        .tool_results = json_object_get(variant, "tool_results"),
         .model = arm_model != NULL ? arm_model : json_object_get(x->request, "model"),
         .limits_json = arm_limits != NULL ? arm_limits : json_object_get(x->request, "limits"),
         .limits = &limits,
@@ -390,6 +417,7 @@ out:
     json_decref(k.run);
     json_decref(variant);
     json_decref(evaluator);
+    free(instructions);
     return end;
 }
 

@@ -23,12 +23,14 @@
 #include "domain/experiment.h"
 #include "domain/json_split.h"
 #include "domain/judge.h"
+#include "domain/mock_tools.h"
 #include "domain/plan.h"
 #include "domain/sequential.h"
 #include "engine/datasets.h"
 #include "engine/internal.h"
 #include "store/datasets.h"
 #include "store/experiments.h"
+#include "store/tools.h"
 
 struct evd_experiment_upload {
     struct evd_engine *engine;
@@ -254,6 +256,32 @@ static enum evd_code check_arm_models(struct evd_engine *e, PGconn *c, const jso
 }
 
 /*
+ * A mocked tool may not share its name with a registered tool (agent-cases.md), and a
+ * simulated user's model must resolve like an arm's ("simulator.<the start's message>").
+ */
+static enum evd_code check_mock_names(struct evd_engine *e, PGconn *c, const json_t *normalized,
+                                      struct evd_err *err)
+{
+    enum evd_code rc = EVD_OK;
+    json_t *tools = json_object_get(normalized, "tools");
+    if (json_array_size(tools) > 0) {
+        json_t *registered = evd_store_tools_json(c, err);
+        rc = registered != NULL ? evd_mock_tools_check_registered(tools, registered, err)
+                                : evd_db_code(err);
+        json_decref(registered);
+    }
+    const json_t *sim = json_object_get(normalized, "simulator");
+    if (rc == EVD_OK && json_is_object(sim) &&
+        (rc = evd_engine_check_start(e, c, json_object_get(sim, "model"), NULL, NULL, err)) !=
+            EVD_OK) {
+        char msg[EVD_ERR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "simulator.%.400s", err->msg);
+        snprintf(err->msg, sizeof(err->msg), "%s", msg);
+    }
+    return rc;
+}
+
+/*
  * Checks every case against the request (each one read once, in order): its templates'
  * variables, its cluster key (clusters[i], malloc'd, when the analysis clusters), and, for
  * the first case, the model, the output contract and the evaluator as an evaluation's
@@ -282,6 +310,8 @@ static enum evd_code check_cases(struct evd_engine *e, PGconn *c, const json_t *
                 rc = check_arm_models(e, c, normalized, arms, err);
             if (rc == EVD_OK && json_is_object(evaluator))
                 rc = evd_engine_check_evaluator(e, c, evaluator, err);
+            if (rc == EVD_OK)
+                rc = check_mock_names(e, c, normalized, err);
             json_decref(variant);
             json_decref(evaluator);
         }

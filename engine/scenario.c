@@ -1,5 +1,6 @@
 /* One scenario: the agent turn, then the evaluator; see scenario.h. */
 #include "engine/scenario.h"
+#include "engine/simulate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,8 @@ static json_t *transcript_of(const struct evd_harness_outcome *out, json_t *revi
  */
 static int conversation_of(const struct evd_scenario *s, const struct evd_harness_outcome *out)
 {
-    if (s->messages == NULL || out->transcript == NULL)
+    if (s->messages == NULL || out->transcript == NULL ||
+        json_object_get(out->transcript, "conversation") != NULL)
         return 0;
     json_t *conv = evd_trajectory_transcript(s->messages, s->prompt, out->output,
                                              out->transcript);
@@ -172,6 +174,26 @@ static void limiter_metrics(json_t *run, int64_t waited_ms)
     if (json_is_object(bench))
         json_object_set_new(bench, "limiter_wait_ms",
                             json_integer(waited_ms > 0 ? (json_int_t)waited_ms : 0));
+}
+
+/*
+ * A simulated conversation's figures in the run's benchmark (agent-cases.md): `turns` the
+ * agent's answers, and the simulator's calls, tokens and cost apart from the agent's
+ * (simulator_cost_usd only when every call was priced).
+ */
+static void simulator_metrics(json_t *run, const struct evd_sim_use *u)
+{
+    json_t *bench = json_object_get(run, "benchmark");
+    if (!json_is_object(bench))
+        return;
+    json_object_set_new(bench, "turns", json_integer(u->answers));
+    json_object_set_new(bench, "simulator_calls", json_integer(u->calls));
+    json_object_set_new(bench, "simulator_input_tokens", json_integer(u->input_tokens));
+    json_object_set_new(bench, "simulator_output_tokens", json_integer(u->output_tokens));
+    json_object_set_new(bench, "simulator_total_tokens",
+                        json_integer(u->input_tokens + u->output_tokens));
+    if (u->priced)
+        json_object_set_new(bench, "simulator_cost_usd", json_real(u->cost_usd));
 }
 
 /* ---- the run's trace (docs/otel.md) -------------------------------------------------- */
@@ -315,6 +337,8 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
         .prompt = s->prompt,
         .system_prompt = s->system_prompt,
         .conversation = (json_t *)s->messages,
+        .mock_tools = (json_t *)s->mock_tools,
+        .tool_results = (json_t *)s->tool_results,
         .model = (json_t *)s->model,
         .limits = (json_t *)s->limits_json,
         .functions = (json_t *)s->functions,
@@ -342,7 +366,12 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
     /* No database connection is held while the provider works (a progress snapshot takes
      * one for its statement): thousands of calls in flight need few connections. */
     evd_wconn_put(w);
-    evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
+    struct evd_sim_use sim = {0};
+    if (s->simulator != NULL)
+        evd_simulate(e->opts.providers, &in, s->simulator, s->simulator_instructions, cancel, &out,
+                     &sim, &err);
+    else
+        evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 
     res->interrupted = out.status == EVD_HARNESS_CANCELLED; /* the token stopped a call */
     if (out.status == EVD_HARNESS_COMPLETED && conversation_of(s, &out) != 0)
@@ -410,6 +439,8 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
     }
     if (s->judge_metrics)
         limiter_metrics(run, out.limiter_wait_ms);
+    if (s->simulator != NULL)
+        simulator_metrics(run, &sim);
     res->transcript = transcript_of(&out, review);
     res->metrics = out.metrics ? json_incref(out.metrics) : NULL;
 out:

@@ -42,6 +42,11 @@ struct evd_scenario {
     const char *system_prompt;         /* NULL = none */
     const json_t *messages;            /* the case's conversation so far, [{role, content}]
                                           sent before the prompt (agent-cases.md), or NULL */
+    const json_t *simulator;           /* the experiment's simulated user (normalized), or
+                                          NULL: the run is one agent turn (simulate.h) */
+    const char *simulator_instructions; /* rendered for the case */
+    const json_t *mock_tools;          /* the experiment's mocked tools, or NULL */
+    const json_t *tool_results;        /* the case's answers to them, or NULL */
     const json_t *model;
     const json_t *limits_json;         /* the request's limits member */
     const struct evd_limits *limits;   /* decoded */

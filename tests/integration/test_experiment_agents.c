@@ -370,6 +370,382 @@ START_TEST(an_empty_prompt_needs_a_conversation_ending_with_the_user)
 }
 END_TEST
 
+/* ---- mocked tools and the trajectory --------------------------------------------------- */
+
+/* clang-format off */
+#define CALL(name, args) "{\"tool_calls\":[{\"name\":\"" name "\",\"arguments\":" args "}]}"
+/* "You book" (the treatment's system prompt) searches, then books; "You check" (the
+ * control's) searches, then looks the room up. Each answer comes once its tool results
+ * say so: the rules are tried in order, so the latest result decides. */
+static const char BOOKING[] =
+    "{\"rules\":["
+    "{\"when\":{\"system_contains\":\"You book\",\"tool_result_contains\":\"confirmed\"},"
+    "\"reply\":{\"text\":\"Booked R42.\"}},"
+    "{\"when\":{\"system_contains\":\"You book\",\"tool_result_contains\":\"R42\"},"
+    "\"reply\":" CALL("book", "{\"room\":\"R42\"}") "},"
+    "{\"when\":{\"system_contains\":\"You book\"},"
+    "\"reply\":" CALL("search", "{\"city\":\"Oslo\"}") "},"
+    "{\"when\":{\"system_contains\":\"You check\",\"tool_result_contains\":\"lookup\"},"
+    "\"reply\":{\"text\":\"I could not look R42 up.\"}},"
+    "{\"when\":{\"system_contains\":\"You check\",\"tool_result_contains\":\"free\"},"
+    "\"reply\":{\"text\":\"R42 is free.\"}},"
+    "{\"when\":{\"system_contains\":\"You check\",\"tool_result_contains\":\"R42\"},"
+    "\"reply\":" CALL("lookup", "{\"room\":\"R42\"}") "},"
+    "{\"when\":{\"system_contains\":\"You check\"},"
+    "\"reply\":" CALL("search", "{\"city\":\"Oslo\"}") "}"
+    "]}";
+#define MOCK_TOOLS "\"tools\":[" \
+    "{\"name\":\"search\",\"description\":\"Rooms of a city\",\"parameters\":{\"type\":\"object\"," \
+    "\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}," \
+    "{\"name\":\"book\",\"parameters\":{\"type\":\"object\",\"properties\":{\"room\":{\"type\":\"string\"}}}}," \
+    "{\"name\":\"lookup\",\"parameters\":{\"type\":\"object\"}}]"
+/* Oslo mocks every tool; Rome has no answer for lookup. */
+#define BOOKING_CASES "[" \
+    "{\"id\":\"oslo\",\"messages\":[{\"role\":\"user\",\"content\":\"A room in Oslo?\"}," \
+    "{\"role\":\"assistant\",\"content\":\"Shall I look?\"}],\"tool_results\":{" \
+    "\"search\":[{\"when\":{\"city\":\"Rome\"},\"result\":{\"rooms\":[]}}," \
+    "{\"when\":{\"city\":\"Oslo\"},\"result\":{\"rooms\":[\"R42\"]}}]," \
+    "\"book\":{\"status\":\"confirmed\"},\"lookup\":[{\"free\":true},{\"free\":false}]}}," \
+    "{\"id\":\"rome\",\"messages\":[{\"role\":\"user\",\"content\":\"A room in Rome?\"}," \
+    "{\"role\":\"assistant\",\"content\":\"Shall I look?\"}],\"tool_results\":{" \
+    "\"search\":{\"rooms\":[\"R42\"]},\"book\":{\"status\":\"confirmed\"}}}]"
+/* clang-format on */
+
+static char *booking_body(const char *mode)
+{
+    return xt_printf(
+        "{\"dimension\":\"system_prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+        "\"openai\"},\"control\":{\"label\":\"check\",\"prompt\":\"Yes, please.\","
+        "\"system_prompt\":\"You check rooms.\"},\"treatments\":[{\"label\":\"book\","
+        "\"prompt\":\"Yes, please.\",\"system_prompt\":\"You book rooms.\"}]," MOCK_TOOLS ","
+        "\"evaluator\":{\"function_id\":\"eval::assert::trajectory\",\"arguments\":{"
+        "\"expected\":[{\"name\":\"search\",\"arguments\":{\"city\":\"Oslo\"}},"
+        "{\"name\":\"book\",\"arguments\":{\"room\":\"R42\"}}],\"mode\":\"%s\","
+        "\"match_arguments\":\"subset\"}},\"repeats\":1,\"concurrency\":2,"
+        "\"cases\":" BOOKING_CASES "}",
+        mode);
+}
+
+/* The run of arm `arm` on case `case_id` among runs (borrowed). */
+static json_t *run_at(json_t *runs, const char *case_id, int arm)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(runs, i, r)
+    {
+        if (strcmp(str_at(r, "case_id"), case_id) == 0 &&
+            json_integer_value(json_object_get(r, "arm")) == arm)
+            return r;
+    }
+    ck_abort_msg("no run of arm %d on %s", arm, case_id);
+    return NULL;
+}
+
+/*
+ * The spec's scripted agent case: over a two-turn conversation, the treatment calls search
+ * then book, answered by the case's mocks; the control calls search then lookup. The
+ * trajectory evaluator passes the treatment in every mode and fails the control with the
+ * reason naming the first mismatch; an unmocked call is a function-call error told to the
+ * model; no mocked call reaches the network.
+ */
+START_TEST(mocked_tools_answer_and_the_trajectory_decides)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, BOOKING), 200);
+    static const struct {
+        const char *mode, *control_reason;
+    } modes[] = {
+        {"strict", "call 2: expected book"},
+        {"unordered", NULL},
+        {"subset", "call 2: unexpected lookup"},
+        {"superset", "expected call 2: book"},
+    };
+    for (size_t m = 0; m < 4; m++) {
+        ck_assert_int_eq(evd_t_stub_reset(&stub), 200);
+        char *body = booking_body(modes[m].mode);
+        char *id = start_experiment(body);
+        json_t *doc = wait_done(id, 60000);
+        ck_assert_str_eq(str_at(doc, "status"), "completed");
+        json_t *runs = runs_of(id);
+        ck_assert_uint_eq(json_array_size(runs), 4);
+        for (int c = 0; c < 2; c++) {
+            const char *case_id = c == 0 ? "oslo" : "rome";
+            json_t *treat = run_at(runs, case_id, 1), *ctl = run_at(runs, case_id, 0);
+            ck_assert_msg(json_is_true(json_object_get(treat, "passed")), "%s %s: %s",
+                          modes[m].mode, case_id, str_at(treat, "verdict.reason"));
+            ck_assert_str_eq(str_at(treat, "output"), "Booked R42.");
+            ck_assert(!json_is_true(json_object_get(ctl, "passed")));
+            if (modes[m].control_reason != NULL)
+                ck_assert_msg(strstr(str_at(ctl, "verdict.reason"), modes[m].control_reason) !=
+                                  NULL,
+                              "%s: %s", modes[m].mode, str_at(ctl, "verdict.reason"));
+            /* the calls as the transcript keeps them, answered by the mocks */
+            json_t *conv = xt_at(treat, "transcript.conversation");
+            ck_assert_uint_eq(json_array_size(conv), 4);
+            ck_assert_str_eq(str_at(conv, "3.function_calls.0.name"), "search");
+            ck_assert_str_eq(str_at(conv, "3.function_calls.0.result.rooms.0"), "R42");
+            ck_assert_str_eq(str_at(conv, "3.function_calls.1.name"), "book");
+            ck_assert_str_eq(str_at(conv, "3.function_calls.1.result.status"), "confirmed");
+            ck_assert_int_eq(
+                json_integer_value(xt_at(treat, "benchmark.function_calls")), 2);
+            ck_assert_int_eq(
+                json_integer_value(xt_at(treat, "benchmark.function_call_errors")), 0);
+        }
+        /* Rome has no answer for lookup: the model is told so, and it counts as an error. */
+        json_t *rome = run_at(runs, "rome", 0);
+        ck_assert_str_eq(str_at(rome, "output"), "I could not look R42 up.");
+        ck_assert_int_eq(json_integer_value(xt_at(rome, "benchmark.function_call_errors")), 1);
+        ck_assert_str_eq(str_at(rome, "transcript.conversation.3.function_calls.1.error"),
+                         "no mocked result for lookup");
+        ck_assert_str_eq(str_at(run_at(runs, "oslo", 0), "output"), "R42 is free.");
+        json_decref(runs);
+        /* Nothing but the model was called: 3 generations a run, no tool server call. */
+        json_t *stats = evd_t_stub_stats(&stub);
+        ck_assert_int_eq(json_integer_value(json_object_get(stats, "requests")), 12);
+        json_decref(stats);
+        ck_assert_int_eq(hs_tools_calls("/echo"), 0);
+        json_decref(doc);
+        free(id);
+        free(body);
+    }
+}
+END_TEST
+
+/* A mocked tool may not be named like a registered one; a case's tool_results only name
+ * declared tools. Nothing is written. */
+START_TEST(mocked_tool_refusals_name_the_field)
+{
+    char tool[512];
+    snprintf(tool, sizeof(tool),
+             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
+             "\"request_schema\":{\"type\":\"object\"}}",
+             hs_tools_base());
+    long status = 0;
+    json_decref(call("PUT", "/v1/tools/lookup", tool, &status));
+    ck_assert_int_eq(status, 201);
+    char *body = booking_body("strict");
+    json_t *r = call("POST", "/v1/experiments", body, &status);
+    ck_assert_int_eq(status, 400);
+    ck_assert_str_eq(str_at(r, "detail"), "tools[2]: lookup is also a registered tool");
+    json_decref(r);
+    free(body);
+    r = call("POST", "/v1/experiments",
+             "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+             "\"openai\"},\"control\":{\"prompt\":\"a\"},\"treatments\":[{\"prompt\":\"b\"}],"
+             "\"tools\":[{\"name\":\"search\",\"parameters\":{\"type\":\"object\"}}],"
+             "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":{"
+             "\"expected\":\"x\"}},\"cases\":[{\"id\":\"q3\",\"tool_results\":{\"book\":1}}]}",
+             &status);
+    ck_assert_int_eq(status, 400);
+    ck_assert_str_eq(str_at(r, "detail"), "case q3: tool_results.book names no declared tool");
+    json_decref(r);
+    r = call("POST", "/v1/experiments",
+             "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+             "\"openai\"},\"control\":{\"prompt\":\"a\"},\"treatments\":[{\"prompt\":\"b\"}],"
+             "\"tools\":[{\"name\":\"search\",\"parameters\":{\"type\":7}}],"
+             "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":{"
+             "\"expected\":\"x\"}},\"cases\":[{\"id\":\"q3\"}]}",
+             &status);
+    ck_assert_int_eq(status, 400);
+    ck_assert_msg(strncmp(str_at(r, "detail"), "tools[0].parameters is not a valid JSON Schema",
+                          46) == 0,
+                  "%s", str_at(r, "detail"));
+    json_decref(r);
+    char *n = evd_t_sql(db_url, "SELECT count(*) FROM experiments");
+    ck_assert_str_eq(n, "0");
+    free(n);
+    n = evd_t_sql(db_url, "SELECT count(*) FROM datasets");
+    ck_assert_str_eq(n, "0");
+    free(n);
+}
+END_TEST
+
+/* ---- simulated users ------------------------------------------------------------------ */
+
+/* clang-format off */
+#define AGENT_USAGE "\"usage\":{\"input_tokens\":20,\"output_tokens\":5}"
+#define USER_USAGE "\"usage\":{\"input_tokens\":7,\"output_tokens\":3}"
+/* The traveller (the simulator's system prompt names it) answers the agent's questions and
+ * says it is done once booked; the agent asks for a city, then a night, then books. */
+static const char CONVERSE[] =
+    "{\"rules\":["
+    "{\"when\":{\"system_contains\":\"traveller\",\"prompt_contains\":\"Which city?\"},"
+    "\"reply\":{\"text\":\"Oslo.\"}," USER_USAGE "},"
+    "{\"when\":{\"system_contains\":\"traveller\",\"prompt_contains\":\"Which night?\"},"
+    "\"reply\":{\"text\":\"Friday.\"}," USER_USAGE "},"
+    "{\"when\":{\"system_contains\":\"traveller\",\"prompt_contains\":\"Booked\"},"
+    "\"reply\":{\"text\":\"Thanks! [[DONE]]\"}," USER_USAGE "},"
+    "{\"when\":{\"prompt_contains\":\"Friday\"},"
+    "\"reply\":{\"text\":\"Booked R42 in Oslo for Friday.\"}," AGENT_USAGE "},"
+    "{\"when\":{\"prompt_contains\":\"Oslo\"},\"reply\":{\"text\":\"Which night?\"}," AGENT_USAGE "},"
+    "{\"when\":{\"prompt_contains\":\"room\"},\"reply\":{\"text\":\"Which city?\"}," AGENT_USAGE "}"
+    "]}";
+/* clang-format on */
+
+static char *simulated_body(int max_turns, const char *evaluator_id)
+{
+    return xt_printf(
+        "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+        "\"control\":{\"label\":\"terse\",\"prompt\":\"I need a room.\"},"
+        "\"treatments\":[{\"label\":\"polite\",\"prompt\":\"Hello! I need a room.\"}],"
+        "\"simulator\":{\"model\":{\"model\":\"stub-user\",\"provider\":\"openai\"},"
+        "\"instructions\":\"You are a traveller named {{name}}. Book one night.\","
+        "\"max_turns\":%d},"
+        "\"evaluator\":{\"function_id\":\"%s\",\"arguments\":{\"expected\":"
+        "\"Booked R42 in Oslo for Friday.\"}},\"repeats\":1,\"concurrency\":2,"
+        "\"cases\":[{\"id\":\"ana\",\"vars\":{\"name\":\"Ana\"}}]}",
+        max_turns, evaluator_id);
+}
+
+/*
+ * The simulated user answers until its reply holds the stop token: three agent answers,
+ * three simulator calls (the last, "Thanks! [[DONE]]", neither sent nor kept), the
+ * transcript in conversation order at the evaluator and in the run, the simulator's
+ * tokens apart from the agent's, and its calls in the experiment's spend.
+ */
+START_TEST(a_simulated_user_stops_on_its_token)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, CONVERSE), 200);
+    char *body = simulated_body(10, "eval::assert::exact");
+    char *id = start_experiment(body);
+    json_t *doc = wait_done(id, 60000);
+    ck_assert_str_eq(str_at(doc, "status"), "completed");
+    ck_assert(json_real_value(xt_at(doc, "arms.0.pass_rate")) == 1.0);
+    json_t *runs = runs_of(id);
+    ck_assert_uint_eq(json_array_size(runs), 2);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        ck_assert_str_eq(str_at(run, "status"), "completed");
+        ck_assert_str_eq(str_at(run, "output"), "Booked R42 in Oslo for Friday.");
+        json_t *b = xt_at(run, "benchmark");
+        /* the agent: three answers of 20 + 5 tokens; the user: three calls of 7 + 3 */
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "turns")), 3);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "input_tokens")), 60);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "output_tokens")), 15);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_calls")), 3);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_input_tokens")), 21);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_output_tokens")), 9);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_total_tokens")), 30);
+        json_t *conv = xt_at(run, "transcript.conversation");
+        ck_assert_uint_eq(json_array_size(conv), 6);
+        static const char *const said[] = {NULL, "Which city?", "Oslo.", "Which night?",
+                                           "Friday.", "Booked R42 in Oslo for Friday."};
+        for (size_t k = 0; k < 6; k++) {
+            ck_assert_str_eq(str_at(json_array_get(conv, k), "role"),
+                             k % 2 == 0 ? "user" : "assistant");
+            if (said[k] != NULL)
+                ck_assert_str_eq(str_at(json_array_get(conv, k), "content"), said[k]);
+        }
+    }
+    json_decref(runs);
+    /* 2 runs × (3 agent + 3 simulator calls) */
+    ck_assert_int_eq(json_integer_value(xt_at(doc, "spend.calls")), 12);
+    json_decref(doc);
+    /* The simulator saw its instructions rendered for the case and the roles swapped. */
+    json_t *log = evd_t_stub_requests(&stub, 0);
+    json_t *reqs = json_object_get(log, "requests");
+    int sim = 0;
+    json_array_foreach(reqs, i, run)
+    {
+        json_t *b = request_body(run);
+        char *text = json_dumps(b, JSON_COMPACT);
+        if (strstr(text, "traveller") != NULL) {
+            sim++;
+            ck_assert_msg(strstr(text, "You are a traveller named Ana. Book one night.") != NULL,
+                          "%s", text);
+            ck_assert_str_eq(str_at(b, "model"), "stub-user");
+            char *conv = wire_conversation(b);
+            ck_assert_msg(strncmp(conv, "assistant: ", 11) == 0, "%s", conv);
+            ck_assert_msg(strstr(conv, "user: Which city?\n") != NULL, "%s", conv);
+            free(conv);
+        }
+        free(text);
+        json_decref(b);
+    }
+    ck_assert_int_eq(sim, 6);
+    json_decref(log);
+    free(id);
+    free(body);
+}
+END_TEST
+
+/* max_turns ends the conversation: two user turns, one simulator call; the evaluator (an
+ * HTTP one) reads the conversation so far. */
+START_TEST(a_simulated_user_stops_at_max_turns)
+{
+    ck_assert_int_eq(evd_t_stub_script(&stub, CONVERSE), 200);
+    char tool[512];
+    snprintf(tool, sizeof(tool),
+             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
+             "\"request_schema\":{\"type\":\"object\"}}",
+             hs_tools_base());
+    long status = 0;
+    json_decref(call("PUT", "/v1/tools/judge.echo", tool, &status));
+    ck_assert_int_eq(status, 201);
+    char *body = simulated_body(2, "judge.echo");
+    char *id = start_experiment(body);
+    json_t *doc = wait_done(id, 60000);
+    json_decref(doc);
+    json_t *input = hs_tools_last("/echo");
+    ck_assert_ptr_nonnull(input);
+    ck_assert_str_eq(str_at(input, "output"), "Which night?");
+    json_t *t = xt_at(input, "transcript");
+    ck_assert_uint_eq(json_array_size(t), 4);
+    ck_assert_str_eq(str_at(t, "2.content"), "Oslo.");
+    ck_assert_str_eq(str_at(t, "3.content"), "Which night?");
+    ck_assert_str_eq(str_at(input, "case_id"), "ana");
+    json_decref(input);
+    json_t *runs = runs_of(id);
+    json_t *b = xt_at(json_array_get(runs, 0), "benchmark");
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "turns")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_calls")), 1);
+    json_decref(runs);
+    free(id);
+    free(body);
+}
+END_TEST
+
+/* Refusals of the simulator member name the field; nothing is written. */
+START_TEST(simulator_refusals_name_the_field)
+{
+    static const struct {
+        const char *sim, *msg;
+    } cases[] = {
+        {"[]", "simulator must be an object"},
+        {"{\"instructions\":\"x\"}", "simulator.model is required"},
+        {"{\"model\":{\"model\":\"m\"},\"instructions\":\"x\",\"colour\":1}",
+         "simulator.colour is not a known field"},
+        {"{\"model\":{\"model\":\"m\"}}", "simulator.instructions is required"},
+        {"{\"model\":{\"model\":\"m\"},\"instructions\":\" \"}",
+         "simulator.instructions cannot be empty"},
+        {"{\"model\":{\"model\":\"m\"},\"instructions\":\"x\",\"max_turns\":21}",
+         "simulator.max_turns must be an integer between 1 and 20"},
+        {"{\"model\":{\"model\":\"m\"},\"instructions\":\"x\",\"stop\":\"\"}",
+         "simulator.stop must be a non-empty string"},
+        {"{\"model\":{\"model\":\"m\"},\"instructions\":\"Hi {{nobody}}\"}",
+         "case ana: template variable nobody is not defined"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *body = xt_printf(
+            "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+            "\"openai\"},\"control\":{\"prompt\":\"a\"},\"treatments\":[{\"prompt\":\"b\"}],"
+            "\"simulator\":%s,\"evaluator\":{\"function_id\":\"eval::assert::exact\","
+            "\"arguments\":{\"expected\":\"x\"}},\"cases\":[{\"id\":\"ana\"}]}",
+            cases[i].sim);
+        long status = 0;
+        json_t *r = call("POST", "/v1/experiments", body, &status);
+        ck_assert_msg(status == 400, "%s answered %ld", cases[i].sim, status);
+        ck_assert_str_eq(str_at(r, "detail"), cases[i].msg);
+        json_decref(r);
+        free(body);
+    }
+    char *n = evd_t_sql(db_url, "SELECT count(*) FROM experiments");
+    ck_assert_str_eq(n, "0");
+    free(n);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("experiment_agents");
@@ -379,6 +755,11 @@ int main(void)
     tcase_add_test(tc, the_conversation_goes_before_the_prompt_on_every_wire);
     tcase_add_test(tc, an_empty_prompt_sends_the_conversation_as_it_is);
     tcase_add_test(tc, an_empty_prompt_needs_a_conversation_ending_with_the_user);
+    tcase_add_test(tc, mocked_tools_answer_and_the_trajectory_decides);
+    tcase_add_test(tc, mocked_tool_refusals_name_the_field);
+    tcase_add_test(tc, a_simulated_user_stops_on_its_token);
+    tcase_add_test(tc, a_simulated_user_stops_at_max_turns);
+    tcase_add_test(tc, simulator_refusals_name_the_field);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }

@@ -556,6 +556,11 @@ START_TEST(an_empty_prompt_sends_the_case_conversation)
                       "\"messages\":[{\"role\":\"user\",\"content\":\"What is {{q}}?\"},"
                       "{\"role\":\"assistant\",\"content\":\"4\"},{\"role\":\"user\","
                       "\"content\":\"Sure?\"}],\"tool_results\":{\"search\":1}}");
+    /* its tool_results name a declared tool, or the case is refused */
+    ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_EINVAL);
+    ck_assert_str_eq(err.msg, "case q3: tool_results.search names no declared tool");
+    json_object_set_new(n, "tools",
+                        parse("[{\"name\":\"search\",\"parameters\":{\"type\":\"object\"}}]"));
     ck_assert_int_eq(evd_experiment_check_case(n, c, &err), EVD_OK);
     json_t *v = NULL, *e = NULL;
     ck_assert_int_eq(evd_experiment_cell(n, c, 0, &v, &e, &err), EVD_OK);

@@ -1,0 +1,234 @@
+/* A conversation with a simulated user; see simulate.h. */
+#include "engine/simulate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "domain/session.h"
+#include "domain/simulator.h"
+#include "domain/trajectory.h"
+
+/* What the turns so far add up to. */
+struct conv {
+    json_t *metrics;     /* the agent's, summed */
+    json_t *spans;       /* every harness run's, in order */
+    json_t *generations; /* the agent's */
+    json_t *fcalls;      /* the agent's */
+    json_t *transcript;  /* agent-cases.md's, in conversation order */
+    json_t *neutral;     /* the harness's conversation, the next turn's history */
+    int64_t limiter_wait_ms;
+    int bad; /* out of memory somewhere */
+};
+
+static void append_all(json_t *to, const json_t *from, int *bad)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(from, i, v)
+    {
+        *bad |= json_array_append(to, v);
+    }
+}
+
+/* Folds one harness run of the agent (o, borrowed) into c. */
+static void fold_agent(struct conv *c, const char *session_id, const char *prompt,
+                       const struct evd_harness_outcome *o)
+{
+    json_t *sum = evd_session_metrics_add(c->metrics, o->metrics, session_id, true);
+    c->bad |= sum == NULL;
+    if (sum != NULL) {
+        json_decref(c->metrics);
+        c->metrics = sum;
+    }
+    append_all(c->spans, o->spans, &c->bad);
+    append_all(c->generations, json_object_get(o->transcript, "generations"), &c->bad);
+    append_all(c->fcalls, json_object_get(o->transcript, "function_calls"), &c->bad);
+    c->limiter_wait_ms += o->limiter_wait_ms;
+    if (o->status != EVD_HARNESS_COMPLETED)
+        return;
+    /* This turn: the user message it sent (none for an empty prompt) and the answer. */
+    json_t *turn = evd_trajectory_transcript(NULL, prompt, o->output, o->transcript);
+    c->bad |= turn == NULL;
+    append_all(c->transcript, turn, &c->bad);
+    json_decref(turn);
+    json_decref(c->neutral);
+    c->neutral = json_incref(o->conversation);
+}
+
+/* The simulator's figures of one call (o, borrowed) into *use. */
+static void fold_simulator(struct evd_sim_use *use, const struct evd_harness_outcome *o,
+                           struct conv *c)
+{
+    const json_t *t = json_object_get(o->metrics, "totals");
+    use->calls += json_integer_value(json_object_get(t, "turns"));
+    use->input_tokens += json_integer_value(json_object_get(t, "input_tokens"));
+    use->output_tokens += json_integer_value(json_object_get(t, "output_tokens"));
+    const json_t *cost = json_object_get(t, "cost_usd");
+    if (json_is_number(cost))
+        use->cost_usd += json_number_value(cost);
+    else if (json_integer_value(json_object_get(t, "turns")) > 0)
+        use->priced = false;
+    append_all(c->spans, o->spans, &c->bad);
+    c->limiter_wait_ms += o->limiter_wait_ms;
+}
+
+/* The simulator's reply to the conversation so far: a malloc'd string, or NULL with *o
+ * (the caller clears it) telling why. */
+static char *ask_simulator(const struct evd_providers *providers,
+                           const struct evd_harness_input *agent, const json_t *simulator,
+                           const char *instructions, const json_t *transcript,
+                           struct evd_cancel *cancel, struct evd_harness_outcome *o)
+{
+    char session[192];
+    snprintf(session, sizeof(session), "%s:user", agent->session_id);
+    json_t *view = evd_simulator_view(transcript);
+    /* One generation, no function, text out: the simulator only writes the next message. */
+    json_t *limits = json_deep_copy(agent->limits);
+    if (!json_is_object(limits)) {
+        json_decref(limits);
+        limits = json_object();
+    }
+    json_t *exec = json_object_get(limits, "execution");
+    if (!json_is_object(exec)) {
+        exec = json_object();
+        json_object_set_new(limits, "execution", exec);
+    }
+    json_object_set_new(exec, "max_turns", json_integer(1));
+    json_object_del(exec, "max_total_tokens");
+    json_object_del(exec, "max_cost_usd");
+    json_t *attrs = json_pack("{s:b}", "evald.simulator", 1);
+    struct evd_err err = {0};
+    char *reply = NULL;
+    if (view != NULL && limits != NULL && attrs != NULL) {
+        const struct evd_harness_input in = {
+            .session_id = session,
+            .prompt = "",
+            .system_prompt = instructions,
+            .model = json_object_get(simulator, "model"),
+            .limits = limits,
+            .conversation = view,
+            .metadata = agent->metadata,
+            .trace = agent->trace,
+            .span_attributes = attrs,
+        };
+        if (evd_harness_run(providers, &in, cancel, o, &err) != EVD_OK)
+            o->status = EVD_HARNESS_FAILED;
+        else if (o->status == EVD_HARNESS_COMPLETED && json_is_string(o->output))
+            reply = strdup(json_string_value(o->output));
+    }
+    json_decref(view);
+    json_decref(limits);
+    json_decref(attrs);
+    return reply;
+}
+
+/* Ends *out from c: the conversation's figures as one run's. */
+static enum evd_code finish(struct conv *c, const struct evd_harness_input *agent,
+                            int64_t started_at, int64_t t0, struct evd_harness_outcome *out,
+                            struct evd_err *err)
+{
+    out->started_at_ms = started_at;
+    out->wall_time_ms = evd_mono_ms() - t0;
+    out->limiter_wait_ms = c->limiter_wait_ms;
+    json_decref(out->metrics);
+    json_decref(out->spans);
+    json_decref(out->transcript);
+    json_decref(out->conversation);
+    out->metrics = c->metrics;
+    out->spans = c->spans;
+    out->conversation = c->neutral != NULL ? c->neutral : json_array();
+    out->transcript = json_pack("{s:o, s:o, s:o}", "generations", c->generations,
+                                "function_calls", c->fcalls, "conversation", c->transcript);
+    c->metrics = c->spans = c->neutral = c->generations = c->fcalls = c->transcript = NULL;
+    if (out->metrics != NULL) {
+        json_t *traces = evd_harness_traces_from_spans(agent->session_id, out->spans);
+        if (traces == NULL || json_object_set_new(out->metrics, "traces", traces) != 0)
+            c->bad = 1;
+    }
+    if (c->bad || out->metrics == NULL || out->transcript == NULL || out->conversation == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory folding a simulated conversation");
+    return EVD_OK;
+}
+
+enum evd_code evd_simulate(const struct evd_providers *providers,
+                           const struct evd_harness_input *agent, const json_t *simulator,
+                           const char *instructions, struct evd_cancel *cancel,
+                           struct evd_harness_outcome *out, struct evd_sim_use *use,
+                           struct evd_err *err)
+{
+    memset(use, 0, sizeof(*use));
+    use->priced = true;
+    int64_t max_turns = json_integer_value(json_object_get(simulator, "max_turns"));
+    struct conv c = {
+        .spans = json_array(),
+        .generations = json_array(),
+        .fcalls = json_array(),
+        .transcript = json_is_array(agent->conversation) ? json_deep_copy(agent->conversation)
+                                                         : json_array(),
+        .neutral = json_incref(agent->conversation),
+    };
+    int64_t started_at = evd_now_ms(), t0 = evd_mono_ms();
+    char *prompt = strdup(agent->prompt != NULL ? agent->prompt : "");
+    enum evd_code rc = EVD_OK;
+    c.bad = c.spans == NULL || c.generations == NULL || c.fcalls == NULL ||
+            c.transcript == NULL || prompt == NULL;
+    while (!c.bad) {
+        struct evd_harness_input in = *agent;
+        in.prompt = prompt;
+        in.conversation = c.neutral;
+        struct evd_harness_outcome o = {0};
+        if ((rc = evd_harness_run(providers, &in, cancel, &o, err)) != EVD_OK)
+            break;
+        fold_agent(&c, agent->session_id, prompt, &o);
+        json_decref(out->output);
+        out->output = o.output != NULL ? json_incref(o.output) : NULL;
+        out->status = o.status;
+        out->phase = o.phase;
+        out->code = o.code;
+        out->output_invalid = o.output_invalid;
+        free(out->result_error);
+        out->result_error = o.result_error != NULL ? strdup(o.result_error) : NULL;
+        bool answered = o.status == EVD_HARNESS_COMPLETED;
+        evd_harness_outcome_clear(&o);
+        if (!answered || ++use->answers >= max_turns)
+            break;
+        struct evd_harness_outcome so = {0};
+        char *reply = ask_simulator(providers, agent, simulator, instructions, c.transcript,
+                                    cancel, &so);
+        fold_simulator(use, &so, &c);
+        if (reply == NULL) {
+            /* The run fails (or is cancelled) with what stopped the simulator. */
+            char msg[600];
+            snprintf(msg, sizeof(msg), "simulated user: %s",
+                     so.result_error != NULL ? so.result_error : "no text reply");
+            out->status = so.status == EVD_HARNESS_CANCELLED ? EVD_HARNESS_CANCELLED
+                                                              : EVD_HARNESS_FAILED;
+            out->phase = so.phase != NULL ? so.phase : "send";
+            out->code = so.code != EVD_OK ? so.code : EVD_EUPSTREAM;
+            free(out->result_error);
+            out->result_error = strdup(msg);
+            evd_harness_outcome_clear(&so);
+            break;
+        }
+        evd_harness_outcome_clear(&so);
+        if (evd_simulator_stops(simulator, reply, strlen(reply))) {
+            free(reply);
+            break;
+        }
+        free(prompt);
+        prompt = reply;
+    }
+    free(prompt);
+    if (rc == EVD_OK)
+        rc = finish(&c, agent, started_at, t0, out, err);
+    json_decref(c.metrics);
+    json_decref(c.spans);
+    json_decref(c.generations);
+    json_decref(c.fcalls);
+    json_decref(c.transcript);
+    json_decref(c.neutral);
+    return rc;
+}
