@@ -275,6 +275,14 @@ static enum evd_code cell_progress(PGconn *c, const struct evd_attempt *a, json_
                                    metrics, err);
 }
 
+static enum evd_code cell_checkpoint(PGconn *c, const struct evd_attempt *a, const json_t *cp,
+                                     struct evd_err *err)
+{
+    const struct cell_ctx *k = a->kind;
+    return evd_store_cell_checkpoint(c, a->subject_id, k->x->case_index, a->position, a->attempt,
+                                     cp, err);
+}
+
 static enum evd_code cell_hand_back(PGconn *c, const struct evd_attempt *a, struct evd_err *err)
 {
     const struct cell_ctx *k = a->kind;
@@ -287,6 +295,7 @@ static const struct evd_attempt_ops CELL_OPS = {
     .id_key = "experiment_id",
     .execute = cell_execute,
     .progress = cell_progress,
+    .checkpoint = cell_checkpoint,
     .hand_back = cell_hand_back,
 };
 
@@ -301,7 +310,7 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
     uint32_t repeat;
     unsigned arm;
     evd_plan_cell_at(x->arms, (uint32_t)position, &repeat, &arm);
-    json_t *variant = NULL, *evaluator = NULL;
+    json_t *variant = NULL, *evaluator = NULL, *checkpoint = NULL;
     char *instructions = NULL;
     struct cell_ctx k = {.x = x, .started_at = evd_now_ms()};
     struct evd_attempt a = {.slot = -1};
@@ -332,6 +341,15 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         else
             json_decref(run);
         goto out;
+    }
+    /* A simulated conversation an earlier attempt began goes on where it stopped. */
+    if (json_is_object(sim) && attempt > 1 && !x->rescore) {
+        PGconn *c = evd_wconn_get(w, &err);
+        checkpoint = c != NULL ? evd_store_cell_checkpoint_get(c, x->experiment_id, x->case_index,
+                                                               position, &err)
+                               : NULL;
+        if (checkpoint == NULL) /* not read: the attempt counts, the lease runs out */
+            goto out;
     }
     /* A model experiment's arm calls its own model, with its own output cap. */
     const json_t *arm_model = json_object_get(variant, "model");
@@ -369,6 +387,8 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         .messages = json_object_get(variant, "messages"),
         .simulator = json_is_object(sim) ? sim : NULL,
         .simulator_instructions = instructions,
+        .checkpoint = checkpoint,
+        .save = evd_attempt_checkpoint,
         .mock_tools = json_object_get(x->request, "tools"),
         .tool_results = json_object_get(variant, "tool_results"),
         .model = arm_model != NULL ? arm_model : json_object_get(x->request, "model"),
@@ -418,6 +438,7 @@ out:
     json_decref(variant);
     json_decref(evaluator);
     free(instructions);
+    json_decref(checkpoint);
     return end;
 }
 

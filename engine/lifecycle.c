@@ -130,6 +130,22 @@ void evd_attempt_progress(void *ctx, json_t *metrics)
     evd_wconn_return(a->w, had);
 }
 
+int evd_attempt_checkpoint(void *ctx, const json_t *cp)
+{
+    struct evd_attempt *a = ctx;
+    if (a->ops->checkpoint == NULL)
+        return 0;
+    struct evd_err err = {0};
+    bool had;
+    PGconn *c = evd_wconn_borrow(a->w, &had, &err);
+    int rc = c != NULL && a->ops->checkpoint(c, a, cp, &err) == EVD_OK ? 0 : -1;
+    if (rc != 0)
+        evd_log(EVD_LOG_WARN, "could not keep a checkpoint", "kind", a->ops->what, a->ops->id_key,
+                a->subject_id, "error", err.msg, NULL);
+    evd_wconn_return(a->w, had);
+    return rc;
+}
+
 void evd_attempt_exhausted_message(char *buf, size_t n, int attempts)
 {
     snprintf(buf, n,

@@ -8,7 +8,9 @@
  *              the lease, delivers cancels and deadlines to it);
  *   execute    the kind's provider calls, with no database connection held (the
  *              lifecycle gives the worker's back first); progress snapshots go through
- *              evd_attempt_progress, which borrows one for the statement;
+ *              evd_attempt_progress, which borrows one for the statement, and a kind
+ *              that works in steps (a simulated conversation) keeps a checkpoint the
+ *              same way (evd_attempt_checkpoint) for a later attempt to go on from;
  *   end        what stopped it, as one answer: finished, timed out, cancelled, handed back
  *              (a stop, or a lease not renewed in time: the kind's hand-back statement,
  *              made here, with the attempt not counted), or dropped (never started);
@@ -86,6 +88,10 @@ struct evd_attempt_ops {
     /* One progress snapshot, on c (autocommit; NULL: the kind keeps none). */
     enum evd_code (*progress)(PGconn *c, const struct evd_attempt *a, json_t *metrics,
                               struct evd_err *err);
+    /* Keeps the attempt's checkpoint on c (autocommit; NULL: the kind resumes nothing):
+     * what a later attempt of the unit goes on from. */
+    enum evd_code (*checkpoint)(PGconn *c, const struct evd_attempt *a, const json_t *cp,
+                                struct evd_err *err);
     /* Gives the attempt back on c: pending again, the attempt not counted, the job free,
      * only while this process holds its lease and the attempt is still a->attempt. */
     enum evd_code (*hand_back)(PGconn *c, const struct evd_attempt *a, struct evd_err *err);
@@ -128,6 +134,9 @@ void evd_attempt_clear(struct evd_attempt *a);
 void evd_attempt_hand_back(struct evd_attempt *a);
 /* The harness's progress callback (ctx: the struct evd_attempt). */
 void evd_attempt_progress(void *ctx, json_t *metrics);
+/* The same for a checkpoint (ops->checkpoint); 0, or -1 when it could not be written (the
+ * work goes on: a later attempt resumes from the checkpoint before). */
+int evd_attempt_checkpoint(void *ctx, const json_t *cp);
 /* The failure message of an attempt whose `attempts` were all interrupted. */
 void evd_attempt_exhausted_message(char *buf, size_t n, int attempts);
 

@@ -367,9 +367,12 @@ void evd_scenario_run(struct evd_engine *e, struct evd_wconn *w, const struct ev
      * one for its statement): thousands of calls in flight need few connections. */
     evd_wconn_put(w);
     struct evd_sim_use sim = {0};
-    if (s->simulator != NULL)
-        evd_simulate(e->opts.providers, &in, s->simulator, s->simulator_instructions, cancel, &out,
-                     &sim, &err);
+    if (s->simulator != NULL) {
+        /* Checkpoints go through the progress callback's context: the run's attempt. */
+        const struct evd_sim_resume resume = {s->checkpoint, s->save, s->progress_ctx};
+        evd_simulate(e->opts.providers, &in, s->simulator, s->simulator_instructions, &resume,
+                     cancel, &out, &sim, &err);
+    }
     else
         evd_harness_run(e->opts.providers, &in, cancel, &out, &err);
 

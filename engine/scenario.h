@@ -45,6 +45,10 @@ struct evd_scenario {
     const json_t *simulator;           /* the experiment's simulated user (normalized), or
                                           NULL: the run is one agent turn (simulate.h) */
     const char *simulator_instructions; /* rendered for the case */
+    /* A simulated conversation's earlier checkpoint (or NULL) and where it keeps its
+     * next ones (simulate.h). */
+    const json_t *checkpoint;
+    int (*save)(void *ctx, const json_t *checkpoint);
     const json_t *mock_tools;          /* the experiment's mocked tools, or NULL */
     const json_t *tool_results;        /* the case's answers to them, or NULL */
     const json_t *model;

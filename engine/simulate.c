@@ -153,11 +153,65 @@ static enum evd_code finish(struct conv *c, const struct evd_harness_input *agen
     return EVD_OK;
 }
 
+/* The conversation so far, for a later attempt (evd_sim_resume); NULL without memory. */
+static json_t *checkpoint_of(const struct conv *c, const struct evd_sim_use *use,
+                             const char *prompt, int64_t elapsed_ms)
+{
+    return json_pack("{s:I, s:s, s:O, s:O, s:O*, s:O, s:O, s:O, s:I, s:I,"
+                     " s:{s:I, s:I, s:I, s:f, s:b}}",
+                     "answers", (json_int_t)use->answers, "prompt", prompt, "neutral",
+                     c->neutral, "transcript", c->transcript, "metrics", c->metrics, "spans",
+                     c->spans, "generations", c->generations, "function_calls", c->fcalls,
+                     "limiter_wait_ms", (json_int_t)c->limiter_wait_ms, "elapsed_ms",
+                     (json_int_t)elapsed_ms, "simulator", "calls", (json_int_t)use->calls,
+                     "input_tokens", (json_int_t)use->input_tokens, "output_tokens",
+                     (json_int_t)use->output_tokens, "cost_usd", use->cost_usd, "priced",
+                     use->priced);
+}
+
+/* Takes an earlier attempt's checkpoint (borrowed) into c, *use and *prompt; false when it
+ * is not one (the conversation then starts over). */
+static bool resume_from(const json_t *cp, struct conv *c, struct evd_sim_use *use, char **prompt,
+                        int64_t *elapsed_ms)
+{
+    const char *p = json_string_value(json_object_get(cp, "prompt"));
+    const json_t *sim = json_object_get(cp, "simulator");
+    static const char *const arrays[] = {"neutral", "transcript", "spans", "generations",
+                                         "function_calls"};
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+        if (!json_is_array(json_object_get(cp, arrays[i])))
+            return false;
+    if (p == NULL || !json_is_object(sim) || !json_is_object(json_object_get(cp, "metrics")))
+        return false;
+    char *copy = strdup(p);
+    if (copy == NULL)
+        return false;
+    free(*prompt);
+    *prompt = copy;
+    json_t **slots[] = {&c->neutral, &c->transcript, &c->spans, &c->generations, &c->fcalls};
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        json_decref(*slots[i]);
+        *slots[i] = json_deep_copy(json_object_get(cp, arrays[i]));
+        c->bad |= *slots[i] == NULL;
+    }
+    c->metrics = json_deep_copy(json_object_get(cp, "metrics"));
+    c->bad |= c->metrics == NULL;
+    c->limiter_wait_ms = json_integer_value(json_object_get(cp, "limiter_wait_ms"));
+    *elapsed_ms = json_integer_value(json_object_get(cp, "elapsed_ms"));
+    use->answers = json_integer_value(json_object_get(cp, "answers"));
+    use->calls = json_integer_value(json_object_get(sim, "calls"));
+    use->input_tokens = json_integer_value(json_object_get(sim, "input_tokens"));
+    use->output_tokens = json_integer_value(json_object_get(sim, "output_tokens"));
+    use->cost_usd = json_number_value(json_object_get(sim, "cost_usd"));
+    use->priced = json_is_true(json_object_get(sim, "priced"));
+    return true;
+}
+
 enum evd_code evd_simulate(const struct evd_providers *providers,
                            const struct evd_harness_input *agent, const json_t *simulator,
-                           const char *instructions, struct evd_cancel *cancel,
-                           struct evd_harness_outcome *out, struct evd_sim_use *use,
-                           struct evd_err *err)
+                           const char *instructions, const struct evd_sim_resume *resume,
+                           struct evd_cancel *cancel, struct evd_harness_outcome *out,
+                           struct evd_sim_use *use, struct evd_err *err)
 {
     memset(use, 0, sizeof(*use));
     use->priced = true;
@@ -170,11 +224,15 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
                                                          : json_array(),
         .neutral = json_incref(agent->conversation),
     };
-    int64_t started_at = evd_now_ms(), t0 = evd_mono_ms();
+    int64_t started_at = evd_now_ms(), t0 = evd_mono_ms(), before = 0;
     char *prompt = strdup(agent->prompt != NULL ? agent->prompt : "");
     enum evd_code rc = EVD_OK;
     c.bad = c.spans == NULL || c.generations == NULL || c.fcalls == NULL ||
             c.transcript == NULL || prompt == NULL;
+    const json_t *cp = resume != NULL ? resume->checkpoint : NULL;
+    if (!c.bad && json_is_object(cp) && !resume_from(cp, &c, use, &prompt, &before))
+        evd_log(EVD_LOG_WARN, "a conversation's checkpoint is not one; it starts over",
+                "session_id", agent->session_id, NULL);
     while (!c.bad) {
         struct evd_harness_input in = *agent;
         in.prompt = prompt;
@@ -220,10 +278,17 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         }
         free(prompt);
         prompt = reply;
+        /* A turn done and the next message known: a later attempt goes on from here. */
+        if (resume != NULL && resume->save != NULL) {
+            json_t *keep = checkpoint_of(&c, use, prompt, before + evd_mono_ms() - t0);
+            if (keep != NULL)
+                resume->save(resume->ctx, keep);
+            json_decref(keep);
+        }
     }
     free(prompt);
     if (rc == EVD_OK)
-        rc = finish(&c, agent, started_at, t0, out, err);
+        rc = finish(&c, agent, started_at, t0 - before, out, err);
     json_decref(c.metrics);
     json_decref(c.spans);
     json_decref(c.generations);

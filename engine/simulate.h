@@ -38,10 +38,23 @@ struct evd_sim_use {
  * status; a simulator call that fails fails the run ("simulated user: …"). *use gets the
  * simulator's figures. EVD_ENOMEM when not even an outcome could be built.
  */
+/*
+ * Where a conversation resumes from and where it keeps its checkpoints: after each
+ * simulator reply that goes on (a turn done, the next user message known) `save` is given
+ * the conversation so far (borrowed for the call); `checkpoint` (borrowed; NULL or JSON
+ * null: none) is one such, from an earlier attempt, to go on from instead of starting
+ * over, so that no turn it holds is sent again.
+ */
+struct evd_sim_resume {
+    const json_t *checkpoint;
+    int (*save)(void *ctx, const json_t *checkpoint);
+    void *ctx;
+};
+
 enum evd_code evd_simulate(const struct evd_providers *providers,
                            const struct evd_harness_input *agent, const json_t *simulator,
-                           const char *instructions, struct evd_cancel *cancel,
-                           struct evd_harness_outcome *out, struct evd_sim_use *use,
-                           struct evd_err *err);
+                           const char *instructions, const struct evd_sim_resume *resume,
+                           struct evd_cancel *cancel, struct evd_harness_outcome *out,
+                           struct evd_sim_use *use, struct evd_err *err);
 
 #endif

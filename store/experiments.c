@@ -510,6 +510,53 @@ enum evd_code evd_store_cell_progress(PGconn *c, const char *id, int case_index,
     return rc;
 }
 
+enum evd_code evd_store_cell_checkpoint(PGconn *c, const char *id, int case_index, int position,
+                                        int attempt, const json_t *checkpoint,
+                                        struct evd_err *err)
+{
+    char ci[16], pos[16], att[16];
+    snprintf(ci, sizeof(ci), "%d", case_index);
+    snprintf(pos, sizeof(pos), "%d", position);
+    snprintf(att, sizeof(att), "%d", attempt);
+    char *m = dump(checkpoint);
+    if (m == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *p[] = {id, ci, pos, att, m};
+    enum evd_code rc = evd_db_exec(c,
+                                   "UPDATE experiment_runs SET checkpoint = $5::jsonb"
+                                   " WHERE experiment_id = $1 AND case_index = $2::int"
+                                   " AND position = $3::int AND attempt = $4::int"
+                                   " AND status = 'running'",
+                                   5, p, err);
+    free(m);
+    return rc;
+}
+
+json_t *evd_store_cell_checkpoint_get(PGconn *c, const char *id, int case_index, int position,
+                                      struct evd_err *err)
+{
+    char ci[16], pos[16];
+    snprintf(ci, sizeof(ci), "%d", case_index);
+    snprintf(pos, sizeof(pos), "%d", position);
+    const char *p[] = {id, ci, pos};
+    PGresult *res = evd_db_query(c,
+                                 "SELECT checkpoint::text FROM experiment_runs"
+                                 " WHERE experiment_id = $1 AND case_index = $2::int"
+                                 " AND position = $3::int",
+                                 3, p, err);
+    if (res == NULL)
+        return NULL;
+    json_t *cp = json_null();
+    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+        json_decref(cp);
+        cp = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+        if (cp == NULL)
+            evd_err_set(err, EVD_EINTERNAL, "a run's checkpoint is not JSON");
+    }
+    PQclear(res);
+    return cp;
+}
+
 static const char SQL_HAND_BACK[] =
     "WITH j AS (SELECT id FROM jobs WHERE id = $1::bigint AND lease_owner = $2 FOR UPDATE),"
     " r AS (UPDATE experiment_runs SET status = 'pending', attempt = attempt - 1, started_at = 0"

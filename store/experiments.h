@@ -130,6 +130,15 @@ enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done 
 /* The running run's metrics snapshot (one statement). */
 enum evd_code evd_store_cell_progress(PGconn *c, const char *id, int case_index, int position,
                                       int attempt, const json_t *metrics, struct evd_err *err);
+/* A simulated conversation's checkpoint (migrations/0026), written only while the run
+ * runs with `attempt` (one statement). */
+enum evd_code evd_store_cell_checkpoint(PGconn *c, const char *id, int case_index, int position,
+                                        int attempt, const json_t *checkpoint,
+                                        struct evd_err *err);
+/* The run's checkpoint (new reference): JSON null when it has none; NULL with *err when it
+ * could not be read. */
+json_t *evd_store_cell_checkpoint_get(PGconn *c, const char *id, int case_index, int position,
+                                      struct evd_err *err);
 /* Gives a running cell back (pending again, attempt not counted, the job free at once),
  * while `owner` holds job `job_id`. */
 enum evd_code evd_store_cell_hand_back(PGconn *c, int64_t job_id, const char *owner,

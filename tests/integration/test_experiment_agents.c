@@ -22,6 +22,21 @@ static char db_name[64];
 static char providers_path[64];
 static struct evd_t_proc stub, evald;
 
+static char env_file[128], env_openai[300];
+
+/* evald on the test's database and the stub, with short leases (a killed process's runs
+ * are taken over within seconds). */
+static void start_evald(void)
+{
+    char *env[] = {env_file,
+                   env_openai,
+                   "OPENAI_API_KEY=stub-key",
+                   "EVALD_SWEEP_INTERVAL_MS=300",
+                   "EVALD_LEASE_MS=1500",
+                   NULL};
+    ck_assert_int_eq(evd_t_evald_start(&evald, db_url, env), 0);
+}
+
 static void setup(void)
 {
     evd_t_db_create(db_url, sizeof(db_url), db_name);
@@ -39,12 +54,9 @@ static void setup(void)
                      stub.base, stub.base, stub.base);
     ck_assert_int_eq(write(fd, doc, (size_t)n), n);
     close(fd);
-    static char env_file[128], env_openai[300];
     snprintf(env_file, sizeof(env_file), "EVALD_PROVIDERS_FILE=%s", providers_path);
     snprintf(env_openai, sizeof(env_openai), "OPENAI_BASE_URL=%s/v1", stub.base);
-    char *env[] = {env_file, env_openai, "OPENAI_API_KEY=stub-key", "EVALD_SWEEP_INTERVAL_MS=300",
-                   NULL};
-    ck_assert_int_eq(evd_t_evald_start(&evald, db_url, env), 0);
+    start_evald();
 }
 
 static void teardown(void)
@@ -706,6 +718,119 @@ START_TEST(a_simulated_user_stops_at_max_turns)
 }
 END_TEST
 
+/*
+ * kill -9 in the middle of a simulated conversation: the next process goes on from the
+ * conversation's checkpoint. The turn that was in flight is sent again, but no turn the
+ * checkpoint holds is: the first agent turn and the first simulator reply reach the stub
+ * once, and the run's conversation, turns and simulator figures are those of one
+ * uninterrupted conversation.
+ */
+START_TEST(kill_9_mid_conversation_resumes_without_doubling_a_turn)
+{
+    /* Every call takes 400 ms: the kill lands during the second agent turn. */
+    char script[4096];
+    const char *from = CONVERSE;
+    size_t n = 0;
+    while (*from != '\0' && n + 32 < sizeof(script)) {
+        if (strncmp(from, "\"usage\"", 7) == 0)
+            n += (size_t)snprintf(script + n, sizeof(script) - n, "\"latency_ms\":400,");
+        script[n++] = *from++;
+    }
+    script[n] = '\0';
+    ck_assert_int_eq(evd_t_stub_script(&stub, script), 200);
+    char *body = simulated_body(10, "eval::assert::exact");
+    /* one arm's run at a time */
+    char *one = strstr(body, "\"concurrency\":2");
+    ck_assert_ptr_nonnull(one);
+    one[strlen("\"concurrency\":")] = '1';
+    char *id = start_experiment(body);
+    /* Wait for the checkpoint after the first simulator reply, then for the second agent
+     * turn to be in flight. */
+    for (int waited = 0;; waited += 20) {
+        char *sql = xt_printf("SELECT count(*) FROM experiment_runs WHERE experiment_id = '%s'"
+                              " AND checkpoint IS NOT NULL",
+                              id);
+        char *got = evd_t_sql(db_url, sql);
+        bool kept = got != NULL && strcmp(got, "1") == 0;
+        free(got);
+        free(sql);
+        if (kept)
+            break;
+        ck_assert_int_lt(waited, 30000);
+        usleep(20 * 1000);
+    }
+    for (int waited = 0;; waited += 10) { /* the second agent turn is in flight */
+        json_t *st = evd_t_stub_stats(&stub);
+        bool in_turn = json_integer_value(json_object_get(st, "requests")) == 3 &&
+                       json_integer_value(json_object_get(st, "in_flight")) == 1;
+        json_decref(st);
+        if (in_turn)
+            break;
+        ck_assert_int_lt(waited, 30000);
+        usleep(10 * 1000);
+    }
+    evd_t_stop(&evald, SIGKILL, 5000);
+    start_evald();
+    json_t *doc = wait_done(id, 90000);
+    ck_assert_str_eq(str_at(doc, "status"), "completed");
+    json_t *runs = runs_of(id);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        ck_assert_str_eq(str_at(run, "status"), "completed");
+        json_t *b = xt_at(run, "benchmark");
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "turns")), 3);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "input_tokens")), 60);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_calls")), 3);
+        ck_assert_int_eq(json_integer_value(json_object_get(b, "simulator_input_tokens")), 21);
+        json_t *conv = xt_at(run, "transcript.conversation");
+        ck_assert_uint_eq(json_array_size(conv), 6);
+        ck_assert_str_eq(str_at(conv, "2.content"), "Oslo.");
+        ck_assert_str_eq(str_at(conv, "4.content"), "Friday.");
+    }
+    /* The interrupted run was taken over by a second attempt. */
+    char *sql = xt_printf("SELECT max(attempt) FROM experiment_runs WHERE experiment_id = '%s'",
+                          id);
+    char *att = evd_t_sql(db_url, sql);
+    ck_assert_str_eq(att, "2");
+    free(att);
+    free(sql);
+    /* Per session (one a run): the agent's first turn and the simulator's first reply were
+     * sent once; only the turn in flight at the kill was sent twice. */
+    json_t *log = evd_t_stub_requests(&stub, 0);
+    json_t *reqs = json_object_get(log, "requests");
+    int first_turn = 0, first_reply = 0, second_turn = 0;
+    json_array_foreach(reqs, i, run)
+    {
+        json_t *b = request_body(run);
+        char *conv = wire_conversation(b);
+        char *text = json_dumps(b, JSON_COMPACT);
+        bool simulator = strstr(text, "traveller") != NULL;
+        size_t lines = 0;
+        for (const char *p = conv; *p; p++)
+            lines += *p == '\n';
+        if (!simulator && lines == 1)
+            first_turn++;
+        else if (simulator && lines == 2)
+            first_reply++;
+        else if (!simulator && lines == 3)
+            second_turn++;
+        free(text);
+        free(conv);
+        json_decref(b);
+    }
+    ck_assert_int_eq(first_turn, 2);  /* two runs, each once */
+    ck_assert_int_eq(first_reply, 2); /* the same */
+    ck_assert_int_eq(second_turn, 3); /* the interrupted run's twice */
+    json_decref(log);
+    json_decref(runs);
+    json_decref(doc);
+    free(id);
+    free(body);
+}
+END_TEST
+
 /* Refusals of the simulator member name the field; nothing is written. */
 START_TEST(simulator_refusals_name_the_field)
 {
@@ -760,6 +885,7 @@ int main(void)
     tcase_add_test(tc, a_simulated_user_stops_on_its_token);
     tcase_add_test(tc, a_simulated_user_stops_at_max_turns);
     tcase_add_test(tc, simulator_refusals_name_the_field);
+    tcase_add_test(tc, kill_9_mid_conversation_resumes_without_doubling_a_turn);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
 }
