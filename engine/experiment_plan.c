@@ -65,6 +65,28 @@ static bool judge_price(struct evd_engine *e, const json_t *normalized, struct e
            evd_providers_price(e->opts.providers, m.provider, m.model, out);
 }
 
+/* The price of the simulated user's model (domain/simulator.h); false without one or a
+ * price. */
+static bool simulator_price(struct evd_engine *e, const json_t *normalized,
+                            struct evd_price *out)
+{
+    const json_t *sim = json_object_get(normalized, "simulator");
+    struct evd_resolved_model m;
+    struct evd_err err = {0};
+    return json_is_object(sim) &&
+           evd_providers_resolve(e->opts.providers, json_object_get(sim, "model"), &m, &err) ==
+               EVD_OK &&
+           evd_providers_price(e->opts.providers, m.provider, m.model, out);
+}
+
+/* The agent answers a run may make: the simulator's max_turns, else one. */
+static double answers_per_run(const json_t *normalized)
+{
+    const json_t *sim = json_object_get(normalized, "simulator");
+    return json_is_object(sim) ? (double)json_integer_value(json_object_get(sim, "max_turns"))
+                               : 1.0;
+}
+
 /* The model id of arm `arm` (the shared model's for one model). */
 static const char *model_id(const json_t *normalized, size_t arm)
 {
@@ -114,6 +136,16 @@ enum evd_code evd_engine_experiment_budget(struct evd_engine *e, const json_t *n
         return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
                            jm != NULL ? jm : "");
     }
+    /* So do a simulated user's (docs/agents.md). */
+    const json_t *sim = json_object_get(normalized, "simulator");
+    struct evd_price sp;
+    if (json_object_get(caps, "max_cost_usd") != NULL && json_is_object(sim) &&
+        !simulator_price(e, normalized, &sp)) {
+        const char *sm = json_string_value(json_object_get(json_object_get(sim, "model"),
+                                                           "model"));
+        return evd_err_set(err, EVD_EINVAL, "budget.max_cost_usd needs a price for model %s",
+                           sm != NULL ? sm : "");
+    }
     json_t *b = json_deep_copy(caps);
     json_t *reserve = json_pack("{s:i, s:f, s:f}", "calls", 1, "tokens", tokens, "cost_usd",
                                 priced ? reserve_usd : 0.0);
@@ -153,9 +185,11 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
     const double input = ceil((double)prompt_bytes / BYTES_PER_TOKEN) * repeats;
     /* Each arm's runs write at most its own cap (a model variant may have one). */
     const size_t nprice = priced_arms(normalized);
+    /* With a simulated user a run makes up to max_turns agent answers. */
+    const double answers = answers_per_run(normalized);
     double output_max = 0;
     for (size_t arm = 0; arm < evd_experiment_arms(normalized); arm++)
-        output_max += cases * repeats * max_output_per_call(normalized, arm);
+        output_max += cases * repeats * answers * max_output_per_call(normalized, arm);
 
     struct evd_store_experiment_pilot pilot = {0};
     if (opts.pilot != NULL) {
@@ -186,7 +220,7 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
             double in_usd = input / arms * price.input_usd_per_mtok / 1e6;
             double out_est = pilot.has_output ? pilot.output_per_run * cases * repeats : 0;
             est += in_usd + out_est * price.output_usd_per_mtok / 1e6;
-            max += in_usd + cases * repeats * max_output_per_call(normalized, arm) *
+            max += in_usd + cases * repeats * answers * max_output_per_call(normalized, arm) *
                                 price.output_usd_per_mtok / 1e6;
         }
         if (all)
@@ -227,10 +261,26 @@ enum evd_code evd_engine_experiment_plan(struct evd_engine *e, PGconn *c,
         judge = json_pack("{s:I, s:I, s:o}", "calls", (json_int_t)jcalls, "output_tokens_max",
                           (json_int_t)jout, "cost_usd", jcost);
     }
-    *out = json_pack("{s:I, s:I, s:I, s:I, s:{s:I}, s:{s:I, s:I}, s:o, s:o, s:o}", "cases",
+    /* A simulated user's calls: at most max_turns − 1 a run (it does not answer the last
+     * turn), each at most the run's per-call output cap; their input is the conversation,
+     * unknown before the runs. */
+    const json_t *sim = json_object_get(normalized, "simulator");
+    json_t *simulator = json_null();
+    if (json_is_object(sim)) {
+        double scalls = runs * (answers - 1);
+        double sout = scalls * max_output_per_call(normalized, 0);
+        struct evd_price sp;
+        json_t *scost = simulator_price(e, normalized, &sp)
+                            ? json_pack("{s:f}", "output_max", sout * sp.output_usd_per_mtok / 1e6)
+                            : json_null();
+        simulator = json_pack("{s:I, s:I, s:I, s:o}", "calls_max", (json_int_t)scalls,
+                              "agent_answers_max", (json_int_t)(runs * answers),
+                              "output_tokens_max", (json_int_t)sout, "cost_usd", scost);
+    }
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:{s:I}, s:{s:I, s:I}, s:o, s:o, s:o, s:o}", "cases",
                      (json_int_t)cases, "arms", (json_int_t)arms, "repeats", (json_int_t)repeats,
                      "runs", (json_int_t)runs, "calls", "min", (json_int_t)calls_min, "tokens",
                      "input_estimate", (json_int_t)input, "output_max", (json_int_t)output_max,
-                     "cost_usd", cost, "power", power, "judge", judge);
+                     "cost_usd", cost, "power", power, "judge", judge, "simulator", simulator);
     return *out != NULL ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
 }

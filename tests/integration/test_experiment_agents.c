@@ -831,6 +831,41 @@ START_TEST(kill_9_mid_conversation_resumes_without_doubling_a_turn)
 }
 END_TEST
 
+/* The plan counts a simulated user's calls apart, and its answers in the arms'; a cost cap
+ * needs the simulator's price too. */
+START_TEST(the_plan_counts_the_simulated_user)
+{
+    char *body = simulated_body(4, "eval::assert::exact");
+    long status = 0;
+    json_t *plan = call("POST", "/v1/experiments/plan", body, &status);
+    ck_assert_int_eq(status, 200);
+    /* one case, two arms, one repeat: 2 runs, each up to 4 answers and 3 simulator calls */
+    ck_assert_int_eq(json_integer_value(xt_at(plan, "runs")), 2);
+    ck_assert_int_eq(json_integer_value(xt_at(plan, "simulator.calls_max")), 6);
+    ck_assert_int_eq(json_integer_value(xt_at(plan, "simulator.agent_answers_max")), 8);
+    long cap = json_integer_value(xt_at(plan, "simulator.output_tokens_max")) / 6;
+    ck_assert_int_gt(cap, 0);
+    /* the arms' output maximum lets each of the 8 answers write the same cap */
+    ck_assert_int_eq(json_integer_value(xt_at(plan, "tokens.output_max")), 8 * cap);
+    ck_assert(json_is_null(xt_at(plan, "simulator.cost_usd"))); /* stub-user has no price */
+    json_decref(plan);
+    free(body);
+    /* priced arms, an unpriced simulator, a cost cap: refused, naming the simulator's model */
+    body = xt_printf(
+        "{\"dimension\":\"prompt\",\"model\":{\"model\":\"gpt-4.1-mini\",\"provider\":"
+        "\"openai\"},\"control\":{\"prompt\":\"a\"},\"treatments\":[{\"prompt\":\"b\"}],"
+        "\"simulator\":{\"model\":{\"model\":\"stub-user\",\"provider\":\"openai\"},"
+        "\"instructions\":\"x\"},\"budget\":{\"max_cost_usd\":1},"
+        "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":{"
+        "\"expected\":\"x\"}},\"cases\":[{\"id\":\"ana\"}]}");
+    json_t *r = call("POST", "/v1/experiments", body, &status);
+    ck_assert_int_eq(status, 400);
+    ck_assert_str_eq(str_at(r, "detail"), "budget.max_cost_usd needs a price for model stub-user");
+    json_decref(r);
+    free(body);
+}
+END_TEST
+
 /* Refusals of the simulator member name the field; nothing is written. */
 START_TEST(simulator_refusals_name_the_field)
 {
@@ -885,6 +920,7 @@ int main(void)
     tcase_add_test(tc, a_simulated_user_stops_on_its_token);
     tcase_add_test(tc, a_simulated_user_stops_at_max_turns);
     tcase_add_test(tc, simulator_refusals_name_the_field);
+    tcase_add_test(tc, the_plan_counts_the_simulated_user);
     tcase_add_test(tc, kill_9_mid_conversation_resumes_without_doubling_a_turn);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
