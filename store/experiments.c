@@ -205,6 +205,7 @@ static const char SQL_CASES_PAGE[] =
     "SELECT NULL::text, -1::bigint AS k FROM experiments WHERE id = $1"
     " UNION ALL (SELECT json_build_object('case_id', e.case_id, 'case_index', e.case_index,"
     " 'vars', e.body->'vars', 'expected', e.body->'expected', 'metadata', e.body->'metadata',"
+    " 'messages', e.body->'messages', 'tool_results', e.body->'tool_results',"
     " 'cluster', e.cluster, 'cells', e.cells, 'flaky', e.flaky, 'disagree', e.disagree,"
     " 'dispatch_index', e.dispatch_index, 'seq', e.seq, 'skipped', e.skipped)::text,"
     " e.case_index::bigint FROM experiment_cases e"

@@ -321,6 +321,15 @@ START_TEST(an_empty_prompt_sends_the_conversation_as_it_is)
     ck_assert_int_eq(bare, 1);
     ck_assert_int_eq(nudged, 1);
     json_decref(log);
+    /* The case row shows the case's conversation as it was given. */
+    char *path = xt_printf("/v1/experiments/%s/cases", id);
+    long st = 0;
+    json_t *rows = call("GET", path, NULL, &st);
+    ck_assert_int_eq(st, 200);
+    ck_assert_str_eq(str_at(rows, "cases.0.messages.0.content"), "Book R42 for {{night}}.");
+    ck_assert_str_eq(str_at(rows, "cases.0.messages.2.content"), "Yes.");
+    json_decref(rows);
+    free(path);
     /* The evaluator (the last run is the treatment's or the control's: both read their
      * whole conversation) got the case's id and its transcript. */
     json_t *input = hs_tools_last("/echo");
