@@ -63,4 +63,11 @@ python3 "$dir/judges.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
   { cat "$out"; echo "bench smoke: bench/judges.py failed"; exit 1; }
 cat "$out"
 grep -q "^J1 bound: " "$out" || { echo "bench smoke: judges.py's summary is missing"; exit 1; }
+# The simulated-user benchmark at a tiny size: every run ends at max_turns with its calls
+# counted alike in spend.calls, at the stub and in the runs' benchmarks.
+python3 "$dir/agents.py" --evald "$EVALD_BIN" --stub "$EVALD_STUB_BIN" \
+  --db-server "$EVALD_TEST_DATABASE_URL" --cases 20 --concurrency 4 --no-targets >"$out" ||
+  { cat "$out"; echo "bench smoke: bench/agents.py failed"; exit 1; }
+cat "$out"
+grep -q "^A1 bound: " "$out" || { echo "bench smoke: agents.py's summary is missing"; exit 1; }
 echo "bench smoke: passed"
