@@ -123,7 +123,9 @@ void cli_doc_free(struct cli_doc *d);
 
 /*
  * The line of the value a server message is about: the longest prefix of the message's
- * leading field path ("treatments[1].prompt cannot be empty") the document has, or 0.
+ * leading field path ("treatments[1].prompt cannot be empty") the document has, or 0. An
+ * inline case's member is looked up inside the case: "cases[0]: messages[1].role …" and
+ * "case oslo: tool_results.x …" (the case of that id; only its members answer).
  */
 int cli_doc_line_of(const struct cli_doc *d, const char *message);
 

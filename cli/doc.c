@@ -337,22 +337,60 @@ void cli_doc_free(struct cli_doc *d)
     memset(d, 0, sizeof(*d));
 }
 
+/* The index of the inline case whose id is the `len` bytes at id, or -1. */
+static long case_index(const struct cli_doc *d, const char *id, size_t len)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(d->root, "cases"), i, c)
+    {
+        const char *s = json_string_value(json_object_get(c, "id"));
+        if (s != NULL && strlen(s) == len && strncmp(s, id, len) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
 int cli_doc_line_of(const struct cli_doc *d, const char *message)
 {
+    static const char FIELD[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]";
     char path[PATH_MAX_LEN];
-    size_t n =
-        strspn(message, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]");
+    size_t n = strspn(message, FIELD), floor = 0;
     if (n == 0 || n >= sizeof(path))
         return 0;
     memcpy(path, message, n);
     path[n] = '\0';
+    /*
+     * A refusal about a member inside an inline case names the case, then the member:
+     * "cases[0]: messages[1].role must be …" (by index) or "case oslo: tool_results.x names
+     * no declared tool" (by id; only a member of that case answers, so that "case oslo:
+     * template variable …" is left to cli_doc_template_line).
+     */
+    const char *rest = NULL;
+    if (strncmp(message + n, ": ", 2) == 0) {
+        rest = message + n + 2;
+    } else if (strcmp(path, "case") == 0 && message[n] == ' ') {
+        const char *id = message + n + 1, *colon = strstr(id, ": ");
+        long i = colon != NULL ? case_index(d, id, (size_t)(colon - id)) : -1;
+        if (i >= 0) {
+            n = (size_t)snprintf(path, sizeof(path), "cases[%ld]", i);
+            floor = n + 1;
+            rest = colon + 2;
+        }
+    }
+    size_t m = rest != NULL ? strspn(rest, FIELD) : 0;
+    if (m > 0 && n + 1 + m < sizeof(path))
+        snprintf(path + n, sizeof(path) - n, "%s%.*s", rest[0] == '[' ? "" : ".", (int)m, rest);
+    else if (floor > 0)
+        return 0;
     for (;;) {
         json_t *line = json_object_get(d->lines, path);
         if (line != NULL)
             return (int)json_integer_value(line);
         char *dot = strrchr(path, '.'), *br = strrchr(path, '[');
         char *cut = dot > br ? dot : br;
-        if (cut == NULL || cut == path)
+        if (cut == NULL || cut == path || (size_t)(cut - path) < floor)
             return 0;
         *cut = '\0';
     }

@@ -4,7 +4,8 @@ if(TARGET test_cli)
   target_link_libraries(test_cli PRIVATE evald_cli_lib)
 endif()
 foreach(t unit/test_cli integration/test_cli_run integration/test_cli_experiment
-          integration/test_cli_experiment_errors integration/test_cli_experiment_plan)
+          integration/test_cli_experiment_errors integration/test_cli_experiment_plan
+          integration/test_cli_agents)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "EVALD_CLI_BIN=$<TARGET_FILE:evald-cli>")
   endif()
