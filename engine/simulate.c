@@ -58,6 +58,30 @@ static void fold_agent(struct conv *c, const char *session_id, const char *promp
     c->neutral = json_incref(o->conversation);
 }
 
+/*
+ * The calls of each mocked tool the agent's turns so far made that a sequence counts (those
+ * that passed the check of their arguments: answered, or told there was no mock), so that
+ * the next turn's k-th call goes on from them (docs/harness.md, "Mocked tools"). New
+ * reference; NULL without memory.
+ */
+static json_t *mock_counts_of(const json_t *fcalls)
+{
+    json_t *counts = json_object();
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fcalls, i, f)
+    {
+        const char *id = json_string_value(json_object_get(f, "function_id"));
+        const char *error = json_string_value(json_object_get(f, "error"));
+        if (counts == NULL || id == NULL || !json_is_true(json_object_get(f, "mocked")) ||
+            (error != NULL && strncmp(error, "no mocked result for ", 21) != 0))
+            continue;
+        json_object_set_new(counts, id,
+                            json_integer(json_integer_value(json_object_get(counts, id)) + 1));
+    }
+    return counts;
+}
+
 /* The simulator's figures of one call (o, borrowed) into *use. */
 static void fold_simulator(struct evd_sim_use *use, const struct evd_harness_outcome *o,
                            struct conv *c)
@@ -237,8 +261,12 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         struct evd_harness_input in = *agent;
         in.prompt = prompt;
         in.conversation = c.neutral;
+        json_t *counts = agent->mock_tools != NULL ? mock_counts_of(c.fcalls) : NULL;
+        in.mock_counts = counts;
         struct evd_harness_outcome o = {0};
-        if ((rc = evd_harness_run(providers, &in, cancel, &o, err)) != EVD_OK)
+        rc = evd_harness_run(providers, &in, cancel, &o, err);
+        json_decref(counts);
+        if (rc != EVD_OK)
             break;
         fold_agent(&c, agent->session_id, prompt, &o);
         json_decref(out->output);

@@ -137,6 +137,10 @@ struct evd_harness_input {
      */
     json_t *mock_tools;
     json_t *tool_results;
+    /* Calls of each mocked tool made before this run, {name: n} (a conversation's earlier
+     * agent turns, engine/simulate.c), so that a sequence goes on where it was; borrowed,
+     * NULL = none. */
+    json_t *mock_counts;
 };
 
 enum evd_harness_status {

@@ -85,6 +85,7 @@ void evd_hx_mock_load(struct evd_hx_run *r)
         f->description = json_string_value(json_object_get(t, "description"));
         f->request_schema = json_is_object(params) ? params : NULL;
         f->mocked = true;
+        f->mock_calls = json_integer_value(json_object_get(r->in->mock_counts, f->id));
         bool taken = strcmp(f->id, EVD_HX_AGENT_TRIGGER) == 0;
         for (size_t j = 0; j < r->nfns && !taken; j++)
             taken = strcmp(r->fns[j].tool_name, f->id) == 0;

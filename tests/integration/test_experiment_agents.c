@@ -6,6 +6,7 @@
  * PostgreSQL and the tool server of harness_support.h, all on loopback.
  */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -580,6 +581,90 @@ START_TEST(mocked_tool_refusals_name_the_field)
 }
 END_TEST
 
+/* ---- the worked example of docs/agents.md ---------------------------------------------- */
+
+/* The text of a file of the source tree (malloc'd). */
+static char *source_file(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", evd_t_source_dir(), rel);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/*
+ * docs/agents.md's booking agent, from its files as they are (docs/examples/booking): six
+ * conversations, a describing control against a booking treatment, mocked search and book,
+ * the strict trajectory. Every figure the document states is checked here.
+ */
+START_TEST(the_worked_example_of_the_docs_holds)
+{
+    char *script = source_file("docs/examples/booking/stub.json");
+    ck_assert_int_eq(evd_t_stub_script(&stub, script), 200);
+    char *cases = source_file("docs/examples/booking/cases.jsonl");
+    char *ds = upload_jsonl("booking", cases);
+    char *doc_body = source_file("docs/examples/booking/experiment.json");
+    json_t *req = json_loads(doc_body, 0, NULL);
+    ck_assert_ptr_nonnull(req);
+    json_object_set_new(req, "dataset_id", json_string(ds));
+    char *body = json_dumps(req, JSON_COMPACT);
+    char *id = start_experiment(body);
+    json_t *doc = wait_done(id, 60000);
+    ck_assert_str_eq(str_at(doc, "status"), "completed");
+    /* the arms: the control never books, the treatment books but in Bergen */
+    ck_assert(json_number_value(xt_at(doc, "arms.0.pass_rate")) == 0.0);
+    ck_assert(fabs(json_number_value(xt_at(doc, "arms.1.pass_rate")) - 5.0 / 6.0) < 1e-9);
+    ck_assert(json_number_value(xt_at(doc, "arms.0.medians.function_calls")) == 1.0);
+    ck_assert(json_number_value(xt_at(doc, "arms.1.medians.function_calls")) == 2.0);
+    json_t *c = xt_at(doc, "comparisons.0.pass_rate");
+    ck_assert_int_eq(json_integer_value(xt_at(doc, "comparisons.0.paired_cases")), 6);
+    ck_assert(fabs(json_number_value(json_object_get(c, "delta")) - 0.8333333333333334) < 1e-9);
+    ck_assert(fabs(json_number_value(json_object_get(c, "se")) - 0.16666666666666669) < 1e-9);
+    ck_assert(json_number_value(json_object_get(c, "df")) == 5);
+    /* t(0.975, 5) = 2.5705818366147395 (SciPy) */
+    ck_assert(fabs(json_number_value(json_object_get(c, "ci_low")) - 0.40490302723087673) < 1e-6);
+    ck_assert(fabs(json_number_value(json_object_get(c, "ci_high")) - 1.26176363943579) < 1e-6);
+    ck_assert(fabs(json_number_value(json_object_get(c, "t_p_value")) - 0.0041047159800533225) <
+              1e-6);
+    ck_assert_int_eq(json_integer_value(xt_at(c, "sign_test.wins")), 5);
+    ck_assert_int_eq(json_integer_value(xt_at(c, "sign_test.losses")), 0);
+    ck_assert(fabs(json_number_value(xt_at(c, "sign_test.p_value")) - 0.0625) < 1e-9);
+    ck_assert_str_eq(str_at(doc, "comparisons.0.verdict"), "better");
+    /* the reasons the document quotes */
+    json_t *runs = runs_of(id);
+    ck_assert_str_eq(str_at(run_at(runs, "oslo", 0), "verdict.reason"),
+                     "call 2: expected book, got no call");
+    ck_assert_str_eq(str_at(run_at(runs, "bergen", 1), "verdict.reason"),
+                     "call 2: expected book, got no call");
+    ck_assert_str_eq(str_at(run_at(runs, "bergen", 1), "output"),
+                     "Sorry, nothing is free that night.");
+    ck_assert_str_eq(str_at(run_at(runs, "oslo", 1), "output"), "Room R12 is booked for you.");
+    ck_assert_str_eq(str_at(run_at(runs, "oslo", 1), "verdict.reason"),
+                     "2 calls matched the expected calls in order");
+    json_t *conv = xt_at(run_at(runs, "oslo", 1), "transcript.conversation");
+    ck_assert_uint_eq(json_array_size(conv), 4);
+    ck_assert_str_eq(str_at(conv, "0.content"), "Hello! I'd like a room in Oslo.");
+    ck_assert_str_eq(str_at(conv, "2.content"), "Friday, please.");
+    json_decref(runs);
+    json_decref(doc);
+    json_decref(req);
+    free(id);
+    free(body);
+    free(doc_body);
+    free(ds);
+    free(cases);
+    free(script);
+}
+END_TEST
+
 /* ---- simulated users ------------------------------------------------------------------ */
 
 /* clang-format off */
@@ -875,6 +960,47 @@ START_TEST(the_plan_counts_the_simulated_user)
 }
 END_TEST
 
+/* A mocked sequence goes on across a simulated conversation's turns: the k-th call of the
+ * run gets the k-th item, whichever agent turn makes it. */
+START_TEST(a_mocked_sequence_spans_the_turns_of_a_conversation)
+{
+    ck_assert_int_eq(
+        evd_t_stub_script(
+            &stub, "{\"rules\":["
+                   "{\"when\":{\"system_contains\":\"player\"},\"reply\":{\"text\":\"Again.\"}},"
+                   "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"Rolled.\"}},"
+                   "{\"when\":{\"has_tool_result\":false},\"reply\":{\"tool_calls\":[{\"name\":"
+                   "\"dice\",\"arguments\":{}}]}}]}"),
+        200);
+    char *id = start_experiment(
+        "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
+        "\"control\":{\"prompt\":\"Roll.\"},\"treatments\":[{\"prompt\":\"Roll it.\"}],"
+        "\"tools\":[{\"name\":\"dice\",\"parameters\":{\"type\":\"object\"}}],"
+        "\"simulator\":{\"model\":{\"model\":\"stub-user\",\"provider\":\"openai\"},"
+        "\"instructions\":\"You are a player.\",\"max_turns\":3},"
+        "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":{\"expected\":"
+        "\"Rolled.\"}},\"repeats\":1,\"concurrency\":1,"
+        "\"cases\":[{\"id\":\"d\",\"tool_results\":{\"dice\":[1,2,3]}}]}");
+    json_t *doc = wait_done(id, 60000);
+    json_decref(doc);
+    json_t *runs = runs_of(id);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        json_t *conv = xt_at(run, "transcript.conversation");
+        ck_assert_uint_eq(json_array_size(conv), 6);
+        for (int turn = 0; turn < 3; turn++) {
+            json_t *calls = json_object_get(json_array_get(conv, 2 * turn + 1), "function_calls");
+            ck_assert_uint_eq(json_array_size(calls), 1);
+            ck_assert_int_eq(json_integer_value(xt_at(calls, "0.result")), turn + 1);
+        }
+    }
+    json_decref(runs);
+    free(id);
+}
+END_TEST
+
 /* Refusals of the simulator member name the field; nothing is written. */
 START_TEST(simulator_refusals_name_the_field)
 {
@@ -926,10 +1052,12 @@ int main(void)
     tcase_add_test(tc, an_empty_prompt_needs_a_conversation_ending_with_the_user);
     tcase_add_test(tc, mocked_tools_answer_and_the_trajectory_decides);
     tcase_add_test(tc, mocked_tool_refusals_name_the_field);
+    tcase_add_test(tc, the_worked_example_of_the_docs_holds);
     tcase_add_test(tc, a_simulated_user_stops_on_its_token);
     tcase_add_test(tc, a_simulated_user_stops_at_max_turns);
     tcase_add_test(tc, simulator_refusals_name_the_field);
     tcase_add_test(tc, the_plan_counts_the_simulated_user);
+    tcase_add_test(tc, a_mocked_sequence_spans_the_turns_of_a_conversation);
     tcase_add_test(tc, kill_9_mid_conversation_resumes_without_doubling_a_turn);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
