@@ -113,6 +113,15 @@ export const EXAMPLES = {
     ],
     output: /^\{"verdict":"inconclusive","ties":6,"consistency":0,"first_slot":1\}$/m,
   },
+  agent: {
+    calls: [
+      ['POST', /^\/v1\/experiments$/, 202, ['experiment_id', 'status']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/events$/, 200, []],
+      ['GET', /^\/v1\/experiments\/exp_\w+$/, 200, ['arms.1.pass_rate', 'comparisons.0.verdict', 'request.simulator.max_turns']],
+      ['GET', /^\/v1\/experiments\/exp_\w+\/runs\?case_id=oslo$/, 200, ['runs.0.benchmark.simulator_calls', 'runs.0.transcript.conversation']],
+    ],
+    output: /^\{"control":0,"treatment":1,"verdict":"better"\}\n\{"arm":0,"turns":2,"simulator_calls":1,"said":\["user","assistant","user","assistant","user","assistant"\]\}\n\{"arm":1,"turns":2,"simulator_calls":1,"said":\["user","assistant","user","assistant search","user","assistant"\]\}$/m,
+  },
   'with-token': { calls: [['GET', /^\/v1\/evaluations\?limit=1$/, 200, ['evaluations']]], output: /^1$/m },
 };
 
