@@ -108,6 +108,11 @@ static const char *const EXPORT_FIELDS[] = {
     "experiment_id", "run_id", "session_id", "case_id", "case_index", "arm", "label", "repeat",
     "position", "status", "passed", "score", "output"};
 #define NEXPORT (sizeof(EXPORT_FIELDS) / sizeof(EXPORT_FIELDS[0]))
+/* After the metrics: a simulated user's own use, and the conversation a run kept
+ * (docs/agents.md; null for a run without one). */
+static const char *const EXPORT_AGENT_FIELDS[] = {"simulator_calls", "simulator_total_tokens",
+                                                  "simulator_cost_usd", "transcript"};
+#define NAGENT (sizeof(EXPORT_AGENT_FIELDS) / sizeof(EXPORT_AGENT_FIELDS[0]))
 
 /* The export record of an API run object. New reference. */
 static json_t *export_record(const struct evd_experiment_export *x, const json_t *run)
@@ -130,6 +135,12 @@ static json_t *export_record(const struct evd_experiment_export *x, const json_t
         const json_t *v = json_object_get(bench, evd_analysis_metric_names[m]);
         json_object_set(rec, evd_analysis_metric_names[m], v ? (json_t *)v : json_null());
     }
+    for (size_t i = 0; i + 1 < NAGENT; i++) {
+        const json_t *v = json_object_get(bench, EXPORT_AGENT_FIELDS[i]);
+        json_object_set(rec, EXPORT_AGENT_FIELDS[i], v ? (json_t *)v : json_null());
+    }
+    const json_t *conv = json_object_get(run, "conversation");
+    json_object_set(rec, "transcript", conv ? (json_t *)conv : json_null());
     return rec;
 }
 
@@ -178,6 +189,8 @@ int evd_experiment_export_next(struct evd_experiment_export *x, struct evd_buf *
             csv_field(out, EXPORT_FIELDS[i], i == 0);
         for (unsigned m = 0; m < EVD_ANALYSIS_METRICS; m++)
             csv_field(out, evd_analysis_metric_names[m], false);
+        for (size_t i = 0; i < NAGENT; i++)
+            csv_field(out, EXPORT_AGENT_FIELDS[i], false);
         evd_buf_append(out, "\r\n", 2);
         x->header_done = true;
         return 1;

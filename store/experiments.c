@@ -238,7 +238,8 @@ json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter
 
 static const char SQL_RUNS_PAGE[] =
     "SELECT NULL::text, -1::bigint AS k FROM experiments WHERE id = $1"
-    " UNION ALL (SELECT " RUN_JSON("") ", " RUN_KEY " FROM experiment_runs r"
+    " UNION ALL (SELECT " RUN_JSON(", 'conversation', r.transcript->'conversation'") ", " RUN_KEY
+    " FROM experiment_runs r"
     " JOIN experiment_cases c ON c.experiment_id = r.experiment_id"
     " AND c.case_index = r.case_index"
     " WHERE r.experiment_id = $1 AND ($4::text IS NULL OR c.case_id = $4)"

@@ -59,8 +59,10 @@ json_t *evd_store_experiment_list(PGconn *c, unsigned limit, const char *before,
 json_t *evd_store_experiment_cases(PGconn *c, const char *id, const char *filter,
                                    unsigned limit, const char *before, char **next_cursor,
                                    struct evd_err *err);
-/* Runs in case then position order (case_id NULL: every case); with_transcript adds it.
- * Each row is the run object of the API (see docs/experiments.md). */
+/* Runs in case then position order (case_id NULL: every case); with_transcript adds it,
+ * without it a row has the transcript's `conversation` alone (null when the run kept none:
+ * docs/agents.md), for the export. Each row is the run object of the API (see
+ * docs/experiments.md). */
 json_t *evd_store_experiment_runs(PGconn *c, const char *id, const char *case_id,
                                   unsigned limit, const char *before, bool with_transcript,
                                   char **next_cursor, struct evd_err *err);

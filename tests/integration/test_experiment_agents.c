@@ -771,6 +771,34 @@ START_TEST(a_simulated_user_stops_on_its_token)
     }
     ck_assert_int_eq(sim, 6);
     json_decref(log);
+    /* The export carries each run's conversation and the simulator's figures. */
+    char url[512];
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/export", evald.base, id);
+    struct evd_t_resp r;
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    int records = 0;
+    for (char *save = NULL, *line = strtok_r(r.body, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save), records++) {
+        json_t *rec = json_loads(line, 0, NULL);
+        ck_assert_ptr_nonnull(rec);
+        ck_assert_uint_eq(json_array_size(json_object_get(rec, "transcript")), 6);
+        ck_assert_str_eq(str_at(rec, "transcript.3.content"), "Which night?");
+        ck_assert_int_eq(json_integer_value(json_object_get(rec, "simulator_calls")), 3);
+        ck_assert_int_eq(json_integer_value(json_object_get(rec, "simulator_total_tokens")), 30);
+        ck_assert_int_eq(json_integer_value(json_object_get(rec, "turns")), 3);
+        json_decref(rec);
+    }
+    ck_assert_int_eq(records, 2);
+    evd_t_resp_free(&r);
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s/export?format=csv", evald.base, id);
+    evd_t_http("GET", url, NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(strstr(r.body, ",simulator_calls,simulator_total_tokens,simulator_cost_usd,"
+                                 "transcript\r\n") != NULL,
+                  "%.300s", r.body);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"[{\"\"role\"\":\"\"user\"\",\"\"content\"\":\"\"I need a room.\"\"}"));
+    evd_t_resp_free(&r);
     free(id);
     free(body);
 }
