@@ -1,17 +1,38 @@
 // Pure helpers of the Experiments view: the create form → POST /v1/experiments body with the
-// client checks, the server detail → form field mapping, the upload content type of a file,
+// client checks (the model dimension's variants, the trajectory evaluator's arguments, and the
+// mocked tools and simulated user of agents.js included), the server detail → form field mapping, an arm's model and its options, the upload content type of a file,
 // the verdict banner texts of a comparison, the matrix cell of an arm on a case, the layout
 // of the forest plot, a word-level text diff and the arms of an experiment; for sequential
 // experiments the stop line, the spend against a budget and the figures of a plan. No DOM, no
 // state, no I/O.
+import { agentFieldForDetail, agentToForm, defaultAgentFields, planAgentFigures, simulatorPart, toolsPart } from './agents.js';
 import { DASH, fmtInt, fmtUsd } from './format.js';
 
 export const MAX_TREATMENTS = 4;
 const LETTERS = 'ABCDE';
 
-export function defaultTreatment(i = 0) {
-    return { label: LETTERS[i + 1] || '', prompt: '', system_prompt: '' };
+// An arm of the form: its label, its texts (prompt and system prompt dimensions) and its model
+// (model dimension: model, provider and the options, '' when not given).
+export function defaultArm(label = '') {
+    return { label, prompt: '', system_prompt: '', model: '', provider: '', temperature: '', top_p: '', reasoning_effort: '', max_output_tokens: '' };
 }
+
+export function defaultTreatment(i = 0) {
+    return defaultArm(LETTERS[i + 1] || '');
+}
+
+// The built-in evaluators the form offers by name; any other function id can be typed.
+export const TRAJECTORY = 'eval::assert::trajectory';
+export const EVALUATORS = [
+    ['eval::assert::normalized_text', 'normalized text: the output equals the expected text, case and spaces aside'],
+    ['eval::assert::exact', 'exact: the output equals the expected value'],
+    [TRAJECTORY, 'trajectory: the function calls the run made against the expected calls'],
+];
+export const TRAJECTORY_MODES = ['strict', 'unordered', 'subset', 'superset'];
+export const TRAJECTORY_MATCHES = ['exact', 'subset', 'ignore'];
+export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'];
+// The options of a model variant, in the order the form shows them.
+export const MODEL_OPTIONS = ['temperature', 'top_p', 'reasoning_effort', 'max_output_tokens'];
 
 export function defaultExperimentForm() {
     return {
@@ -19,10 +40,21 @@ export function defaultExperimentForm() {
         dimension: 'prompt',
         model: '',
         provider: '',
-        control: { label: 'A', prompt: '', system_prompt: '' },
+        control: defaultArm('A'),
         treatments: [defaultTreatment(0)],
+        // dimension model: the shared texts (each arm has its model)
+        prompt: '',
+        system_prompt: '',
         evaluator_function_id: 'eval::assert::normalized_text',
         evaluator_arguments: '{"expected": "{{expected}}"}',
+        // eval::assert::trajectory: its arguments from the editor (expected calls listed here,
+        // or the case's expected value)
+        trajectory_mode: 'strict',
+        trajectory_match: 'exact',
+        trajectory_from: 'list',
+        trajectory_calls: [{ name: '', arguments: '' }],
+        // an agent's mocked tools (JSON text) and simulated user (agents.js)
+        ...defaultAgentFields(),
         repeats: '3',
         concurrency: '4',
         alpha: '0.05',
@@ -79,17 +111,24 @@ function jsonObject(text) {
 // evaluator_function_id, evaluator_arguments, repeats, concurrency, alpha, min_effect,
 // cluster_by, dataset, extra, stopping_rule, min_cases, seed, max_calls, max_tokens,
 // max_cost_usd, plan_effect, plan_sd, plan_pilot, judge_model, judge_provider, judge_task,
-// judge_instructions, judge_orders, judge_max_tokens, verdict_by. The request is null when
+// judge_instructions, judge_orders, judge_max_tokens, verdict_by, tools, simulator_model,
+// simulator_provider, simulator_instructions, simulator_max_turns, simulator_stop. The request is null when
 // there are errors. The evaluator may be left empty when there is a judge.
 // stopping is sent with the anytime rule only (min_cases and seed apply to it); budget and
 // plan only when one of their fields is filled in.
+// With dimension model the request has the shared prompt and system_prompt and no model, and
+// each variant is {label?, model: {model, provider, options?}}: options only those filled in,
+// checked with the server's messages; variants must differ in model, provider or options.
 export function experimentRequest(form) {
     const errors = [];
     const fail = (field, message) => errors.push({ field, message });
-    const model = form.model.trim();
-    if (!model) fail('model', 'model.model cannot be empty');
-    const arm = (v, field, where) => {
-        if (!v.prompt.trim()) fail(`${field}_prompt`, `${where}.prompt cannot be empty`);
+    const byModel = form.dimension === 'model';
+    const model = String(form.model ?? '').trim();
+    if (!byModel && !model) fail('model', 'model.model cannot be empty');
+    // A prompt may be "" (the case's conversation is sent as it is), not blank.
+    const blankText = (t) => t !== '' && !t.trim();
+    const arm = byModel ? (v, field, where) => modelVariant(v, field, where, fail) : (v, field, where) => {
+        if (blankText(v.prompt)) fail(`${field}_prompt`, `${where}.prompt cannot be empty`);
         const out = { prompt: v.prompt, system_prompt: v.system_prompt === '' ? null : v.system_prompt };
         if (v.label.trim()) out.label = v.label.trim();
         return out;
@@ -106,10 +145,18 @@ export function experimentRequest(form) {
         if (seen.has(l)) fail(i === 0 ? 'control_label' : `treatment_${i - 1}_label`, 'variant labels must be unique');
         seen.set(l, i);
     });
-    const request = { dimension: form.dimension === 'system_prompt' ? 'system_prompt' : 'prompt' };
+    if (byModel) sameModels([control, ...treatments], fail);
+    const request = { dimension: byModel ? 'model' : form.dimension === 'system_prompt' ? 'system_prompt' : 'prompt' };
     if (form.name.trim()) request.name = form.name.trim();
-    request.model = { model };
-    if (form.provider.trim()) request.model.provider = form.provider.trim();
+    if (byModel) {
+        const prompt = String(form.prompt ?? '');
+        if (blankText(prompt)) fail('prompt', 'prompt cannot be empty');
+        request.prompt = prompt;
+        request.system_prompt = String(form.system_prompt ?? '') === '' ? null : form.system_prompt;
+    } else {
+        request.model = { model };
+        if (String(form.provider ?? '').trim()) request.model.provider = form.provider.trim();
+    }
     request.control = control;
     request.treatments = treatments;
     if (!form.dataset_id) fail('dataset', 'choose a dataset or upload a file');
@@ -117,12 +164,17 @@ export function experimentRequest(form) {
     const judge = judgePart(form, fail);
     const fid = form.evaluator_function_id.trim();
     if (!fid && !judge) fail('evaluator_function_id', 'an experiment needs an evaluator or a judge');
-    if (fid) {
+    if (fid === TRAJECTORY) request.evaluator = { function_id: fid, arguments: trajectoryArguments(form, fail) };
+    else if (fid) {
         const args = form.evaluator_arguments.trim() ? jsonObject(form.evaluator_arguments) : {};
         if (!args) fail('evaluator_arguments', 'evaluator.arguments must be a JSON object');
         request.evaluator = { function_id: fid, arguments: args || {} };
     }
     if (judge) request.judge = judge;
+    const tools = toolsPart(form, fail);
+    if (tools !== undefined) request.tools = tools;
+    const simulator = simulatorPart(form, fail);
+    if (simulator) request.simulator = simulator;
     const repeats = wholeNumber(form.repeats);
     if (repeats === null || repeats < 1) fail('repeats', 'repeats must be a whole number of at least 1');
     request.repeats = repeats;
@@ -145,7 +197,8 @@ export function experimentRequest(form) {
         if (!extra) fail('extra', 'the advanced settings must be a JSON object');
         else {
             for (const [k, v] of Object.entries(extra)) {
-                if (!['limits', 'functions', 'output', 'metadata'].includes(k)) fail('extra', `advanced settings: unknown field ${k} (limits, functions, output, metadata)`);
+                if (k === 'tools' || k === 'simulator') fail('extra', `advanced settings: ${k} has its own fields (Agent: mocked tools and a simulated user)`);
+                else if (!['limits', 'functions', 'output', 'metadata'].includes(k)) fail('extra', `advanced settings: unknown field ${k} (limits, functions, output, metadata)`);
                 else request[k] = v;
             }
         }
@@ -154,6 +207,82 @@ export function experimentRequest(form) {
 }
 
 const filled = (v) => String(v ?? '').trim() !== '';
+
+// A model-dimension variant of the form: {label?, model: {model, provider, options?}}, with the
+// server's messages (where: control, treatments[i]; field: the form's arm key).
+function modelVariant(v, field, where, fail) {
+    const path = `${where}.model`;
+    const id = String(v.model ?? '').trim();
+    const provider = String(v.provider ?? '').trim();
+    if (!id) fail(`${field}_model`, `${path}.model cannot be empty`);
+    if (!provider) fail(`${field}_provider`, `${path}.provider cannot be empty`);
+    const options = {};
+    const opt = `${path}.options`;
+    if (filled(v.temperature)) {
+        const t = decimal(v.temperature);
+        if (t === null || !(t >= 0 && t <= 2)) fail(`${field}_temperature`, `${opt}.temperature must be between 0 and 2`);
+        else options.temperature = t;
+    }
+    if (filled(v.top_p)) {
+        const p = decimal(v.top_p);
+        if (p === null || !(p > 0 && p <= 1)) fail(`${field}_top_p`, `${opt}.top_p must be greater than 0 and at most 1`);
+        else options.top_p = p;
+    }
+    if (filled(v.reasoning_effort)) {
+        if (!REASONING_EFFORTS.includes(v.reasoning_effort)) fail(`${field}_reasoning_effort`, `${opt}.reasoning_effort must be one of ${REASONING_EFFORTS.join(', ')}`);
+        else options.reasoning_effort = v.reasoning_effort;
+    }
+    if (filled(v.max_output_tokens)) {
+        const n = wholeNumber(v.max_output_tokens);
+        if (n === null || n < 1 || n > 2147483647) fail(`${field}_max_output_tokens`, `${opt}.max_output_tokens must be greater than zero`);
+        else options.max_output_tokens = n;
+    }
+    const out = { model: { model: id, provider } };
+    if (Object.keys(options).length) out.model.options = options;
+    if (String(v.label ?? '').trim()) out.label = v.label.trim();
+    return out;
+}
+
+// The identity of a variant's model: model, provider and options compared as values.
+function modelKey(m) {
+    const o = (m && m.options) || {};
+    return JSON.stringify([m && m.model, m && m.provider, MODEL_OPTIONS.map((k) => (o[k] === undefined ? null : o[k]))]);
+}
+
+// Variants must differ in model, provider or options (the server's messages, indices from 0).
+function sameModels(variants, fail) {
+    const keys = variants.map((v) => modelKey(v.model));
+    for (let j = 1; j < keys.length; j++) {
+        const i = keys.indexOf(keys[j]);
+        if (i === j) continue;
+        fail(`treatment_${j - 1}_model`, i === 0 ? `treatments[${j - 1}]: differs from the control in nothing` : `treatments[${j - 1}]: differs from treatments[${i - 1}] in nothing`);
+    }
+}
+
+// The arguments of eval::assert::trajectory from the form's editor: {expected, mode,
+// match_arguments}; expected is the listed calls ({name, arguments?}) or, from the case,
+// "{{expected}}" (a whole-value placeholder: the case's expected list itself).
+function trajectoryArguments(form, fail) {
+    const mode = form.trajectory_mode || 'strict';
+    const match = form.trajectory_match || 'exact';
+    if (!TRAJECTORY_MODES.includes(mode)) fail('trajectory_mode', `evaluator arguments.mode must be one of ${TRAJECTORY_MODES.join(', ')}`);
+    if (!TRAJECTORY_MATCHES.includes(match)) fail('trajectory_match', `evaluator arguments.match_arguments must be one of ${TRAJECTORY_MATCHES.join(', ')}`);
+    let expected = '{{expected}}';
+    if (form.trajectory_from !== 'case') {
+        expected = (form.trajectory_calls || []).map((c, i) => {
+            const name = String(c.name ?? '').trim();
+            if (!name) fail(`trajectory_call_${i}_name`, `evaluator arguments.expected[${i}].name cannot be empty`);
+            const call = { name };
+            if (filled(c.arguments)) {
+                const a = jsonObject(c.arguments);
+                if (!a) fail(`trajectory_call_${i}_arguments`, `evaluator arguments.expected[${i}].arguments must be an object`);
+                else call.arguments = a;
+            }
+            return call;
+        });
+    }
+    return { expected, mode, match_arguments: match };
+}
 
 // The judge of the form, or null when neither its model nor its task is filled in; with the
 // server's messages.
@@ -230,20 +359,34 @@ export function experimentToForm(exp) {
     const f = defaultExperimentForm();
     const req = (exp && exp.request) || {};
     const text = (v, d = '') => (typeof v === 'string' ? v : d);
-    const arm = (v, i) => ({
-        label: text(v && v.label, 'ABCDE'[i] || ''),
-        prompt: text(v && v.prompt),
-        system_prompt: text(v && v.system_prompt),
-    });
+    const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : '');
+    const arm = (v, i) => {
+        const m = (v && v.model && typeof v.model === 'object') ? v.model : {};
+        const o = (m.options && typeof m.options === 'object') ? m.options : {};
+        return {
+            ...defaultArm(text(v && v.label, 'ABCDE'[i] || '')),
+            prompt: text(v && v.prompt),
+            system_prompt: text(v && v.system_prompt),
+            model: text(m.model),
+            provider: text(m.provider),
+            temperature: num(o.temperature),
+            top_p: num(o.top_p),
+            reasoning_effort: REASONING_EFFORTS.includes(o.reasoning_effort) ? o.reasoning_effort : '',
+            max_output_tokens: num(o.max_output_tokens),
+        };
+    };
     f.name = text(req.name, text(exp && exp.name));
-    f.dimension = req.dimension === 'system_prompt' ? 'system_prompt' : 'prompt';
+    f.dimension = req.dimension === 'system_prompt' || req.dimension === 'model' ? req.dimension : 'prompt';
     f.model = text(req.model && req.model.model);
     f.provider = text(req.model && req.model.provider);
+    f.prompt = text(req.prompt);
+    f.system_prompt = text(req.system_prompt);
     f.control = arm(req.control, 0);
     if (Array.isArray(req.treatments) && req.treatments.length) f.treatments = req.treatments.slice(0, MAX_TREATMENTS).map((t, i) => arm(t, i + 1));
     if (req.evaluator && typeof req.evaluator === 'object') {
         f.evaluator_function_id = text(req.evaluator.function_id);
         f.evaluator_arguments = JSON.stringify(req.evaluator.arguments ?? {});
+        if (f.evaluator_function_id === TRAJECTORY) trajectoryToForm(req.evaluator.arguments, f);
     }
     const judge = req.judge && typeof req.judge === 'object' ? req.judge : null;
     if (judge) {
@@ -266,7 +409,6 @@ export function experimentToForm(exp) {
     f.cluster_by = text(an.cluster_by);
     f.verdict_by = an.verdict_by === 'judge' || an.verdict_by === 'evaluator' ? an.verdict_by : '';
     f.dataset_id = text(exp && exp.dataset && exp.dataset.dataset_id, text(req.dataset_id));
-    const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : '');
     const stopping = req.stopping && typeof req.stopping === 'object' ? req.stopping : {};
     if (stopping.rule === 'anytime') {
         f.stopping_rule = 'anytime';
@@ -284,13 +426,52 @@ export function experimentToForm(exp) {
     const extra = {};
     for (const k of ['limits', 'functions', 'output', 'metadata']) if (req[k] !== undefined && req[k] !== null) extra[k] = req[k];
     f.extra = Object.keys(extra).length ? JSON.stringify(extra, null, 2) : '';
+    agentToForm(req, f);
     return f;
 }
 
+// The trajectory editor's fields from stored arguments (a list of calls, or a placeholder).
+function trajectoryToForm(args, f) {
+    const a = args && typeof args === 'object' ? args : {};
+    if (TRAJECTORY_MODES.includes(a.mode)) f.trajectory_mode = a.mode;
+    if (TRAJECTORY_MATCHES.includes(a.match_arguments)) f.trajectory_match = a.match_arguments;
+    if (typeof a.expected === 'string') {
+        f.trajectory_from = 'case';
+        f.trajectory_calls = [{ name: '', arguments: '' }];
+    } else if (Array.isArray(a.expected)) {
+        f.trajectory_from = 'list';
+        f.trajectory_calls = a.expected.map((c) => ({
+            name: typeof (c && c.name) === 'string' ? c.name : '',
+            arguments: c && c.arguments && typeof c.arguments === 'object' ? JSON.stringify(c.arguments) : '',
+        }));
+    }
+}
+
 // The form field a server 400 detail is about, or null (shown above the submit button).
-export function experimentFieldForDetail(detail) {
+// dimension and evaluator (its function id): the form's; with dimension model the shared
+// prompt and each arm's model fields, with the trajectory evaluator its editor's fields.
+// Details about the mocked tools and the simulated user go to their fields (agents.js;
+// instructions: the form's simulator instructions).
+export function experimentFieldForDetail(detail, { dimension = 'prompt', evaluator = '', instructions = '' } = {}) {
     const d = String(detail || '');
-    let m;
+    let m = agentFieldForDetail(d, { instructions });
+    if (m) return m;
+    if (evaluator === TRAJECTORY) {
+        if ((m = /^evaluator[ .]arguments\.expected\[(\d+)\]\.(name|arguments)\b/.exec(d))) return `trajectory_call_${m[1]}_${m[2]}`;
+        if (/^evaluator[ .]arguments\.mode\b/.test(d)) return 'trajectory_mode';
+        if (/^evaluator[ .]arguments\.match_arguments\b/.test(d)) return 'trajectory_match';
+        if (/^eval::assert::trajectory requires|^evaluator[ .]arguments\b/.test(d)) return 'trajectory_calls';
+    }
+    if (dimension === 'model') {
+        const arm = (where) => (where === 'control' ? 'control' : `treatment_${/\d+/.exec(where)[0]}`);
+        if ((m = /^(control|treatments\[\d+\])\.model\.options\.(temperature|top_p|reasoning_effort|max_output_tokens)\b/.exec(d))) return `${arm(m[1])}_${m[2]}`;
+        if ((m = /^(control|treatments\[\d+\])\.model\.provider\b/.exec(d))) return `${arm(m[1])}_provider`;
+        if ((m = /^(control|treatments\[\d+\])(\.model\b|\.prompt|\.system_prompt|: differs)/.exec(d))) return `${arm(m[1])}_model`;
+        if ((m = /^(control|treatments\[\d+\])\.label\b/.exec(d))) return `${arm(m[1])}_label`;
+        if (/^prompt\b/.test(d) || /^case [^:]+: (template variable|messages must end)/.test(d)) return 'prompt';
+        if (/^system_prompt\b/.test(d)) return 'system_prompt';
+        if (/^model is not allowed/.test(d)) return 'control_model';
+    }
     if ((m = /^stopping\.(min_cases|seed)\b/.exec(d))) return m[1];
     if (/^stopping\b/.test(d)) return 'stopping_rule';
     if ((m = /^budget\.(max_calls|max_tokens|max_cost_usd)\b/.exec(d))) return m[1];
@@ -303,7 +484,7 @@ export function experimentFieldForDetail(detail) {
     if (/^variant labels/.test(d)) return 'control_label';
     if (/^prompt comparison/.test(d)) return 'control_prompt';
     if (/^system[ _]prompt comparison/.test(d)) return 'control_system_prompt';
-    if (/^case [^:]+: template variable/.test(d)) return 'control_prompt';
+    if (/^case [^:]+: (template variable|messages must end)/.test(d)) return 'control_prompt';
     if (/^case [^:]+: cluster_by/.test(d) || /^analysis\.cluster_by/.test(d)) return 'cluster_by';
     if (/^judge\.model\.provider/.test(d)) return 'judge_provider';
     if ((m = /^judge\.(task|instructions|orders|max_tokens)\b/.exec(d))) return `judge_${m[1]}`;
@@ -469,18 +650,33 @@ export function spendView(spend) {
 }
 
 // The figures of a plan (POST /v1/experiments/plan): [{key, label, text}]; rule: the form's
-// stopping rule.
-export function planFigures(plan, rule = 'fixed') {
+// stopping rule; request: the body planned (with dimension model, a line of each arm's model).
+export function planFigures(plan, rule = 'fixed', request = null) {
     const p = plan || {};
     const anytime = rule === 'anytime';
+    const byModel = Boolean(request && request.dimension === 'model');
     const out = [];
+    if (byModel) {
+        const variants = [request.control || {}, ...(Array.isArray(request.treatments) ? request.treatments : [])];
+        out.push({
+            key: 'models', label: 'Models',
+            text: variants.map((v, i) => {
+                const opts = optionsText(v.model && v.model.options);
+                return `${v.label || LETTERS[i]}: ${modelText(v.model)}${opts ? `, ${opts}` : ''}`;
+            }).join(' · '),
+        });
+    }
     out.push({ key: 'runs', label: 'Runs', text: `${fmtInt(p.runs)} (${plural(p.cases, 'case', 'cases')} × ${plural(p.arms, 'arm', 'arms')} × ${plural(p.repeats, 'repeat', 'repeats')})` });
     const calls = (p.calls || {}).min;
     out.push({ key: 'calls', label: 'Calls, at least', text: anytime ? `${fmtInt(calls)} (the cases before the first possible stop; more until it is decided)` : `${fmtInt(calls)} (one a run)` });
     const tk = p.tokens || {};
     out.push({ key: 'tokens', label: 'Tokens', text: `about ${fmtInt(tk.input_estimate)} input · at most ${fmtInt(tk.output_max)} output` });
     const cost = p.cost_usd;
-    out.push({ key: 'cost', label: 'Cost', text: cost && typeof cost === 'object' ? `about ${fmtUsd(cost.estimate)} · at most ${fmtUsd(cost.max)}` : 'no price for this model: not estimated' });
+    out.push({
+        key: 'cost', label: 'Cost',
+        text: cost && typeof cost === 'object' ? `about ${fmtUsd(cost.estimate)} · at most ${fmtUsd(cost.max)}`
+            : byModel ? 'not every arm\'s model has a price: not estimated' : 'no price for this model: not estimated',
+    });
     const pw = p.power || {};
     let power;
     if (Number.isInteger(pw.cases_needed)) {
@@ -490,6 +686,7 @@ export function planFigures(plan, rule = 'fixed') {
     } else {
         power = `not computed: needs an effect (${finite(pw.effect) ? 'given' : 'plan effect or min_effect'}) and an s.d. (${finite(pw.sd) ? 'given' : 'plan s.d. or a pilot'})`;
     }
+    out.push(...planAgentFigures(p));
     out.push({ key: 'cases_needed', label: 'Cases needed', text: power });
     return out;
 }
@@ -624,4 +821,34 @@ export function armList(exp) {
     const req = (exp && exp.request) || {};
     const variants = [req.control || {}, ...(Array.isArray(req.treatments) ? req.treatments : [])];
     return variants.map((v, i) => ({ index: i, label: v.label || 'ABCDE'[i], role: i === 0 ? 'control' : 'treatment' }));
+}
+
+// The model an arm calls: {model, provider, options}: the variant's with dimension model, else
+// the request's shared one (options {}); null when the request names none.
+export function armModel(exp, index) {
+    const req = (exp && exp.request) || {};
+    if (req.dimension === 'model') {
+        const v = index === 0 ? req.control : Array.isArray(req.treatments) ? req.treatments[index - 1] : null;
+        const m = v && v.model;
+        if (!m || typeof m !== 'object' || typeof m.model !== 'string') return null;
+        return { model: m.model, provider: typeof m.provider === 'string' ? m.provider : '', options: m.options && typeof m.options === 'object' ? m.options : {} };
+    }
+    const m = req.model;
+    if (!m || typeof m !== 'object' || typeof m.model !== 'string' || !m.model) return null;
+    return { model: m.model, provider: typeof m.provider === 'string' ? m.provider : '', options: {} };
+}
+
+// "stub-model (openai)"; '' without a model.
+export function modelText(m) {
+    if (!m || !m.model) return '';
+    return m.provider ? `${m.model} (${m.provider})` : m.model;
+}
+
+const OPTION_LABELS = { temperature: 'temperature', top_p: 'top_p', reasoning_effort: 'reasoning effort', max_output_tokens: 'max output tokens' };
+
+// A variant's options in the form's order: "temperature 0.2 · reasoning effort low"; '' for none.
+export function optionsText(options) {
+    const o = options && typeof options === 'object' ? options : {};
+    return MODEL_OPTIONS.filter((k) => o[k] !== undefined && o[k] !== null)
+        .map((k) => `${OPTION_LABELS[k]} ${typeof o[k] === 'number' ? o[k].toLocaleString('en-US', { maximumFractionDigits: 6 }) : o[k]}`).join(' · ');
 }

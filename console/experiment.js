@@ -1,7 +1,9 @@
 // The detail of one experiment (#/experiments/<id>), mounted by experiments.js: live progress, a
-// verdict banner per treatment, the forest plot of the pass-rate deltas, arms and metric tables,
-// the per-case matrix with its flaky/disagree filters and paging, a case's runs side by side with
-// a word diff against the control and their trace ids, export, cancel and delete, the source of
+// verdict banner per treatment, the forest plot of the pass-rate deltas (forest.js), arms and
+// metric tables, the per-case matrix with its flaky/disagree filters and paging, a case's runs
+// side by side (each drawn by exprun.js: a word diff against the control, the conversation turn
+// by turn, the simulated user's figures, the trace id), each arm's model and cost, export,
+// cancel and delete, the source of
 // the verdicts the analysis is read from, and the way to the review screen, review.js. For a
 // sequential experiment: the stop (decided, budget, every case ran), the anytime-valid verdicts
 // with the fixed-sample figures beside them, the spend against the budget's caps, skipped runs
@@ -18,106 +20,23 @@
 // inserted as text nodes.
 import { api, ApiError, experimentEventsUrl, exportBlob, exportPath, getToken } from './api.js';
 import {
-    armList, ciLevel, fmtPp, forestScale, matrixCell, niceTicks, outputText, runPassed, spendView, stopLine, verdictBanner, wordDiff,
+    armList, armModel, ciLevel, fmtPp, matrixCell, modelText, optionsText, spendView, stopLine, verdictBanner,
 } from './analysis.js';
 import { sequenceChart } from './charts.js';
-import { copyButton, h, replace, svg } from './dom.js';
+import { h, replace } from './dom.js';
+import { METRIC_LABELS, forestPlot, metricEntries, metricForests, signed } from './forest.js';
+import { runBlock } from './exprun.js';
 import { confidenceSequence, sequenceDiffs } from './sequential.js';
 import { SOURCES, isSource } from './reviewing.js';
 import { judgedBanner, pairsCard } from './judge.js';
 import { addJudgements, judgementsProgress, verdictSources } from './judging.js';
-import { DASH, fmtDate, fmtInt, fmtPct, fmtValue, isTerminal, traceIdOf } from './format.js';
+import { DASH, fmtDate, fmtInt, fmtPct, fmtUsd, isTerminal } from './format.js';
 
-const FOREST_WIDE = 760;
-const FOREST_WIDE_LEFT = 130;
-const FOREST_WIDE_RIGHT = 520;
-const FOREST_SMALL = { w: 560, left: 70, right: 330, ticks: 4 };
-const FOREST_ROW = 30;
 const SEQ_PAGES = 1000; // case pages of 100 read for the sequence: 100,000 cases
 const SEQ_LIVE_CASES = 2000; // larger sequences are drawn once the experiment is terminal
 const SEQ_EVERY_MS = 5000;
 const SEQ_TOLERANCE = 1e-9;
 const STOP_BADGES = { decided: 'stopped early', budget: 'budget', exhausted: 'ran every case', '': 'anytime' };
-
-// A forest plot: one row per treatment, its delta as a dot and its interval as a line with
-// ends, the zero line, ±margin shaded when given, round ticks. rows: [{label, treatment,
-// verdict, delta, low, high}]; fmt formats a value; ids: {row, zero} data-testids.
-function forestSvg(rows, { fmt, margin = 0, marginTitle = '', ids = {}, aria, metric, geometry = {} }) {
-    const { w, left, right, ticks } = { w: FOREST_WIDE, left: FOREST_WIDE_LEFT, right: FOREST_WIDE_RIGHT, ticks: 8, ...geometry };
-    const top = 22;
-    const height = top + rows.length * FOREST_ROW + 26;
-    const { min, max, x } = forestScale(rows, { left, right, margin });
-    const root = svg('svg', { viewBox: `0 0 ${w} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet', 'aria-label': aria });
-    const bottom = top + rows.length * FOREST_ROW;
-    if (margin > 0) {
-        root.appendChild(svg('rect', { x: x(-margin), y: top - 6, width: x(margin) - x(-margin), height: bottom - top + 6, class: 'forest-margin', 'data-testid': ids.margin },
-            svg('title', null, marginTitle)));
-    }
-    root.appendChild(svg('line', { x1: x(0), x2: x(0), y1: top - 8, y2: bottom, class: 'forest-zero', 'data-testid': ids.zero }));
-    root.appendChild(svg('line', { x1: left, x2: right, y1: bottom, y2: bottom, class: 'axis' }));
-    for (const v of niceTicks(min, max, ticks)) {
-        root.appendChild(svg('line', { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4, class: 'axis' }));
-        root.appendChild(svg('text', { x: x(v), y: bottom + 16, class: 'tick', 'text-anchor': 'middle' }, v === 0 ? '0' : fmt(v)));
-    }
-    root.appendChild(svg('text', { x: right + 10, y: top - 8, class: 'tick' }, 'delta [interval]'));
-    const num = (v) => (Number.isFinite(v) ? v : '');
-    rows.forEach((r, i) => {
-        const cy = top + i * FOREST_ROW + FOREST_ROW / 2;
-        const g = svg('g', {
-            class: `forest-row v-${r.verdict || 'inconclusive'}`, 'data-testid': ids.row, 'data-treatment': r.treatment, 'data-metric': metric,
-            'data-delta': num(r.delta), 'data-low': num(r.low), 'data-high': num(r.high),
-        });
-        g.appendChild(svg('text', { x: left - 10, y: cy + 4, class: 'forest-label', 'text-anchor': 'end' }, r.label));
-        if (Number.isFinite(r.low) && Number.isFinite(r.high)) {
-            g.appendChild(svg('line', { x1: x(r.low), x2: x(r.high), y1: cy, y2: cy, class: 'forest-ci' }));
-            for (const v of [r.low, r.high]) g.appendChild(svg('line', { x1: x(v), x2: x(v), y1: cy - 5, y2: cy + 5, class: 'forest-ci' }));
-        }
-        if (Number.isFinite(r.delta)) g.appendChild(svg('circle', { cx: x(r.delta), cy, r: 5, class: 'forest-point' }));
-        g.appendChild(svg('text', { x: right + 10, y: cy + 4, class: 'tick' },
-            Number.isFinite(r.low) ? `${fmt(r.delta)} [${fmt(r.low)}, ${fmt(r.high)}]` : `${fmt(r.delta)} (no interval)`));
-        g.appendChild(svg('title', null, `${r.label}: ${r.verdict || 'no verdict'}`));
-        root.appendChild(g);
-    });
-    return root;
-}
-
-// The forest plot of the pass-rate deltas, ±min_effect shaded.
-function forestPlot(exp) {
-    const comps = exp.comparisons || [];
-    const margin = (exp.analysis && exp.analysis.min_effect) || 0;
-    const rows = comps.map((c) => ({ label: c.label, treatment: c.treatment, verdict: c.verdict, delta: (c.pass_rate || {}).delta, low: (c.pass_rate || {}).ci_low, high: (c.pass_rate || {}).ci_high }));
-    const fig = h('figure', { class: 'chart forest', 'data-testid': 'exp-forest' },
-        h('figcaption', null, `Pass-rate difference against the control, with its ${ciLevel(exp.analysis)} interval`));
-    if (!rows.length) {
-        fig.appendChild(h('p', { class: 'chart-empty' }, 'no comparison yet'));
-        return fig;
-    }
-    fig.appendChild(forestSvg(rows, {
-        fmt: fmtPp, margin, marginTitle: `±${fmtPp(margin).replace(/^\+/, '')}: the smallest effect that matters`,
-        ids: { row: 'forest-interval', zero: 'forest-zero', margin: 'forest-margin' },
-        aria: 'Forest plot of the pass-rate difference of every treatment against the control, with its confidence interval',
-    }));
-    return fig;
-}
-
-const METRIC_LABELS = {
-    total_tokens: ['total tokens', 'count'], input_tokens: ['input tokens', 'count'], output_tokens: ['output tokens', 'count'],
-    reasoning_tokens: ['reasoning tokens', 'count'], cost_usd: ['cost', 'usd'], wall_time_ms: ['wall time', 'ms'], turns: ['turns', 'count'],
-    function_calls: ['function calls', 'count'], function_call_errors: ['function-call errors', 'count'],
-};
-
-function metricEntries(metrics) {
-    if (Array.isArray(metrics)) return metrics.map((m) => [m.metric || m.name, m]);
-    if (metrics && typeof metrics === 'object') return Object.entries(metrics);
-    return [];
-}
-
-function signed(v, kind) {
-    if (!Number.isFinite(v)) return DASH;
-    const text = fmtValue(Math.abs(v), kind);
-    if (/^\$?0( ms)?$/.test(text)) return text; // rounds to zero: no sign
-    return v > 0 ? `+${text}` : v < 0 ? `−${text}` : text;
-}
 
 // root: <main>; ctx: app context; id: the experiment; source: the verdicts the analysis is read
 // from (evaluator, human, human_then_evaluator). Returns {dispose}.
@@ -126,6 +45,7 @@ export function mountExperiment(root, ctx, id, source) {
         source: isSource(source) ? source : 'evaluator', readSeq: 0,
         exp: null, progress: null, es: null, live: 'idle', retry: 0, retryTimer: 0, refreshTimer: 0, matrixTimer: 0, lastMatrix: 0,
         filter: '', cases: [], next: null, casesLoaded: false, caseError: null, selected: null, runs: null, runsError: null, disposed: false,
+        openConversations: new Set(),
         // the case rows of the sequence: every page, read again when the sequence grew
         seqRows: null, seqLen: -1, seqFinal: false, seqLoading: false, seqAt: 0, seqTimer: 0, seqError: null, seqTruncated: false, seqOpen: false,
         // the judged pairs: pages of judgements, grouped by pair
@@ -200,7 +120,7 @@ export function mountExperiment(root, ctx, id, source) {
                 !terminal ? h('span', { class: `live ${st.live}`, 'data-testid': 'exp-live' },
                     st.live === 'open' ? 'live' : st.live === 'retrying' ? 'reconnecting…' : 'connecting…') : null),
             h('p', { class: 'subtitle' },
-                `${armList(e).map((a) => a.label).join(' vs ')} · ${req.dimension || 'prompt'} · ${model.model || ''}${model.provider ? ` (${model.provider})` : ''} · ${fmtInt(ds.case_count)} cases × ${fmtInt(req.repeats)} repeats · created ${fmtDate(e.created_at)}`),
+                `${armList(e).map((a) => a.label).join(' vs ')} · ${req.dimension || 'prompt'} · ${req.dimension === 'model' ? armList(e).map((a) => `${a.label}: ${modelText(armModel(e, a.index)) || DASH}`).join(' vs ') : `${model.model || ''}${model.provider ? ` (${model.provider})` : ''}`} · ${fmtInt(ds.case_count)} cases × ${fmtInt(req.repeats)} repeats · created ${fmtDate(e.created_at)}`),
             h('p', { class: 'idline small muted' }, h('code', { 'data-testid': 'exp-id' }, e.experiment_id), ' · dataset ', h('code', null, ds.dataset_id || DASH)),
             h('div', { class: 'actions', 'data-testid': 'exp-actions' },
                 !terminal ? h('button', { type: 'button', class: 'danger', 'data-testid': 'exp-cancel', onclick: cancel }, 'Cancel') : null,
@@ -526,41 +446,34 @@ export function mountExperiment(root, ctx, id, source) {
     function renderArms() {
         const arms = st.exp.arms || [];
         const alpha = (st.exp.analysis && st.exp.analysis.alpha) || 0.05;
+        // Each arm's model (its own with dimension model, else the shared one) and what a run
+        // of it cost and used: the median over the cases of their per-case medians.
         replace(els.arms, h('h2', null, 'Arms'),
             h('div', { class: 'table-wrap' }, h('table', { class: 'report', 'data-testid': 'exp-arms' },
-                h('thead', null, h('tr', null, ['Arm', 'Pass rate (case mean)', 'Passed runs', `Wilson ${(100 * (1 - alpha)).toFixed(0)}%`, 'Cases', 'Flaky cases', 'Ran first', 'Ran later'].map((t) => h('th', { scope: 'col' }, t)))),
+                h('caption', null, 'Cost and tokens per run: the median over the cases of each case\'s median, at the arm\'s model\'s price.'),
+                h('thead', null, h('tr', null, ['Arm and model', 'Pass rate (case mean)', 'Passed runs', `Wilson ${(100 * (1 - alpha)).toFixed(0)}%`, 'Cases', 'Flaky cases', 'Ran first', 'Ran later', 'Cost per run', 'Tokens per run'].map((t) => h('th', { scope: 'col' }, t)))),
                 h('tbody', null, arms.map((a) => {
                     const p = a.pooled || {};
                     const o = a.order || {};
+                    const med = a.medians || {};
+                    const m = armModel(st.exp, a.index);
+                    const opts = m ? optionsText(m.options) : '';
                     const rate = (x, n) => (n ? `${fmtInt(x)}/${fmtInt(n)} (${fmtPct(x / n)})` : DASH);
                     return h('tr', { 'data-testid': 'exp-arm-row', 'data-arm': a.index },
-                        h('th', { scope: 'row' }, h('span', { class: `swatch ${a.role === 'control' ? 'swatch-a' : 'swatch-b'}` }), ` ${a.label}`, h('small', { class: 'muted' }, ` ${a.role}`)),
+                        h('th', { scope: 'row' }, h('span', { class: `swatch ${a.role === 'control' ? 'swatch-a' : 'swatch-b'}` }), ` ${a.label}`, h('small', { class: 'muted' }, ` ${a.role}`),
+                            h('span', { class: 'arm-model small', 'data-testid': `exp-arm-model-${a.index}`, 'data-model': m ? m.model : '', 'data-provider': m ? m.provider : '' },
+                                m ? h('code', null, m.model) : DASH, m && m.provider ? h('span', { class: 'muted' }, ` ${m.provider}`) : null),
+                            opts ? h('small', { class: 'muted block', 'data-testid': `exp-arm-options-${a.index}` }, opts) : null),
                         h('td', { 'data-testid': `exp-arm-pass-${a.index}`, 'data-value': a.pass_rate ?? '' }, fmtPct(a.pass_rate)),
                         h('td', null, `${fmtInt(p.passed)}/${fmtInt(p.evaluated)}`),
                         h('td', null, Number.isFinite(p.wilson_low) ? `${fmtPct(p.wilson_low)} – ${fmtPct(p.wilson_high)}` : DASH),
                         h('td', null, fmtInt(a.evaluated_cases)),
                         h('td', { 'data-testid': `exp-arm-flaky-${a.index}` }, fmtInt(a.flaky_cases)),
                         h('td', null, rate(o.first_passed, o.first_runs)),
-                        h('td', null, rate(o.later_passed, o.later_runs)));
+                        h('td', null, rate(o.later_passed, o.later_runs)),
+                        h('td', { 'data-testid': `exp-arm-cost-${a.index}`, 'data-value': med.cost_usd ?? '' }, Number.isFinite(med.cost_usd) ? fmtUsd(med.cost_usd) : Object.keys(med).length ? 'no price' : DASH),
+                        h('td', { 'data-testid': `exp-arm-tokens-${a.index}`, 'data-value': med.total_tokens ?? '' }, fmtInt(med.total_tokens)));
                 })))));
-    }
-
-    // One small forest plot per metric whose deltas or intervals are not all zero.
-    function metricForests(comps) {
-        const names = [];
-        for (const c of comps) for (const [k] of metricEntries(c.metrics)) if (k && !names.includes(k)) names.push(k);
-        return names.map((k) => {
-            const [label, kind] = METRIC_LABELS[k] || [k, 'count'];
-            const rows = comps.map((c) => {
-                const m = (metricEntries(c.metrics).find(([n]) => n === k) || [])[1] || {};
-                const verdict = Number.isFinite(m.ci_high) && m.ci_high < 0 ? 'better' : Number.isFinite(m.ci_low) && m.ci_low > 0 ? 'worse' : 'inconclusive';
-                return { label: c.label, treatment: c.treatment, verdict, delta: m.delta, low: m.ci_low, high: m.ci_high };
-            });
-            if (!rows.some((r) => [r.delta, r.low, r.high].some((v) => Number.isFinite(v) && v !== 0))) return null;
-            return h('figure', { class: 'chart forest', 'data-testid': `exp-forest-${k}` },
-                h('figcaption', null, `${label}: treatment − control (lower is better)`),
-                forestSvg(rows, { fmt: (v) => signed(v, kind), ids: { row: 'forest-metric-interval' }, metric: k, geometry: FOREST_SMALL, aria: `Forest plot of the ${label} difference of every treatment against the control` }));
-        }).filter(Boolean);
     }
 
     function renderMetrics() {
@@ -727,48 +640,11 @@ export function mountExperiment(root, ctx, id, source) {
         renderCase();
     }
 
-    function runBlock(run, control) {
-        const passed = runPassed(run);
-        const text = outputText(run.output);
-        const verdict = run.status !== 'completed' ? (passed === false ? 'missed criteria' : run.status)
-            : passed === true ? 'met criteria' : passed === false ? 'missed criteria' : 'not evaluated';
-        const diff = control && run.arm !== control.arm ? wordDiff(outputText(control.output), text) : null;
-        const failures = Array.isArray(run.failures) ? run.failures : [];
-        return h('div', { class: 'exp-run', 'data-testid': 'exp-run', 'data-run-id': run.run_id, 'data-arm': run.arm, 'data-repeat': run.repeat, 'data-passed': String(passed) },
-            h('p', { class: 'exp-run-head small' },
-                h('span', { class: `verdict v-${verdict.replace(/\s+/g, '-')}`, 'data-testid': 'exp-run-verdict' }, verdict),
-                ` repeat ${run.repeat} · #${run.position}`,
-                run.verdict && typeof run.verdict === 'object' && run.verdict.reason ? h('span', { class: 'muted' }, ` · ${run.verdict.reason}`) : null),
-            failures.length ? h('ul', { class: 'failures' }, failures.map((f) => h('li', null, `${f.phase || ''}${f.function_id ? ` · ${f.function_id}` : ''} — ${f.message || ''}`))) : null,
-            h('pre', { class: 'raw', 'data-testid': 'exp-run-output' }, text || '(no output)'),
-            diff ? h('div', { class: 'diff', 'data-testid': 'exp-run-diff', title: `words removed from / added to the control's repeat ${control.repeat}` },
-                h('span', { class: 'muted small' }, `vs control repeat ${control.repeat}: `),
-                diff.map((p) => {
-                    if (p.op === 'same') return p.text;
-                    const lead = p.text.startsWith(' ') ? ' ' : '';
-                    return [lead, h(p.op === 'add' ? 'ins' : 'del', null, p.text.slice(lead.length))];
-                })) : null,
-            run.session_id ? h('p', { class: 'small muted' }, 'session ', h('code', null, run.session_id)) : null,
-            traceLine(run));
-    }
-
-    // The run's trace id (its latest attempt's OpenTelemetry trace, docs/otel.md) with a copy
-    // button; nothing when the run has none.
-    function traceLine(run) {
-        const traceId = traceIdOf(run);
-        if (!traceId) return null;
-        const code = h('code', { 'data-testid': 'exp-run-trace-id' }, traceId);
-        return h('p', { class: 'small muted trace', 'data-testid': 'exp-run-trace', 'data-trace-id': traceId }, 'trace ', code, ' ',
-            copyButton(traceId, {
-                ariaLabel: 'Copy the trace id', testid: 'exp-run-trace-copy', target: code,
-                done: (ok) => (ok ? ctx.toast('Trace id copied') : ctx.toast('Could not copy the trace id; it is selected for Ctrl+C', 'error')),
-            }));
-    }
-
     function renderCase() {
         const c = st.selected;
         els.caseView.hidden = !c;
         if (!c) return;
+        const runView = { exp: st.exp, caseRow: c, openConversations: st.openConversations, toast: ctx.toast };
         const arms = armList(st.exp);
         let body;
         if (st.runsError) body = h('p', { class: 'error-text' }, st.runsError);
@@ -783,9 +659,11 @@ export function mountExperiment(root, ctx, id, source) {
             body = h('div', { class: 'exp-case-cols', style: `grid-template-columns: repeat(${Math.max(1, byArm.size)}, minmax(14rem, 1fr))` },
                 [...byArm.entries()].map(([arm, runs]) => {
                     const a = arms.find((x) => x.index === arm) || { label: `arm ${arm}` };
+                    const m = (st.exp.request || {}).dimension === 'model' ? armModel(st.exp, arm) : null;
                     return h('div', { class: 'exp-case-arm', 'data-testid': 'exp-case-arm', 'data-arm': arm },
                         h('h3', null, a.label, h('small', { class: 'muted' }, arm === 0 ? ' control' : ' treatment')),
-                        runs.length ? runs.map((r) => runBlock(r, controlRuns.find((x) => x.repeat === r.repeat) || controlRuns[0])) : h('p', { class: 'muted small' }, 'no runs yet'));
+                        m ? h('p', { class: 'small muted', 'data-testid': 'exp-case-arm-model' }, modelText(m), optionsText(m.options) ? ` · ${optionsText(m.options)}` : '') : null,
+                        runs.length ? runs.map((r) => runBlock(r, controlRuns.find((x) => x.repeat === r.repeat) || controlRuns[0], runView)) : h('p', { class: 'muted small' }, 'no runs yet'));
                 }));
         }
         replace(els.caseView,

@@ -1,13 +1,18 @@
 // The Experiments view: the list (#/experiments, newest first, paged) and the create form
-// (#/experiments/new: arms, evaluator and an optional pairwise judge, repeats, analysis,
+// (#/experiments/new: arms — their prompts, or with the model dimension a shared prompt and a
+// model with its options per arm —, the evaluator (built-ins picked by name, the trajectory
+// evaluator's arguments from an editor), an optional pairwise judge, an agent's mocked tools and
+// simulated user, repeats, analysis,
 // stopping rule and budget, the data from a dataset or an uploaded CSV/JSONL file, and a plan
 // of the start that writes nothing);
 // the detail (#/experiments/<id>) is experiment.js, mounted from here. mountExperiments()
 // returns {dispose}. All text is inserted as text nodes.
 import { api, ApiError } from './api.js';
 import {
-    MAX_TREATMENTS, MIN_CASES_MAX, defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, planFigures, uploadType,
+    EVALUATORS, MAX_TREATMENTS, MIN_CASES_MAX, REASONING_EFFORTS, TRAJECTORY, TRAJECTORY_MATCHES, TRAJECTORY_MODES,
+    defaultExperimentForm, defaultTreatment, experimentFieldForDetail, experimentRequest, experimentToForm, planFigures, uploadType,
 } from './analysis.js';
+import { SIMULATOR_DEFAULT_MAX_TURNS, SIMULATOR_DEFAULT_STOP, SIMULATOR_MAX_TURNS, hasSimulator } from './agents.js';
 import { h, replace } from './dom.js';
 import { mountExperiment } from './experiment.js';
 import { fmtAgo, fmtDate, fmtInt } from './format.js';
@@ -150,11 +155,52 @@ function buildForm(root, ctx, form, st) {
             hint ? h('p', { class: 'hint' }, hint) : null, errorEl(name));
     }
 
+    // The catalogue of GET /v1/models (filled below): picking a model sets its provider.
+    const modelName = (m) => m.id || m.model || '';
+    const catalogue = { models: [] };
+    function providerOf(model) {
+        const m = catalogue.models.find((x) => modelName(x) === model);
+        return m && m.provider ? m.provider : '';
+    }
+
+    // An arm's prompts (prompt and system prompt dimensions) or its model (model dimension).
     const armFields = (arm, key, title, cls) => h('fieldset', { class: `variant ${cls}`, 'data-testid': `exp-arm-${key}` },
         h('legend', null, title),
         field(`${key}_label`, 'Label', bound(`${key}_label`, () => arm.label, (v) => { arm.label = v; })),
-        field(`${key}_prompt`, 'Prompt template', bound(`${key}_prompt`, () => arm.prompt, (v) => { arm.prompt = v; }, { area: true, placeholder: 'Question: {{question}}' })),
-        field(`${key}_system_prompt`, 'System prompt', bound(`${key}_system_prompt`, () => arm.system_prompt, (v) => { arm.system_prompt = v; }, { area: true, rows: 2, placeholder: 'none' })));
+        form.dimension === 'model' ? armModelFields(arm, key) : [
+            field(`${key}_prompt`, 'Prompt template', bound(`${key}_prompt`, () => arm.prompt, (v) => { arm.prompt = v; }, { area: true, placeholder: 'Question: {{question}}' })),
+            field(`${key}_system_prompt`, 'System prompt', bound(`${key}_system_prompt`, () => arm.system_prompt, (v) => { arm.system_prompt = v; }, { area: true, rows: 2, placeholder: 'none' }))]);
+
+    function armModelFields(arm, key) {
+        const set = (name) => (v) => { arm[name] = v; };
+        const modelInput = bound(`${key}_model`, () => arm.model ?? '', set('model'), { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' });
+        // A model of the catalogue (typed or picked from the list) brings its provider.
+        modelInput.addEventListener('input', () => {
+            const provider = providerOf(arm.model);
+            if (!provider || provider === arm.provider) return;
+            arm.provider = provider;
+            controls.get(`${key}_provider`).value = provider;
+            errorEl(`${key}_provider`).hidden = true;
+        });
+        const effort = h('select', {
+            id: `exp-${key}_reasoning_effort`, 'data-testid': `exp-field-${key}_reasoning_effort`,
+            onchange: (e) => { arm.reasoning_effort = e.target.value; effort.removeAttribute('aria-invalid'); errorEl(`${key}_reasoning_effort`).hidden = true; },
+        }, h('option', { value: '', selected: !arm.reasoning_effort }, 'the model\'s default'),
+        REASONING_EFFORTS.map((v) => h('option', { value: v, selected: arm.reasoning_effort === v }, v)));
+        controls.set(`${key}_reasoning_effort`, effort);
+        const num = (name, placeholder, step) => bound(`${key}_${name}`, () => arm[name] ?? '', set(name), { type: 'number', placeholder, step });
+        return [
+            h('div', { class: 'row2' },
+                field(`${key}_model`, 'Model', modelInput),
+                field(`${key}_provider`, 'Provider', bound(`${key}_provider`, () => arm.provider ?? '', set('provider'), { placeholder: 'e.g. openai' }))),
+            h('div', { class: 'row2' },
+                field(`${key}_temperature`, 'Temperature', num('temperature', 'default', 'any'), '0–2'),
+                field(`${key}_top_p`, 'top_p', num('top_p', 'default', 'any'), 'greater than 0, at most 1')),
+            h('div', { class: 'row2' },
+                field(`${key}_reasoning_effort`, 'Reasoning effort', effort),
+                field(`${key}_max_output_tokens`, 'Max output tokens', num('max_output_tokens', 'the limits\' cap', '1'), 'per call')),
+        ];
+    }
 
     const armsBox = h('div', { class: 'exp-arms-form' });
     function renderArms() {
@@ -199,10 +245,10 @@ function buildForm(root, ctx, form, st) {
     }).catch((e) => { if (!st.disposed) ctx.toast(`Could not load the datasets: ${e.message}`, 'error'); });
     // The catalogue fills the model's suggestions; picking one sets its provider.
     const modelList = h('datalist', { id: 'exp-models' });
-    const modelName = (m) => m.id || m.model || '';
     api.models().then((res) => {
         if (st.disposed) return;
         const models = (res.models || []).filter((m) => modelName(m));
+        catalogue.models = models;
         replace(modelList, models.map((m) => h('option', { value: modelName(m) }, `${m.provider || ''}${m.available === false ? ' (unavailable)' : ''}`)));
         const modelInput = controls.get('model');
         modelInput.addEventListener('change', () => {
@@ -218,6 +264,11 @@ function buildForm(root, ctx, form, st) {
             form.provider = first.provider || '';
             modelInput.value = form.model;
             controls.get('provider').value = form.provider;
+        }
+        if (first && form.dimension === 'model' && !form.control.model) {
+            form.control.model = modelName(first);
+            form.control.provider = first.provider || '';
+            renderArms();
         }
     }).catch(() => {});
 
@@ -297,7 +348,7 @@ function buildForm(root, ctx, form, st) {
         planStatus.textContent = 'The form changed since this plan: plan again.';
     }
 
-    function showPlan(res) {
+    function showPlan(res, request) {
         planned = true;
         const pw = res.power || {};
         const cost = res.cost_usd && typeof res.cost_usd === 'object' ? res.cost_usd : null;
@@ -307,9 +358,19 @@ function buildForm(root, ctx, form, st) {
             outputMax: (res.tokens || {}).output_max ?? '', costEstimate: cost ? cost.estimate : '', costMax: cost ? cost.max : '',
             casesNeeded: pw.cases_needed ?? '', runsNeeded: pw.runs_needed ?? '',
         });
+        // The simulated user's figures, only with one.
+        const sim = res.simulator && typeof res.simulator === 'object' ? res.simulator : null;
+        const simData = sim ? {
+            simulatorCallsMax: sim.calls_max ?? '', simulatorAnswersMax: sim.agent_answers_max ?? '', simulatorOutputMax: sim.output_tokens_max ?? '',
+            simulatorCostMax: sim.cost_usd && typeof sim.cost_usd === 'object' ? sim.cost_usd.output_max : '',
+        } : { simulatorCallsMax: null, simulatorAnswersMax: null, simulatorOutputMax: null, simulatorCostMax: null };
+        for (const [k, v] of Object.entries(simData)) {
+            if (v === null) delete planResult.dataset[k];
+            else planResult.dataset[k] = v;
+        }
         replace(planResult,
             h('h3', null, 'What the start would do'),
-            h('dl', { class: 'kv' }, planFigures(res, form.stopping_rule).map((f) => [
+            h('dl', { class: 'kv' }, planFigures(res, form.stopping_rule, request).map((f) => [
                 h('dt', null, f.label), h('dd', { 'data-testid': `exp-plan-${f.key}` }, f.text)])));
         planResult.hidden = false;
     }
@@ -330,7 +391,7 @@ function buildForm(root, ctx, form, st) {
         try {
             const res = await api.planExperiment(request);
             if (st.disposed) return;
-            showPlan(res);
+            showPlan(res, request);
             planStatus.textContent = 'Nothing was written; start it below.';
         } catch (err) {
             if (st.disposed) return;
@@ -339,7 +400,7 @@ function buildForm(root, ctx, form, st) {
             planError.textContent = detail;
             planError.dataset.source = 'server';
             planError.hidden = false;
-            const field = experimentFieldForDetail(detail);
+            const field = fieldFor(detail);
             if (field) showErrors([{ field, message: detail }], 'server', { summary: false });
         } finally {
             st.planning = false;
@@ -349,18 +410,132 @@ function buildForm(root, ctx, form, st) {
 
     const formError = h('p', { class: 'form-error', 'data-testid': 'exp-form-error', role: 'alert', hidden: true });
     const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'exp-submit' }, 'Start experiment');
+    const fieldFor = (detail) => experimentFieldForDetail(detail, { dimension: form.dimension, evaluator: form.evaluator_function_id.trim(), instructions: form.simulator_instructions });
+
+    // ---- an agent's mocked tools (JSON) and simulated user (model, provider, instructions,
+    // max turns, stop), folded; open when the request had either.
+    function agentSection() {
+        const text = (name, opts) => bound(name, () => form[name], (v) => { form[name] = v; }, opts);
+        const simModel = text('simulator_model', { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' });
+        // A model of the catalogue brings its provider, as an arm's does.
+        simModel.addEventListener('input', () => {
+            const provider = providerOf(form.simulator_model);
+            if (!provider || provider === form.simulator_provider) return;
+            form.simulator_provider = provider;
+            controls.get('simulator_provider').value = provider;
+        });
+        return h('details', { class: 'advanced agent-section', 'data-testid': 'exp-agent-fields', open: Boolean(form.tools.trim() || hasSimulator(form)) },
+            h('summary', null, 'Agent (optional): mocked tools and a simulated user'),
+            field('tools', 'Mocked tools (JSON array)', text('tools', {
+                area: true, rows: 4, placeholder: '[{"name": "search", "description": "Rooms free in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]',
+            }), 'Each {name, description, parameters (a JSON Schema)} is offered to the model; a case answers its calls in tool_results ({"search": {…}}, a list answered call by call, or [{"when": {…}, "result": …}]). They never reach the network.'),
+            h('fieldset', { class: 'simulator', 'data-testid': 'exp-simulator' },
+                h('legend', null, 'Simulated user'),
+                h('p', { class: 'hint' }, 'After each answer of the agent a model plays the user, with these instructions (a template of the case: the persona and the goal); the conversation ends when its reply holds the stop token or after max turns user turns (the prompt is the first). Its calls, tokens and cost are counted apart from the arms\'.'),
+                h('div', { class: 'row2' },
+                    field('simulator_model', 'Model', simModel),
+                    field('simulator_provider', 'Provider', text('simulator_provider', { placeholder: 'inferred from the model when empty' }))),
+                field('simulator_instructions', 'Instructions', text('simulator_instructions', { area: true, rows: 2, placeholder: 'You are {{name}}, a traveller who wants one night in Oslo. Say [[DONE]] once it is booked.' })),
+                h('div', { class: 'row2' },
+                    field('simulator_max_turns', 'Max user turns', numberInput('simulator_max_turns', String(SIMULATOR_DEFAULT_MAX_TURNS)), `1–${SIMULATOR_MAX_TURNS}; empty: ${SIMULATOR_DEFAULT_MAX_TURNS}.`),
+                    field('simulator_stop', 'Stop token', text('simulator_stop', { placeholder: SIMULATOR_DEFAULT_STOP }), `Empty: ${SIMULATOR_DEFAULT_STOP}. A reply holding it is neither sent to the agent nor kept.`))));
+    }
     const dimension = h('select', {
-        id: 'exp-dimension', 'data-testid': 'exp-field-dimension', onchange: (e) => { form.dimension = e.target.value; },
+        id: 'exp-dimension', 'data-testid': 'exp-field-dimension', onchange: (e) => { form.dimension = e.target.value; syncDimension(); },
     }, h('option', { value: 'prompt', selected: form.dimension === 'prompt' }, 'prompt (same system prompt, different prompts)'),
-    h('option', { value: 'system_prompt', selected: form.dimension === 'system_prompt' }, 'system prompt (same prompt, different system prompts)'));
+    h('option', { value: 'system_prompt', selected: form.dimension === 'system_prompt' }, 'system prompt (same prompt, different system prompts)'),
+    h('option', { value: 'model', selected: form.dimension === 'model' }, 'model (same prompts, a model and its options per arm)'));
+    // One model for every arm (prompt, system prompt), or shared texts (model).
+    const sharedModel = h('div', { class: 'row2', 'data-testid': 'exp-shared-model' },
+        field('model', 'Model', [bound('model', () => form.model, (v) => { form.model = v; }, { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' }), modelList]),
+        field('provider', 'Provider', bound('provider', () => form.provider, (v) => { form.provider = v; }, { placeholder: 'inferred from the model when empty' })));
+    const sharedTexts = h('div', { class: 'row2', 'data-testid': 'exp-shared-texts' },
+        field('prompt', 'Prompt template (every arm)', bound('prompt', () => form.prompt, (v) => { form.prompt = v; }, { area: true, placeholder: 'Question: {{question}}' }),
+            'Sent after the case\'s messages, if it has any; empty: the case\'s conversation is sent as it is.'),
+        field('system_prompt', 'System prompt (every arm)', bound('system_prompt', () => form.system_prompt, (v) => { form.system_prompt = v; }, { area: true, rows: 2, placeholder: 'none' })));
+    function syncDimension() {
+        const byModel = form.dimension === 'model';
+        // The shared model is where the control's starts.
+        if (byModel && !form.control.model && form.model.trim()) {
+            form.control.model = form.model.trim();
+            form.control.provider = form.provider.trim() || providerOf(form.control.model);
+        }
+        sharedModel.hidden = byModel;
+        sharedTexts.hidden = !byModel;
+        renderArms();
+    }
+
+    // ---- the evaluator: a built-in picked by name or any function id; the trajectory
+    // evaluator's arguments from an editor, the others' as JSON.
+    const evaluatorPick = h('select', {
+        id: 'exp-evaluator_pick', 'data-testid': 'exp-field-evaluator_pick', 'aria-label': 'Evaluator',
+        onchange: (e) => {
+            const v = e.target.value;
+            if (v) {
+                form.evaluator_function_id = v;
+                controls.get('evaluator_function_id').value = v;
+                errorEl('evaluator_function_id').hidden = true;
+            }
+            syncEvaluator();
+        },
+    });
+    const trajectoryBox = h('div', { class: 'trajectory-editor', 'data-testid': 'exp-trajectory' });
+    const argumentsField = field('evaluator_arguments', 'Arguments (JSON)', bound('evaluator_arguments', () => form.evaluator_arguments, (v) => { form.evaluator_arguments = v; }, { area: true, rows: 2 }));
+    function syncEvaluator() {
+        const fid = form.evaluator_function_id.trim();
+        const known = EVALUATORS.some(([id]) => id === fid);
+        replace(evaluatorPick, EVALUATORS.map(([id, label]) => h('option', { value: id, selected: id === fid }, label)),
+            h('option', { value: '', selected: !known }, fid ? 'another function: its id below' : 'none (a judge decides)'));
+        const trajectory = fid === TRAJECTORY;
+        argumentsField.hidden = trajectory;
+        trajectoryBox.hidden = !trajectory;
+        if (trajectory) renderTrajectory();
+    }
+    function renderTrajectory() {
+        const pick = (name, values, label) => {
+            const el = h('select', {
+                id: `exp-${name}`, 'data-testid': `exp-field-${name}`,
+                onchange: (e) => { form[name] = e.target.value; errorEl(name).hidden = true; el.removeAttribute('aria-invalid'); if (name === 'trajectory_from') renderTrajectory(); },
+            }, values.map(([v, text]) => h('option', { value: v, selected: form[name] === v }, text)));
+            controls.set(name, el);
+            return field(name, label, el);
+        };
+        const calls = form.trajectory_calls;
+        replace(trajectoryBox,
+            h('div', { class: 'grid3' },
+                pick('trajectory_mode', TRAJECTORY_MODES.map((m) => [m, {
+                    strict: 'strict: these calls, in this order', unordered: 'unordered: these calls, in any order',
+                    subset: 'subset: no call outside the list', superset: 'superset: every listed call made',
+                }[m]]), 'Mode'),
+                pick('trajectory_match', TRAJECTORY_MATCHES.map((m) => [m, {
+                    exact: 'exact: equal arguments', subset: 'subset: the listed arguments among the call\'s', ignore: 'ignore: names only',
+                }[m]]), 'Arguments match'),
+                pick('trajectory_from', [['list', 'the calls listed here'], ['case', 'the case\'s expected value ({{expected}})']], 'Expected calls')),
+            form.trajectory_from === 'case' ? h('p', { class: 'hint' }, 'Each case\'s expected value is its list of calls: [{"name": "search", "arguments": {…}}, …].') : [
+                h('ol', { class: 'trajectory-calls', 'data-testid': 'exp-trajectory-calls' }, calls.map((c, i) => h('li', { class: 'row2' },
+                    field(`trajectory_call_${i}_name`, `Call ${i + 1}: function`, bound(`trajectory_call_${i}_name`, () => c.name, (v) => { c.name = v; }, { placeholder: 'e.g. search' })),
+                    h('div', null,
+                        field(`trajectory_call_${i}_arguments`, 'Arguments (JSON object; empty: any)', bound(`trajectory_call_${i}_arguments`, () => c.arguments, (v) => { c.arguments = v; }, { placeholder: '{"q": "{{question}}"}' })),
+                        h('button', {
+                            type: 'button', class: 'small ghost', 'data-testid': `exp-trajectory-remove-${i}`,
+                            onclick: () => { calls.splice(i, 1); renderTrajectory(); },
+                        }, `Remove call ${i + 1}`))))),
+                h('button', {
+                    type: 'button', class: 'small', 'data-testid': 'exp-trajectory-add',
+                    onclick: () => { calls.push({ name: '', arguments: '' }); renderTrajectory(); },
+                }, 'Add an expected call'),
+                calls.length ? null : h('p', { class: 'hint' }, 'No call listed: strict passes a run that calls nothing.')],
+            errorEl('trajectory_calls'));
+    }
+    const functionInput = bound('evaluator_function_id', () => form.evaluator_function_id, (v) => { form.evaluator_function_id = v; });
+    functionInput.addEventListener('input', syncEvaluator);
 
     replace(formEl,
         h('div', { class: 'row2' },
             field('name', 'Name', bound('name', () => form.name, (v) => { form.name = v; }, { placeholder: 'e.g. qa-brevity' })),
             field('dimension', 'What differs', dimension)),
-        h('div', { class: 'row2' },
-            field('model', 'Model', [bound('model', () => form.model, (v) => { form.model = v; }, { placeholder: 'e.g. gpt-4.1-mini', list: 'exp-models' }), modelList]),
-            field('provider', 'Provider', bound('provider', () => form.provider, (v) => { form.provider = v; }, { placeholder: 'inferred from the model when empty' }))),
+        sharedModel,
+        sharedTexts,
         h('h2', null, 'Arms'),
         armsBox,
         h('h2', null, 'Data'),
@@ -370,9 +545,10 @@ function buildForm(root, ctx, form, st) {
                 h('p', { class: 'hint' }, 'CSV: a header row; column id and column expected are optional, every other column is a variable.'), uploadStatus)),
         h('h2', null, 'Evaluation'),
         h('div', { class: 'row2' },
-            field('evaluator_function_id', 'Evaluator function', bound('evaluator_function_id', () => form.evaluator_function_id, (v) => { form.evaluator_function_id = v; }),
-                'Decides whether a run passed, e.g. eval::assert::normalized_text or eval::assert::exact.'),
-            field('evaluator_arguments', 'Arguments (JSON)', bound('evaluator_arguments', () => form.evaluator_arguments, (v) => { form.evaluator_arguments = v; }, { area: true, rows: 2 }))),
+            field('evaluator_function_id', 'Evaluator function', [evaluatorPick, functionInput],
+                'Decides whether a run passed: pick a built-in, or type any evaluator\'s function id.'),
+            argumentsField),
+        trajectoryBox,
         h('details', { class: 'advanced', 'data-testid': 'exp-judge-fields', open: Boolean(form.judge_model || form.judge_task) },
             h('summary', null, 'Pairwise judge (optional): a model that compares the control\'s and a treatment\'s outputs'),
             h('p', { class: 'hint' }, 'Every pair of outputs (case, repeat, treatment) is judged in both orders, so that a judge that favours a slot shows. With a judge the evaluator may be left empty.'),
@@ -386,6 +562,7 @@ function buildForm(root, ctx, form, st) {
                 field('judge_orders', 'Orders', choice('judge_orders', [['both', 'both: each pair twice, swapped'], ['one', 'one: alternating by repeat']])),
                 field('judge_max_tokens', 'Max tokens per judge call', numberInput('judge_max_tokens', '512')),
                 field('verdict_by', 'Verdict by', choice('verdict_by', [['', 'default (the evaluator when there is one)'], ['evaluator', 'the evaluator'], ['judge', 'the judge']])))),
+        agentSection(),
         h('div', { class: 'grid3' },
             field('repeats', 'Repeats per arm and case', bound('repeats', () => form.repeats, (v) => { form.repeats = v; }, { type: 'number' })),
             field('concurrency', 'Cases at once', bound('concurrency', () => form.concurrency, (v) => { form.concurrency = v; }, { type: 'number' })),
@@ -417,6 +594,8 @@ function buildForm(root, ctx, form, st) {
             field('extra', 'JSON object with any of limits, functions, output, metadata', bound('extra', () => form.extra, (v) => { form.extra = v; }, { area: true, rows: 4, placeholder: '{"limits": {"execution": {"max_turns": 4}}}' }))),
         formError,
         h('div', { class: 'submit-bar' }, submit));
+    syncDimension();
+    syncEvaluator();
 
     // errors: [{field, message}] shown at their fields; the rest (all of a server's with
     // summary) above the submit button.
@@ -462,7 +641,7 @@ function buildForm(root, ctx, form, st) {
         } catch (err) {
             if (st.disposed) return;
             const detail = err instanceof ApiError ? err.detail : String(err);
-            showErrors([{ field: experimentFieldForDetail(detail), message: detail }], 'server');
+            showErrors([{ field: fieldFor(detail), message: detail }], 'server');
         } finally {
             submit.disabled = false;
         }
