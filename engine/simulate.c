@@ -99,6 +99,62 @@ static void fold_simulator(struct evd_sim_use *use, const struct evd_harness_out
     c->limiter_wait_ms += o->limiter_wait_ms;
 }
 
+/*
+ * The run's token and cost budgets (limits.execution.max_total_tokens, max_cost_usd) are
+ * the whole conversation's: each agent turn gets what the turns before left of them, and
+ * a conversation that spent them all ends before its next user turn, failed in phase
+ * "limit" as a turn that spends them before its function calls does. NULL limits (none given, or
+ * no memory) leave the agent's limits as they are.
+ */
+static json_t *turn_limits(const json_t *limits, const json_t *metrics)
+{
+    const json_t *exec = json_object_get(limits, "execution");
+    const json_t *mt = json_object_get(exec, "max_total_tokens");
+    const json_t *mc = json_object_get(exec, "max_cost_usd");
+    if (metrics == NULL || (!json_is_integer(mt) && !json_is_number(mc)))
+        return NULL;
+    const json_t *t = json_object_get(metrics, "totals");
+    json_int_t used = json_integer_value(json_object_get(t, "input_tokens")) +
+                      json_integer_value(json_object_get(t, "output_tokens"));
+    double cost = json_number_value(json_object_get(t, "cost_usd"));
+    json_t *copy = json_deep_copy(limits);
+    json_t *cexec = json_object_get(copy, "execution");
+    if (json_is_integer(mt) && cexec != NULL) {
+        json_int_t left = json_integer_value(mt) - used;
+        json_object_set_new(cexec, "max_total_tokens", json_integer(left > 0 ? left : 0));
+    }
+    if (json_is_number(mc) && cexec != NULL) {
+        double left = json_number_value(mc) - cost;
+        json_object_set_new(cexec, "max_cost_usd", json_real(left > 0 ? left : 0));
+    }
+    return copy;
+}
+
+/* The budget the conversation so far spent past, as the failure's message in msg; false
+ * when none was. */
+static bool over_budget(const json_t *limits, const json_t *metrics, char *msg, size_t n)
+{
+    const json_t *exec = json_object_get(limits, "execution");
+    const json_t *mt = json_object_get(exec, "max_total_tokens");
+    const json_t *mc = json_object_get(exec, "max_cost_usd");
+    const json_t *t = json_object_get(metrics, "totals");
+    json_int_t used = json_integer_value(json_object_get(t, "input_tokens")) +
+                      json_integer_value(json_object_get(t, "output_tokens"));
+    const json_t *cost = json_object_get(t, "cost_usd");
+    if (json_is_integer(mt) && used >= json_integer_value(mt)) {
+        snprintf(msg, n, "total tokens %lld reached max_total_tokens %lld before the next "
+                 "user turn", (long long)used, (long long)json_integer_value(mt));
+        return true;
+    }
+    if (json_is_number(mc) && json_is_number(cost) &&
+        json_number_value(cost) >= json_number_value(mc)) {
+        snprintf(msg, n, "cost $%.6f reached max_cost_usd $%.6f before the next user turn",
+                 json_number_value(cost), json_number_value(mc));
+        return true;
+    }
+    return false;
+}
+
 /* The simulator's reply to the conversation so far: a malloc'd string, or NULL with *o
  * (the caller clears it) telling why. */
 static char *ask_simulator(const struct evd_providers *providers,
@@ -262,10 +318,14 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         in.prompt = prompt;
         in.conversation = c.neutral;
         json_t *counts = agent->mock_tools != NULL ? mock_counts_of(c.fcalls) : NULL;
+        json_t *left = turn_limits(agent->limits, c.metrics);
         in.mock_counts = counts;
+        if (left != NULL)
+            in.limits = left;
         struct evd_harness_outcome o = {0};
         rc = evd_harness_run(providers, &in, cancel, &o, err);
         json_decref(counts);
+        json_decref(left);
         if (rc != EVD_OK)
             break;
         fold_agent(&c, agent->session_id, prompt, &o);
@@ -281,6 +341,15 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         evd_harness_outcome_clear(&o);
         if (!answered || ++use->answers >= max_turns)
             break;
+        char why[200];
+        if (over_budget(agent->limits, c.metrics, why, sizeof(why))) {
+            out->status = EVD_HARNESS_FAILED;
+            out->phase = "limit";
+            out->code = EVD_ECONFLICT;
+            free(out->result_error);
+            out->result_error = strdup(why);
+            break;
+        }
         struct evd_harness_outcome so = {0};
         char *reply = ask_simulator(providers, agent, simulator, instructions, c.transcript,
                                     cancel, &so);

@@ -385,6 +385,37 @@ START_TEST(a_mocked_sequence_spans_the_turns_of_a_conversation)
 }
 END_TEST
 
+/* The run's token budget is the whole conversation's: two turns of 25 tokens spend the 40
+ * allowed, and the run fails at the limit before the third user turn. */
+START_TEST(the_token_budget_spans_the_conversation)
+{
+    ck_assert_int_eq(evd_t_stub_script(&at_stub, CONVERSE), 200);
+    char *body = simulated_body(10, "eval::assert::exact");
+    char *limits = xt_printf("%.*s\"limits\":{\"execution\":{\"max_total_tokens\":40}},%s",
+                             (int)(strstr(body, "\"simulator\"") - body), body,
+                             strstr(body, "\"simulator\""));
+    char *id = at_start_experiment(limits);
+    json_t *doc = at_wait_done(id, 60000);
+    json_decref(doc);
+    json_t *runs = at_runs_of(id);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        ck_assert_str_eq(at_str(run, "status"), "failed");
+        ck_assert_str_eq(at_str(run, "failures.0.phase"), "limit");
+        ck_assert_str_eq(at_str(run, "failures.0.message"),
+                         "total tokens 50 reached max_total_tokens 40 before the next user turn");
+        ck_assert_int_eq(json_integer_value(xt_at(run, "benchmark.turns")), 2);
+        ck_assert_int_eq(json_integer_value(xt_at(run, "benchmark.simulator_calls")), 1);
+    }
+    json_decref(runs);
+    free(id);
+    free(limits);
+    free(body);
+}
+END_TEST
+
 /* Refusals of the simulator member name the field; nothing is written. */
 START_TEST(simulator_refusals_name_the_field)
 {
@@ -433,6 +464,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_simulated_user_stops_on_its_token);
     tcase_add_test(tc, a_simulated_user_stops_at_max_turns);
+    tcase_add_test(tc, the_token_budget_spans_the_conversation);
     tcase_add_test(tc, simulator_refusals_name_the_field);
     tcase_add_test(tc, the_plan_counts_the_simulated_user);
     tcase_add_test(tc, a_mocked_sequence_spans_the_turns_of_a_conversation);
