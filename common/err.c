@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 enum evd_code evd_err_set(struct evd_err *err, enum evd_code code, const char *fmt, ...)
 {
@@ -14,6 +15,21 @@ enum evd_code evd_err_set(struct evd_err *err, enum evd_code code, const char *f
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
     return code;
+}
+
+void evd_err_prefix(struct evd_err *err, const char *when, const char *prefix)
+{
+    if (err == NULL || strncmp(err->msg, when, strlen(when)) != 0)
+        return;
+    size_t plen = strlen(prefix);
+    if (plen >= sizeof(err->msg))
+        return;
+    size_t len = strnlen(err->msg, sizeof(err->msg) - 1);
+    if (len > sizeof(err->msg) - 1 - plen) /* the prefix's room, cut from the end */
+        len = sizeof(err->msg) - 1 - plen;
+    memmove(err->msg + plen, err->msg, len);
+    memcpy(err->msg, prefix, plen);
+    err->msg[len + plen] = '\0';
 }
 
 void evd_err_clear(struct evd_err *err)

@@ -39,6 +39,9 @@ enum evd_code evd_err_set(struct evd_err *err, enum evd_code code, const char *f
     __attribute__((format(printf, 3, 4)));
 
 /* Clears *err to EVD_OK with an empty message. */
+/* Puts `prefix` before a message that starts with `when` (a message about "model…" told
+ * of "judge.model…"), cutting its end when the room runs out. NULL-safe. */
+void evd_err_prefix(struct evd_err *err, const char *when, const char *prefix);
 void evd_err_clear(struct evd_err *err);
 
 /* Stable lower-case name of a code, e.g. "invalid_request". */

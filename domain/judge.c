@@ -21,19 +21,6 @@ static enum evd_code oom(struct evd_err *err)
     return evd_err_set(err, EVD_ENOMEM, "out of memory");
 }
 
-/* A start's message about "model…" told of judge.model. */
-static void prefix_judge(struct evd_err *err)
-{
-    if (err == NULL || strncmp(err->msg, "model", 5) != 0)
-        return;
-    size_t len = strnlen(err->msg, sizeof(err->msg) - 1);
-    if (len > sizeof(err->msg) - 7) /* the prefix's room, cut from the end */
-        len = sizeof(err->msg) - 7;
-    memmove(err->msg + 6, err->msg, len);
-    memcpy(err->msg, "judge.", 6);
-    err->msg[len + 6] = '\0';
-}
-
 enum evd_code evd_judge_request(const json_t *judge, json_t **out, struct evd_err *err)
 {
     static const char *const known[] = {"kind",   "model",      "task", "instructions",
@@ -57,7 +44,7 @@ enum evd_code evd_judge_request(const json_t *judge, json_t **out, struct evd_er
         return evd_err_set(err, EVD_EINVAL, "judge.model is required");
     json_t *m = NULL;
     if ((rc = evd_request_model(model, &m, err)) != EVD_OK) {
-        prefix_judge(err);
+        evd_err_prefix(err, "model", "judge.");
         return rc;
     }
     const json_t *task = json_object_get(judge, "task");

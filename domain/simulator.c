@@ -15,21 +15,6 @@ static bool present(const json_t *v)
     return v != NULL && !json_is_null(v);
 }
 
-/* A start's message about "model…" told of simulator.model. */
-static void prefix_simulator(struct evd_err *err)
-{
-    static const char PREFIX[] = "simulator.";
-    const size_t plen = sizeof(PREFIX) - 1;
-    if (err == NULL || strncmp(err->msg, "model", 5) != 0)
-        return;
-    size_t len = strnlen(err->msg, sizeof(err->msg) - 1);
-    if (len > sizeof(err->msg) - 1 - plen)
-        len = sizeof(err->msg) - 1 - plen;
-    memmove(err->msg + plen, err->msg, len);
-    memcpy(err->msg, PREFIX, plen);
-    err->msg[len + plen] = '\0';
-}
-
 enum evd_code evd_simulator_request(const json_t *simulator, json_t **out, struct evd_err *err)
 {
     static const char *const known[] = {"model", "instructions", "max_turns", "stop", NULL};
@@ -48,7 +33,7 @@ enum evd_code evd_simulator_request(const json_t *simulator, json_t **out, struc
         return evd_err_set(err, EVD_EINVAL, "simulator.model is required");
     json_t *m = NULL;
     if ((rc = evd_request_model(model, &m, err)) != EVD_OK) {
-        prefix_simulator(err);
+        evd_err_prefix(err, "model", "simulator.");
         return rc;
     }
     const json_t *ins = json_object_get(simulator, "instructions");

@@ -491,47 +491,43 @@ out:
     return rc;
 }
 
-enum evd_code evd_store_cell_progress(PGconn *c, const char *id, int case_index, int position,
-                                      int attempt, const json_t *metrics, struct evd_err *err)
+/* Sets `column` (a jsonb column of the statement `sql`, $5) of a run while it runs with
+ * `attempt`: its progress snapshot or its checkpoint. */
+static enum evd_code set_running(PGconn *c, const char *sql, const char *id, int case_index,
+                                 int position, int attempt, const json_t *value,
+                                 struct evd_err *err)
 {
     char ci[16], pos[16], att[16];
     snprintf(ci, sizeof(ci), "%d", case_index);
     snprintf(pos, sizeof(pos), "%d", position);
     snprintf(att, sizeof(att), "%d", attempt);
-    char *m = dump(metrics);
+    char *m = dump(value);
     if (m == NULL)
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     const char *p[] = {id, ci, pos, att, m};
-    enum evd_code rc = evd_db_exec(c,
-                                   "UPDATE experiment_runs SET progress = $5::jsonb"
-                                   " WHERE experiment_id = $1 AND case_index = $2::int"
-                                   " AND position = $3::int AND attempt = $4::int"
-                                   " AND status = 'running'",
-                                   5, p, err);
+    enum evd_code rc = evd_db_exec(c, sql, 5, p, err);
     free(m);
     return rc;
+}
+
+#define SET_RUNNING(column)                                                                    \
+    "UPDATE experiment_runs SET " column " = $5::jsonb WHERE experiment_id = $1"               \
+    " AND case_index = $2::int AND position = $3::int AND attempt = $4::int"                   \
+    " AND status = 'running'"
+
+enum evd_code evd_store_cell_progress(PGconn *c, const char *id, int case_index, int position,
+                                      int attempt, const json_t *metrics, struct evd_err *err)
+{
+    return set_running(c, SET_RUNNING("progress"), id, case_index, position, attempt, metrics,
+                       err);
 }
 
 enum evd_code evd_store_cell_checkpoint(PGconn *c, const char *id, int case_index, int position,
                                         int attempt, const json_t *checkpoint,
                                         struct evd_err *err)
 {
-    char ci[16], pos[16], att[16];
-    snprintf(ci, sizeof(ci), "%d", case_index);
-    snprintf(pos, sizeof(pos), "%d", position);
-    snprintf(att, sizeof(att), "%d", attempt);
-    char *m = dump(checkpoint);
-    if (m == NULL)
-        return evd_err_set(err, EVD_ENOMEM, "out of memory");
-    const char *p[] = {id, ci, pos, att, m};
-    enum evd_code rc = evd_db_exec(c,
-                                   "UPDATE experiment_runs SET checkpoint = $5::jsonb"
-                                   " WHERE experiment_id = $1 AND case_index = $2::int"
-                                   " AND position = $3::int AND attempt = $4::int"
-                                   " AND status = 'running'",
-                                   5, p, err);
-    free(m);
-    return rc;
+    return set_running(c, SET_RUNNING("checkpoint"), id, case_index, position, attempt,
+                       checkpoint, err);
 }
 
 json_t *evd_store_cell_checkpoint_get(PGconn *c, const char *id, int case_index, int position,

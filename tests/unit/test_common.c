@@ -19,6 +19,29 @@ START_TEST(err_set_formats_and_returns_code)
 }
 END_TEST
 
+/* A message about "model…" told of "judge.model…"; others are left alone; a long one loses
+ * its end, never its prefix. */
+START_TEST(err_prefix_names_the_parent)
+{
+    struct evd_err e = {0};
+    evd_err_set(&e, EVD_EINVAL, "model.model is required");
+    evd_err_prefix(&e, "model", "simulator.");
+    ck_assert_str_eq(e.msg, "simulator.model.model is required");
+    evd_err_set(&e, EVD_EINVAL, "limits must be an object");
+    evd_err_prefix(&e, "model", "judge.");
+    ck_assert_str_eq(e.msg, "limits must be an object");
+    char longer[EVD_ERR_MSG_MAX];
+    memset(longer, 'x', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    memcpy(longer, "model", 5);
+    evd_err_set(&e, EVD_EINVAL, "%s", longer);
+    evd_err_prefix(&e, "model", "judge.");
+    ck_assert_uint_eq(strlen(e.msg), sizeof(e.msg) - 1);
+    ck_assert(strncmp(e.msg, "judge.model", 11) == 0);
+    evd_err_prefix(NULL, "model", "judge."); /* NULL-safe */
+}
+END_TEST
+
 START_TEST(ids_are_uuid4_hex)
 {
     char a[64], b[64];
@@ -130,6 +153,7 @@ int main(void)
     Suite *s = suite_create("common");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, err_set_formats_and_returns_code);
+    tcase_add_test(tc, err_prefix_names_the_parent);
     tcase_add_test(tc, ids_are_uuid4_hex);
     tcase_add_test(tc, sha256_known_vectors);
     tcase_add_test(tc, consttime_eq);
