@@ -58,8 +58,7 @@ enum evd_code evd_simulator_request(const json_t *simulator, json_t **out, struc
     *out = json_pack("{s:o, s:O, s:I, s:s}", "model", m, "instructions", ins, "max_turns",
                      present(max) ? json_integer_value(max)
                                   : (json_int_t)EVD_SIMULATOR_DEFAULT_MAX_TURNS,
-                     "stop",
-                     present(stop) ? json_string_value(stop) : EVD_SIMULATOR_DEFAULT_STOP);
+                     "stop", present(stop) ? json_string_value(stop) : EVD_SIMULATOR_DEFAULT_STOP);
     return *out != NULL ? EVD_OK : evd_err_set(err, EVD_ENOMEM, "out of memory");
 }
 

@@ -142,8 +142,10 @@ static bool over_budget(const json_t *limits, const json_t *metrics, char *msg, 
                       json_integer_value(json_object_get(t, "output_tokens"));
     const json_t *cost = json_object_get(t, "cost_usd");
     if (json_is_integer(mt) && used >= json_integer_value(mt)) {
-        snprintf(msg, n, "total tokens %lld reached max_total_tokens %lld before the next "
-                 "user turn", (long long)used, (long long)json_integer_value(mt));
+        snprintf(msg, n,
+                 "total tokens %lld reached max_total_tokens %lld before the next "
+                 "user turn",
+                 (long long)used, (long long)json_integer_value(mt));
         return true;
     }
     if (json_is_number(mc) && json_is_number(cost) &&
@@ -220,8 +222,8 @@ static enum evd_code finish(struct conv *c, const struct evd_harness_input *agen
     out->metrics = c->metrics;
     out->spans = c->spans;
     out->conversation = c->neutral != NULL ? c->neutral : json_array();
-    out->transcript = json_pack("{s:o, s:o, s:o}", "generations", c->generations,
-                                "function_calls", c->fcalls, "conversation", c->transcript);
+    out->transcript = json_pack("{s:o, s:o, s:o}", "generations", c->generations, "function_calls",
+                                c->fcalls, "conversation", c->transcript);
     c->metrics = c->spans = c->neutral = c->generations = c->fcalls = c->transcript = NULL;
     if (out->metrics != NULL) {
         json_t *traces = evd_harness_traces_from_spans(agent->session_id, out->spans);
@@ -239,14 +241,13 @@ static json_t *checkpoint_of(const struct conv *c, const struct evd_sim_use *use
 {
     return json_pack("{s:I, s:s, s:O, s:O, s:O*, s:O, s:O, s:O, s:I, s:I,"
                      " s:{s:I, s:I, s:I, s:f, s:b}}",
-                     "answers", (json_int_t)use->answers, "prompt", prompt, "neutral",
-                     c->neutral, "transcript", c->transcript, "metrics", c->metrics, "spans",
-                     c->spans, "generations", c->generations, "function_calls", c->fcalls,
-                     "limiter_wait_ms", (json_int_t)c->limiter_wait_ms, "elapsed_ms",
-                     (json_int_t)elapsed_ms, "simulator", "calls", (json_int_t)use->calls,
-                     "input_tokens", (json_int_t)use->input_tokens, "output_tokens",
-                     (json_int_t)use->output_tokens, "cost_usd", use->cost_usd, "priced",
-                     use->priced);
+                     "answers", (json_int_t)use->answers, "prompt", prompt, "neutral", c->neutral,
+                     "transcript", c->transcript, "metrics", c->metrics, "spans", c->spans,
+                     "generations", c->generations, "function_calls", c->fcalls, "limiter_wait_ms",
+                     (json_int_t)c->limiter_wait_ms, "elapsed_ms", (json_int_t)elapsed_ms,
+                     "simulator", "calls", (json_int_t)use->calls, "input_tokens",
+                     (json_int_t)use->input_tokens, "output_tokens", (json_int_t)use->output_tokens,
+                     "cost_usd", use->cost_usd, "priced", use->priced);
 }
 
 /* Takes an earlier attempt's checkpoint (borrowed) into c, *use and *prompt; false when it
@@ -300,15 +301,15 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         .spans = json_array(),
         .generations = json_array(),
         .fcalls = json_array(),
-        .transcript = json_is_array(agent->conversation) ? json_deep_copy(agent->conversation)
-                                                         : json_array(),
+        .transcript =
+            json_is_array(agent->conversation) ? json_deep_copy(agent->conversation) : json_array(),
         .neutral = json_incref(agent->conversation),
     };
     int64_t started_at = evd_now_ms(), t0 = evd_mono_ms(), before = 0;
     char *prompt = strdup(agent->prompt != NULL ? agent->prompt : "");
     enum evd_code rc = EVD_OK;
-    c.bad = c.spans == NULL || c.generations == NULL || c.fcalls == NULL ||
-            c.transcript == NULL || prompt == NULL;
+    c.bad = c.spans == NULL || c.generations == NULL || c.fcalls == NULL || c.transcript == NULL ||
+            prompt == NULL;
     const json_t *cp = resume != NULL ? resume->checkpoint : NULL;
     if (!c.bad && json_is_object(cp) && !resume_from(cp, &c, use, &prompt, &before))
         evd_log(EVD_LOG_WARN, "a conversation's checkpoint is not one; it starts over",
@@ -351,16 +352,16 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
             break;
         }
         struct evd_harness_outcome so = {0};
-        char *reply = ask_simulator(providers, agent, simulator, instructions, c.transcript,
-                                    cancel, &so);
+        char *reply =
+            ask_simulator(providers, agent, simulator, instructions, c.transcript, cancel, &so);
         fold_simulator(use, &so, &c);
         if (reply == NULL) {
             /* The run fails (or is cancelled) with what stopped the simulator. */
             char msg[600];
             snprintf(msg, sizeof(msg), "simulated user: %s",
                      so.result_error != NULL ? so.result_error : "no text reply");
-            out->status = so.status == EVD_HARNESS_CANCELLED ? EVD_HARNESS_CANCELLED
-                                                              : EVD_HARNESS_FAILED;
+            out->status =
+                so.status == EVD_HARNESS_CANCELLED ? EVD_HARNESS_CANCELLED : EVD_HARNESS_FAILED;
             out->phase = so.phase != NULL ? so.phase : "send";
             out->code = so.code != EVD_OK ? so.code : EVD_EUPSTREAM;
             free(out->result_error);

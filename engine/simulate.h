@@ -21,7 +21,7 @@ struct evd_sim_use {
     int64_t input_tokens;
     int64_t output_tokens;
     double cost_usd;
-    bool priced; /* every call had a price */
+    bool priced;     /* every call had a price */
     int64_t answers; /* the agent's answers: the run's `turns` */
 };
 
