@@ -385,8 +385,17 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         }
     }
     free(prompt);
-    if (rc == EVD_OK)
-        rc = finish(&c, agent, started_at, t0 - before, out, err);
+    bool failed = rc != EVD_OK || c.bad;
+    enum evd_code frc = finish(&c, agent, started_at, t0 - before, out, err);
+    if (failed || frc != EVD_OK) {
+        /* Out of memory: the run fails, whatever its last turn said. */
+        out->status = EVD_HARNESS_FAILED;
+        out->phase = "setup";
+        out->code = EVD_ENOMEM;
+        free(out->result_error);
+        out->result_error = strdup("out of memory during a simulated conversation");
+        rc = EVD_ENOMEM;
+    }
     json_decref(c.metrics);
     json_decref(c.spans);
     json_decref(c.generations);
