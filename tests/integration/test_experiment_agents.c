@@ -292,7 +292,7 @@ START_TEST(mocked_tools_answer_and_the_trajectory_decides)
         const char *mode, *control_reason;
     } modes[] = {
         {"strict", "call 2: expected book"},
-        {"unordered", NULL},
+        {"unordered", "call 2: unexpected lookup"},
         {"subset", "call 2: unexpected lookup"},
         {"superset", "expected call 2: book"},
     };
@@ -344,6 +344,60 @@ START_TEST(mocked_tools_answer_and_the_trajectory_decides)
         free(id);
         free(body);
     }
+}
+END_TEST
+
+/* Arguments that break a mocked tool's parameters are not answered: the model is told the
+ * validation message, naming the instance path, and the call is a function-call error. */
+START_TEST(invalid_arguments_are_told_to_the_model)
+{
+    ck_assert_int_eq(
+        evd_t_stub_script(
+            &at_stub, "{\"rules\":["
+                      "{\"when\":{\"has_tool_result\":true},\"reply\":{\"text\":\"I could not "
+                      "book.\"}},"
+                      "{\"when\":{\"has_tool_result\":false},\"reply\":" CALL(
+                          "book", "{\"room\":42}") "}]}"),
+        200);
+    char *id = at_start_experiment(
+        "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":"
+        "\"openai\"},\"control\":{\"prompt\":\"Book it.\"},\"treatments\":[{\"prompt\":"
+        "\"Book it now.\"}],\"tools\":[{\"name\":\"book\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"room\":{\"type\":\"string\"}},\"required\":[\"room\"]}}],"
+        "\"evaluator\":{\"function_id\":\"eval::assert::exact\",\"arguments\":{\"expected\":"
+        "\"x\"}},\"repeats\":1,\"cases\":[{\"id\":\"r\",\"tool_results\":{\"book\":"
+        "{\"status\":\"confirmed\"}}}]}");
+    json_t *doc = at_wait_done(id, 60000);
+    json_decref(doc);
+    json_t *runs = at_runs_of(id);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        ck_assert_str_eq(at_str(run, "output"), "I could not book.");
+        ck_assert_int_eq(json_integer_value(xt_at(run, "benchmark.function_calls")), 1);
+        ck_assert_int_eq(json_integer_value(xt_at(run, "benchmark.function_call_errors")), 1);
+        const char *error = at_str(run, "transcript.function_calls.0.error");
+        ck_assert_msg(strstr(error, "payload of book does not match its request_schema") != NULL &&
+                          strstr(error, "\"/room\"") != NULL,
+                      "%s", error);
+        ck_assert_ptr_null(xt_at(run, "transcript.function_calls.0.result"));
+    }
+    json_decref(runs);
+    /* What the model was sent back: the message, not the mock's answer. */
+    json_t *log = evd_t_stub_requests(&at_stub, 0);
+    int told = 0;
+    json_array_foreach(json_object_get(log, "requests"), i, run)
+    {
+        char *text = json_dumps(json_object_get(run, "body"), JSON_COMPACT);
+        told += strstr(text, "does not match its request_schema") != NULL &&
+                strstr(text, "confirmed") == NULL;
+        free(text);
+    }
+    ck_assert_int_eq(told, 2);
+    json_decref(log);
+    ck_assert_int_eq(hs_tools_calls("/echo"), 0);
+    free(id);
 }
 END_TEST
 
@@ -474,6 +528,7 @@ int main(void)
     tcase_add_test(tc, an_empty_prompt_needs_a_conversation_ending_with_the_user);
     tcase_add_test(tc, mocked_tools_answer_and_the_trajectory_decides);
     tcase_add_test(tc, mocked_tool_refusals_name_the_field);
+    tcase_add_test(tc, invalid_arguments_are_told_to_the_model);
     tcase_add_test(tc, the_worked_example_of_the_docs_holds);
     suite_add_tcase(s, tc);
     return evd_test_run_suite(s);
