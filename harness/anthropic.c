@@ -2,7 +2,9 @@
  * Anthropic Messages wire format (POST {base}/v1/messages), kind "anthropic-messages".
  * Consecutive neutral messages of one role are merged into one Messages turn (tool results
  * first, as the API requires); assistant turns from Anthropic are replayed verbatim so
- * thinking blocks keep their signatures. Pure; thread-safe.
+ * thinking blocks keep their signatures; a conversation that opens with the assistant gets
+ * a user's opening line before it (EVD_HX_ANTHROPIC_OPENING), as the API requires the user
+ * first. Pure; thread-safe.
  */
 #include "harness/internal.h"
 
@@ -86,6 +88,14 @@ json_t *evd_hx_anthropic_build(const struct evd_hx_request *r, struct evd_err *e
         goto nomem;
     size_t i;
     json_t *m;
+    /* The API wants the user first; a conversation that opens with the assistant (a case's
+     * greeting, or a simulated user's view with the roles swapped) gets an opening line. */
+    const char *first = json_string_value(json_object_get(json_array_get(r->messages, 0), "role"));
+    if (first != NULL && strcmp(first, "assistant") == 0 &&
+        push_blocks(messages, "user",
+                    json_pack("[{s:s,s:s}]", "type", "text", "text", EVD_HX_ANTHROPIC_OPENING)) !=
+            0)
+        goto nomem;
     json_array_foreach(r->messages, i, m)
     {
         const char *role = json_string_value(json_object_get(m, "role"));

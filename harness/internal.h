@@ -192,6 +192,9 @@ void evd_hx_reply_clear(struct evd_hx_reply *r);
 /* The message of an error body (any kind), bounded; writes into out. */
 void evd_hx_error_detail(const char *body, size_t len, char *out, size_t outsz);
 
+/* What an Anthropic request opens with when its conversation starts with the assistant. */
+#define EVD_HX_ANTHROPIC_OPENING "(The conversation begins.)"
+
 /* Per-kind builders/parsers, in openai_responses.c, anthropic.c and openai_chat.c. */
 json_t *evd_hx_responses_build(const struct evd_hx_request *r, struct evd_err *err);
 enum evd_code evd_hx_responses_parse(json_t *body, struct evd_hx_reply *out, struct evd_err *err);

@@ -373,6 +373,20 @@ START_TEST(anthropic_request_shape)
     json_decref(b);
     json_decref(msgs);
     json_decref(tools);
+    /* A conversation that opens with the assistant gets the user's opening line first. */
+    msgs = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "assistant", "content", "Hello! Which city?",
+                     "role", "user", "content", "Oslo.");
+    struct evd_hx_request q3 = {"claude-x", NULL, msgs, NULL, 64, NULL, NULL, NULL, false};
+    b = evd_hx_build_request(EVD_KIND_ANTHROPIC_MESSAGES, &q3, &err);
+    m = json_object_get(b, "messages");
+    ck_assert_int_eq(json_array_size(m), 3);
+    ck_assert_str_eq(JS(json_array_get(m, 0), "role"), "user");
+    ck_assert_str_eq(JS(json_array_get(json_object_get(json_array_get(m, 0), "content"), 0), "text"),
+                     EVD_HX_ANTHROPIC_OPENING);
+    ck_assert_str_eq(JS(json_array_get(m, 1), "role"), "assistant");
+    ck_assert_str_eq(JS(json_array_get(m, 2), "role"), "user");
+    json_decref(b);
+    json_decref(msgs);
 }
 END_TEST
 
