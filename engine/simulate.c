@@ -157,6 +157,22 @@ static bool over_budget(const json_t *limits, const json_t *metrics, char *msg, 
     return false;
 }
 
+/* A turn's progress snapshot with the turns before it added, for the run's own callback. */
+struct progress_sum {
+    const struct evd_harness_input *agent;
+    const json_t *before; /* the turns so far (c.metrics), or NULL */
+};
+
+static void progress_summed(void *ctx, json_t *metrics)
+{
+    const struct progress_sum *p = ctx;
+    json_t *sum = p->before != NULL ? evd_session_metrics_add(p->before, metrics,
+                                                               p->agent->session_id, false)
+                                    : NULL;
+    p->agent->progress(p->agent->progress_ctx, sum != NULL ? sum : metrics);
+    json_decref(sum);
+}
+
 /* The simulator's reply to the conversation so far: a malloc'd string, or NULL with *o
  * (the caller clears it) telling why. */
 static char *ask_simulator(const struct evd_providers *providers,
@@ -323,6 +339,11 @@ enum evd_code evd_simulate(const struct evd_providers *providers,
         in.mock_counts = counts;
         if (left != NULL)
             in.limits = left;
+        struct progress_sum sum = {agent, c.metrics};
+        if (agent->progress != NULL) {
+            in.progress = progress_summed;
+            in.progress_ctx = &sum;
+        }
         struct evd_harness_outcome o = {0};
         rc = evd_harness_run(providers, &in, cancel, &o, err);
         json_decref(counts);

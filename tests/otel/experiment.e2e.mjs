@@ -34,10 +34,32 @@ function script() {
             { when: { prompt_contains: '(RETRY)' }, reply: { text: 'OK' } },
             { when: { prompt_contains: '(EXP-A)' }, reply: { text: 'OK' }, usage: { input_tokens: 7, output_tokens: 1 } },
             { when: { prompt_contains: '(EXP-B)' }, reply: { text: 'Sure, here it is: OK' }, usage: { input_tokens: 7, output_tokens: 6 } },
+            ...SIM_RULES,
             ...base.rules,
         ],
     };
 }
+
+// The simulated conversation (docs/agents.md, "Simulated users", "Mocked tools"): the agent
+// (stub-model) calls the mocked tool search, asks for the night; the simulated user
+// (SIM_MODEL, matched by model) answers "Friday, please."; the agent calls the mocked tool
+// book, answers that it booked; the user says [[DONE]]. Each rule has its own usage so
+// that the spans' tokens can be summed against the run's benchmark.
+const SIM_MODEL = 'stub-user';
+const SIM_RULES = [
+    { when: { model: SIM_MODEL, prompt_contains: 'Which night?' }, reply: { text: 'Friday, please.' },
+        usage: { input_tokens: 9, output_tokens: 3 } },
+    { when: { model: SIM_MODEL, prompt_contains: 'Booked' }, reply: { text: 'Thanks! [[DONE]]' },
+        usage: { input_tokens: 11, output_tokens: 2 } },
+    { when: { model: 'stub-model', prompt_contains: '(SIM-ROOM)', has_tool_result: false },
+        reply: { tool_calls: [{ name: 'search', arguments: { query: 'free rooms' } }] }, usage: { input_tokens: 13, output_tokens: 4 } },
+    { when: { model: 'stub-model', prompt_contains: '(SIM-ROOM)', has_tool_result: true },
+        reply: { text: 'Room R12 is free. Which night?' }, usage: { input_tokens: 17, output_tokens: 5 } },
+    { when: { model: 'stub-model', prompt_contains: 'Friday, please.', has_tool_result: false },
+        reply: { tool_calls: [{ name: 'book', arguments: { room: 'R12' } }] }, usage: { input_tokens: 19, output_tokens: 6 } },
+    { when: { model: 'stub-model', prompt_contains: 'Friday, please.', has_tool_result: true },
+        reply: { text: 'Booked R12 for Friday.' }, usage: { input_tokens: 23, output_tokens: 7 } },
+];
 
 const routes = {
     ...weatherRoutes(),
@@ -170,6 +192,158 @@ describe('an experiment of two arms over an inline dataset', () => {
             }
             const evaluate = t.children.find((c) => c.name.startsWith('evaluate '));
             assert.equal(evaluate.kind, 1, `run ${row.run_id}: a built-in evaluator's span is INTERNAL`);
+        }
+    });
+});
+
+describe('an experiment with a simulated user and mocked tools', () => {
+    const SIM_CONTROL = 'sim-ctl';
+    const SIM_TREATMENT = 'sim-trt';
+    let exp;
+    let byTrace;
+    // What the API says of a run: its agent generations, simulator calls and function calls.
+    const figures = (row) => ({
+        generations: row.transcript?.generations?.length ?? 0,
+        simulatorCalls: row.benchmark?.simulator_calls ?? 0,
+        functionCalls: row.transcript?.function_calls?.length ?? 0,
+    });
+    before(async () => {
+        exp = await runExperiment(evald, {
+            name: 'otel-simulated',
+            dimension: 'prompt',
+            cases: [{ id: 'ana', vars: { name: 'Ana' },
+                tool_results: {
+                    search: [{ when: { query: 'free rooms' }, result: { rooms: ['R12'] } }],
+                    book: { status: 'confirmed', room: 'R12' },
+                } }],
+            model: { model: 'stub-model', provider: 'openai' },
+            control: { label: SIM_CONTROL, prompt: 'I need a room. (SIM-ROOM)' },
+            treatments: [{ label: SIM_TREATMENT, prompt: 'Hello! I need a room. (SIM-ROOM)' }],
+            tools: [
+                { name: 'search', description: 'Free rooms for a night', parameters: { type: 'object',
+                    properties: { query: { type: 'string' } }, required: ['query'] } },
+                { name: 'book', parameters: { type: 'object', properties: { room: { type: 'string' } } } },
+            ],
+            simulator: { model: { model: SIM_MODEL, provider: 'openai' },
+                instructions: 'You are {{name}}, a traveller. Book one night.', max_turns: 5 },
+            evaluator: { function_id: 'eval::assert::exact', arguments: { expected: 'Booked R12 for Friday.' } },
+            repeats: 1,
+        });
+        for (const row of exp.rows) {
+            assert.equal(row.status, 'completed', `simulated run ${row.run_id}: ${JSON.stringify(row.failures)}`);
+            assert.match(row.trace_id ?? '', HEX32, `simulated run ${row.run_id}: no trace_id`);
+        }
+        // Every generation, simulator call and tool call, and the evaluator's span.
+        byTrace = await waitForTraces(receiver, exp.rows, (row) => {
+            const f = figures(row);
+            return f.generations + f.simulatorCalls + f.functionCalls + 1;
+        });
+    });
+
+    test('the API\'s figures: a conversation of several turns with simulator and tool calls', () => {
+        assert.equal(exp.rows.length, 2, 'one case × 2 arms × 1 repeat');
+        for (const row of exp.rows) {
+            const f = figures(row);
+            const where = `simulated run ${row.run_id}`;
+            // Not the figures checked below, only that the scenario exercised what it is about.
+            assert.ok(row.benchmark.turns >= 2, `${where}: several agent turns (benchmark ${JSON.stringify(row.benchmark)})`);
+            assert.ok(f.simulatorCalls >= 2, `${where}: several simulator calls (benchmark ${JSON.stringify(row.benchmark)})`);
+            assert.ok(f.generations > row.benchmark.turns, `${where}: turns with more than one generation`);
+            assert.ok(f.functionCalls >= 2 && row.transcript.function_calls.every((c) => c.mocked === true),
+                `${where}: mocked function calls: ${JSON.stringify(row.transcript.function_calls)}`);
+        }
+    });
+
+    test('each run is one trace whose root is invoke_agent <label>', () => {
+        for (const row of exp.rows) {
+            const where = `simulated run ${row.run_id} (arm ${row.arm})`;
+            const t = byTrace.get(row.trace_id);
+            assert.ok(t, `${where}: nothing exported with trace ${row.trace_id}`);
+            assert.equal(t.roots.length, 1, `${where}: roots ${t.roots.map((s) => s.name).join(', ')}`);
+            const root = t.roots[0];
+            checkSpanFormat(root);
+            const label = row.arm === 0 ? SIM_CONTROL : SIM_TREATMENT;
+            assert.equal(root.name, `invoke_agent ${label}`, `${where}: root name`);
+            const a = attrChecker(root);
+            a.str('gen_ai.operation.name', 'invoke_agent');
+            a.str('gen_ai.agent.name', label);
+            a.str('evald.experiment_id', exp.id);
+            a.str('evald.run_id', row.run_id);
+            a.str('gen_ai.request.model', 'stub-model');
+            a.absent('evald.simulator');
+        }
+        // No simulator span outside the runs' traces (this is the suite's only simulator).
+        const simSpans = spansOf(receiver.decoded()).map((x) => x.span)
+            .filter((sp) => attrs(sp.attributes)['evald.simulator'] !== undefined);
+        const runTraces = new Set(exp.rows.map((row) => row.trace_id));
+        assert.deepEqual(simSpans.filter((sp) => !runTraces.has(sp.traceId)).map((sp) => `${sp.name} in ${sp.traceId}`), [],
+            'simulator spans outside the runs\' traces');
+        assert.equal(simSpans.length, exp.rows.reduce((n, row) => n + figures(row).simulatorCalls, 0),
+            'simulator spans exported vs the runs\' benchmark.simulator_calls');
+    });
+
+    test('the agent\'s and the simulator\'s chat spans are children of the root, told apart by evald.simulator', () => {
+        for (const row of exp.rows) {
+            const where = `simulated run ${row.run_id} (arm ${row.arm})`;
+            const f = figures(row);
+            const t = byTrace.get(row.trace_id);
+            const root = t.roots[0];
+            for (const c of t.all) checkSpanFormat(c);
+            const chats = t.all.filter((s) => attrs(s.attributes)['gen_ai.operation.name']?.stringValue === 'chat');
+            const sim = chats.filter((s) => attrs(s.attributes)['evald.simulator'] !== undefined);
+            const agent = chats.filter((s) => attrs(s.attributes)['evald.simulator'] === undefined);
+            for (const c of chats) {
+                assert.equal(c.parentSpanId, root.spanId, `${where}: ${c.name} (${c.spanId}) is not a child of the root ${root.spanId}`);
+                assert.equal(c.kind, 3, `${where}: ${c.name} is CLIENT`);
+                assert.equal(c.status?.code ?? 0, 0, `${where}: ${c.name} status`);
+            }
+            assert.equal(sim.length, f.simulatorCalls,
+                `${where}: simulator chat spans (${sim.length}) vs benchmark.simulator_calls (${f.simulatorCalls})`);
+            assert.equal(agent.length, f.generations,
+                `${where}: agent chat spans (${agent.length}) vs transcript.generations (${f.generations})`);
+            for (const c of sim) {
+                assert.equal(c.name, `chat ${SIM_MODEL}`, `${where}: a simulator span's name`);
+                const a = attrChecker(c);
+                assert.equal(a.a['evald.simulator'].boolValue, true, `${where}: ${c.name}: evald.simulator must be boolValue true, got ${JSON.stringify(a.a['evald.simulator'])}`);
+                a.str('gen_ai.request.model', SIM_MODEL);
+            }
+            for (const c of agent) {
+                assert.equal(c.name, 'chat stub-model', `${where}: an agent span's name`);
+                attrChecker(c).str('gen_ai.request.model', 'stub-model');
+            }
+            // Their usage adds up to the run's figures, the simulator's apart from the agent's.
+            const sum = (spans, key) => spans.reduce((n, s) => n + attrChecker(s).int(key), 0);
+            assert.equal(sum(sim, 'gen_ai.usage.input_tokens'), row.benchmark.simulator_input_tokens, `${where}: simulator input tokens`);
+            assert.equal(sum(sim, 'gen_ai.usage.output_tokens'), row.benchmark.simulator_output_tokens, `${where}: simulator output tokens`);
+            assert.equal(sum(agent, 'gen_ai.usage.input_tokens'), row.benchmark.input_tokens, `${where}: agent input tokens`);
+            assert.equal(sum(agent, 'gen_ai.usage.output_tokens'), row.benchmark.output_tokens, `${where}: agent output tokens`);
+            // The conversation starts with the agent's generation, not the simulator's.
+            const byStart = [...chats].sort((x, y) => (BigInt(x.startTimeUnixNano) < BigInt(y.startTimeUnixNano) ? -1 : 1));
+            assert.ok(!sim.includes(byStart[0]), `${where}: the conversation starts with the agent`);
+        }
+    });
+
+    test('a mocked tool\'s execute_tool span carries evald.tool.mocked: true', () => {
+        for (const row of exp.rows) {
+            const where = `simulated run ${row.run_id} (arm ${row.arm})`;
+            const t = byTrace.get(row.trace_id);
+            const root = t.roots[0];
+            const tools = t.all.filter((s) => attrs(s.attributes)['gen_ai.operation.name']?.stringValue === 'execute_tool');
+            const calls = row.transcript.function_calls;
+            assert.equal(tools.length, calls.length, `${where}: execute_tool spans (${tools.map((s) => s.name).join(', ')}) vs transcript.function_calls (${calls.length})`);
+            assert.deepEqual(tools.map((s) => attrs(s.attributes)['gen_ai.tool.name']?.stringValue).sort(),
+                calls.map((c) => c.function_id ?? c.name).sort(), `${where}: the tools called`);
+            for (const s of tools) {
+                assert.equal(s.parentSpanId, root.spanId, `${where}: ${s.name} is a child of the root`);
+                assert.equal(s.name, `execute_tool ${attrs(s.attributes)['gen_ai.tool.name']?.stringValue}`, `${where}: span name`);
+                const m = attrs(s.attributes)['evald.tool.mocked'];
+                assert.equal(m?.boolValue, true, `${where}: ${s.name}: evald.tool.mocked must be boolValue true, got ${JSON.stringify(m)}`);
+                assert.equal(s.status?.code ?? 0, 0, `${where}: ${s.name} status`);
+            }
+            // Nothing else but the evaluator's span.
+            const other = t.children.filter((s) => !tools.includes(s)
+                && attrs(s.attributes)['gen_ai.operation.name']?.stringValue !== 'chat');
+            assert.deepEqual(other.map((s) => s.name), ['evaluate eval::assert::exact'], `${where}: the root's other children`);
         }
     });
 });
