@@ -3,8 +3,10 @@
 // evald.repeat; the /runs rows name their trace), the weather evaluation with its HTTP tool
 // and HTTP evaluator (no message content anywhere, the rest as with capture), runs that
 // fail (ERROR spans with error.type: a tool and an evaluator answering 500, a provider
-// answering 400), a generation retried after a 429 (an evald.retry event), a session turn,
-// and the signal-specific protocol variable winning. Real evald, evald-stub and PostgreSQL
+// answering 400), a generation retried after a 429 (an evald.retry event), a run with a
+// simulated user and mocked tools (one trace per run: the agent's and the simulator's chat
+// spans under its root, counted against the API's figures), a session turn, and the
+// signal-specific protocol variable winning. Real evald, evald-stub and PostgreSQL
 // on loopback; this process is the collector, the tools and the evaluators.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -240,10 +242,12 @@ describe('an experiment with a simulated user and mocked tools', () => {
         });
     });
 
-    test('the API\'s figures: a conversation of several turns with simulator and tool calls', () => {
+    test('the API\'s figures: a conversation of several turns with simulator and tool calls', (t) => {
         assert.equal(exp.rows.length, 2, 'one case × 2 arms × 1 repeat');
         for (const row of exp.rows) {
             const f = figures(row);
+            t.diagnostic(`run ${row.run_id}: turns ${row.benchmark?.turns}, generations ${f.generations}, ` +
+                `simulator_calls ${f.simulatorCalls}, function calls ${f.functionCalls}`);
             const where = `simulated run ${row.run_id}`;
             // Not the figures checked below, only that the scenario exercised what it is about.
             assert.ok(row.benchmark.turns >= 2, `${where}: several agent turns (benchmark ${JSON.stringify(row.benchmark)})`);
