@@ -72,5 +72,9 @@ if [ -n "$demo_model" ] && [ "${EVALD_DEMO:-1}" = 1 ]; then
   demo=$(curl -sS "${auth[@]}" -X POST "http://$listen/v1/evaluations" \
     -H 'Content-Type: application/json' -d @scripts/demo-evaluation.json || true)
   echo "run: demo evaluation submitted: $demo"
+  # An agent experiment too (docs/agents.md): conversations, a mocked tool, a simulated user.
+  demo=$(curl -sS "${auth[@]}" -X POST "http://$listen/v1/experiments" \
+    -H 'Content-Type: application/json' -d @scripts/demo-agent-experiment.json || true)
+  echo "run: demo agent experiment submitted: $demo"
 fi
 wait "$evald_pid"

@@ -40,6 +40,11 @@ for _ in $(seq 1 600); do
 done
 [ "$ready" = 1 ] || fail "not ready with its demo within 60 s"
 grep -q '"evaluation_id":"eval_' "$log" || fail "the demo evaluation was not accepted"
+for _ in $(seq 1 100); do
+    grep -q "run: demo agent experiment submitted" "$log" && break
+    sleep 0.1
+done
+grep -q '"experiment_id":"exp_' "$log" || fail "the demo agent experiment was not accepted"
 curl -fsS "http://$listen/readyz" >/dev/null || fail "evald is not ready at $listen"
 postmaster=$(head -n 1 "$work/pg/data/postmaster.pid")
 kill -0 "$postmaster" 2>/dev/null || fail "no PostgreSQL runs for $work/pg"
