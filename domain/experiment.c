@@ -838,7 +838,7 @@ enum evd_code evd_experiment_check_case(const json_t *normalized, const json_t *
         rc = render_text(json_object_get(v, "prompt"), c, &prompt, err);
         if (rc == EVD_OK)
             rc = render_text(json_object_get(v, "system_prompt"), c, &system, err);
-        if (rc == EVD_OK && json_string_length(prompt) == 0)
+        if (rc == EVD_OK && json_is_string(prompt) && json_string_length(prompt) == 0)
             rc = check_empty_prompt(c, err);
         json_decref(prompt);
         json_decref(system);
