@@ -95,6 +95,27 @@ static void print_power(FILE *out, const json_t *plan, bool anytime)
                 "");
 }
 
+/*
+ * The calls a judge or a simulated user adds (docs/judges.md, docs/agents.md), apart from the
+ * arms': "judge           40 calls, at most 20,480 output tokens, at most $0.03", with "at most"
+ * before the calls when `calls` is a maximum. Nothing when the plan has none.
+ */
+static void print_extra_calls(FILE *out, const char *what, const json_t *part, const char *calls)
+{
+    if (!json_is_object(part))
+        return;
+    char n[32], t[32], usd[48];
+    const json_t *max = json_object_get(json_object_get(part, "cost_usd"), "output_max");
+    fprintf(out, "%-15s %s%s calls, at most %s output tokens", what,
+            strcmp(calls, "calls_max") == 0 ? "at most " : "",
+            cli_count_text(n, sizeof(n), int_of(json_object_get(part, calls))),
+            cli_count_text(t, sizeof(t), int_of(json_object_get(part, "output_tokens_max"))));
+    if (json_is_number(max))
+        fprintf(out, ", at most %s\n", cli_usd_text(usd, sizeof(usd), json_number_value(max)));
+    else
+        fprintf(out, " (no price for its model)\n");
+}
+
 void cli_plan_print(FILE *out, const json_t *plan, const json_t *request)
 {
     const char *rule =
@@ -126,5 +147,7 @@ void cli_plan_print(FILE *out, const json_t *plan, const json_t *request)
     } else {
         fprintf(out, "%-15s unknown (no price for the model)\n", "cost");
     }
+    print_extra_calls(out, "judge", json_object_get(plan, "judge"), "calls");
+    print_extra_calls(out, "simulated user", json_object_get(plan, "simulator"), "calls_max");
     print_power(out, plan, anytime);
 }

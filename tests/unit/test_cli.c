@@ -319,6 +319,23 @@ START_TEST(the_plan_is_printed_figure_by_figure)
                      "effect, far fewer when the effect is larger\n");
     free(text);
 
+    /* A judge's and a simulated user's calls, apart from the arms'. */
+    json_object_set_new(plan, "judge",
+                        json_pack("{s:i, s:i, s:{s:f}}", "calls", 4000, "output_tokens_max",
+                                  2048000, "cost_usd", "output_max", 1.2288));
+    json_object_set_new(plan, "simulator",
+                        json_pack("{s:i, s:i, s:i, s:n}", "calls_max", 12000, "agent_answers_max",
+                                  18000, "output_tokens_max", 98304000, "cost_usd"));
+    text = plan_text(plan, ANYTIME);
+    ck_assert_msg(strstr(text, "\njudge           4,000 calls, at most 2,048,000 output tokens, "
+                               "at most $1.23\n") != NULL &&
+                      strstr(text, "\nsimulated user  at most 12,000 calls, at most 98,304,000 "
+                                   "output tokens (no price for its model)\npower ") != NULL,
+                  "%s", text);
+    free(text);
+    json_object_del(plan, "judge");
+    json_object_del(plan, "simulator");
+
     /* The fixed rule, no price, and more cases needed than there are. */
     json_object_set_new(plan, "cost_usd", json_null());
     json_object_set_new(json_object_get(plan, "power"), "cases_needed", json_integer(1500));
