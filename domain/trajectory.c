@@ -13,6 +13,7 @@
 #include "domain/canonical.h"
 #include "domain/evaluators.h"
 #include "domain/fields.h"
+#include "domain/text.h"
 
 #define ARGS_PATH "evaluator arguments"
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -33,7 +34,7 @@ static enum evd_code decode_expected_call(const json_t *item, size_t i, struct e
     enum evd_code rc = evd_fields_only(item, path, known, err);
     if (rc == EVD_OK)
         rc = evd_fields_get(item, path, "name", EVD_F_STRING | EVD_F_REQUIRED, &name, err);
-    if (rc == EVD_OK && json_string_length(name) == 0)
+    if (rc == EVD_OK && evd_text_is_blank(json_string_value(name), json_string_length(name)))
         rc = evd_err_set(err, EVD_EINVAL, "%s.name cannot be empty", path);
     if (rc == EVD_OK)
         rc = evd_fields_get(item, path, "arguments", EVD_F_OBJECT | EVD_F_NULLABLE, &args, err);

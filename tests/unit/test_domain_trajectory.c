@@ -276,6 +276,8 @@ static const struct refusal_case REFUSALS[] = {
      "evaluator arguments.expected[0].name must be a string"},
     {NULL, "{\"expected\":[{\"name\":\"\"}]}",
      "evaluator arguments.expected[0].name cannot be empty"},
+    {NULL, "{\"expected\":[{\"name\":\"a\"},{\"name\":\" \\t\"}]}",
+     "evaluator arguments.expected[1].name cannot be empty"},
     {NULL, "{\"expected\":[{\"name\":\"a\"},{\"name\":\"b\",\"arguments\":[1]}]}",
      "evaluator arguments.expected[1].arguments must be an object"},
     {NULL, "{\"expected\":[{\"name\":\"a\",\"args\":{}}]}",
