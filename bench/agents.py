@@ -36,9 +36,7 @@ Usage:
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -85,38 +83,8 @@ def request(opts, ds_id):
 
 def with_evald(opts, fn):
     """A fresh database, stub (scripted by script()) and evald with the simulator's model in
-    its providers file, all stopped and dropped afterwards."""
-    work = tempfile.mkdtemp(prefix="evald-bench-a-")
-    db = stub = ev = None
-    try:
-        db = bench.Database(opts.db_server)
-        stub = bench.start_stub(opts.stub, opts.latency, work)
-        ev = bench.Evald(opts, db, stub, work, 100, workers=opts.workers)
-        with open(os.path.join(work, "providers.json"), "w") as f:
-            json.dump({"providers": [{"name": "bench", "kind": "openai-chat",
-                                      "base_url": stub.base + "/v1",
-                                      "models": [{"id": bench.MODEL}, {"id": USER_MODEL}]}]}, f)
-        ev.stub_base = stub.base
-        ev.env["EVALD_MAX_EXPERIMENT_RUNS"] = "10000000"
-        ev.env["EVALD_MAX_DATASET_CASES"] = "100000"
-        # EVALD_MAX_CONCURRENCY (256 by default) caps an experiment's concurrency; the
-        # workers are EVALD_WORKERS (bench.Evald).
-        if opts.concurrency > 256:
-            ev.env["EVALD_MAX_CONCURRENCY"] = str(opts.concurrency)
-        ev.start()
-        return fn(ev)
-    finally:
-        if ev:
-            ev.stop()
-        if stub:
-            stub.stop()
-        if db:
-            db.drop()
-        if not getattr(opts, "keep", False):
-            bench.keep_logs(work)
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            bench.log("kept", work)
+    its providers file, all stopped and dropped afterwards (judges.with_evald)."""
+    return judges.with_evald(opts, fn, USER_MODEL, "evald-bench-a-")
 
 
 def measure(opts):

@@ -75,10 +75,11 @@ def request(opts, ds_id, judged):
     return body
 
 
-def with_evald(opts, fn):
-    """experiment.with_evald with the judge's model in the providers file: a fresh database,
-    stub (scripted by script()) and evald, all stopped and dropped afterwards."""
-    work = tempfile.mkdtemp(prefix="evald-bench-j-")
+def with_evald(opts, fn, second_model=JUDGE_MODEL, prefix="evald-bench-j-"):
+    """experiment.with_evald with a second model (the judge's; bench/agents.py: the simulated
+    user's) in the providers file: a fresh database, stub (scripted by the caller's script())
+    and evald, all stopped and dropped afterwards."""
+    work = tempfile.mkdtemp(prefix=prefix)
     db = stub = ev = None
     try:
         db = bench.Database(opts.db_server)
@@ -87,10 +88,15 @@ def with_evald(opts, fn):
         with open(os.path.join(work, "providers.json"), "w") as f:
             json.dump({"providers": [{"name": "bench", "kind": "openai-chat",
                                       "base_url": stub.base + "/v1",
-                                      "models": [{"id": bench.MODEL}, {"id": JUDGE_MODEL}]}]}, f)
+                                      "models": [{"id": bench.MODEL}, {"id": second_model}]}]},
+                      f)
         ev.stub_base = stub.base
         ev.env["EVALD_MAX_EXPERIMENT_RUNS"] = "10000000"
         ev.env["EVALD_MAX_DATASET_CASES"] = "100000"
+        # EVALD_MAX_CONCURRENCY (256 by default) caps an experiment's concurrency; the
+        # workers are EVALD_WORKERS (bench.Evald).
+        if opts.concurrency > 256:
+            ev.env["EVALD_MAX_CONCURRENCY"] = str(opts.concurrency)
         ev.start()
         return fn(ev)
     finally:
