@@ -115,14 +115,7 @@ END_TEST
  */
 START_TEST(an_empty_prompt_sends_the_conversation_as_it_is)
 {
-    char tool[512];
-    snprintf(tool, sizeof(tool),
-             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
-             "\"request_schema\":{\"type\":\"object\"}}",
-             hs_tools_base());
-    long status = 0;
-    json_decref(at_call("PUT", "/v1/tools/judge.echo", tool, &status));
-    ck_assert_int_eq(status, 201);
+    at_put_echo_tool("judge.echo");
     char *id = at_start_experiment(
         "{\"dimension\":\"prompt\",\"model\":{\"model\":\"stub-model\",\"provider\":\"openai\"},"
         "\"control\":{\"label\":\"as-is\",\"prompt\":\"\"},"
@@ -405,14 +398,8 @@ END_TEST
  * declared tools. Nothing is written. */
 START_TEST(mocked_tool_refusals_name_the_field)
 {
-    char tool[512];
-    snprintf(tool, sizeof(tool),
-             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
-             "\"request_schema\":{\"type\":\"object\"}}",
-             hs_tools_base());
+    at_put_echo_tool("lookup");
     long status = 0;
-    json_decref(at_call("PUT", "/v1/tools/lookup", tool, &status));
-    ck_assert_int_eq(status, 201);
     char *body = booking_body("strict");
     json_t *r = at_call("POST", "/v1/experiments", body, &status);
     ck_assert_int_eq(status, 400);

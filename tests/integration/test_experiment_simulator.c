@@ -165,14 +165,7 @@ END_TEST
 START_TEST(a_simulated_user_stops_at_max_turns)
 {
     ck_assert_int_eq(evd_t_stub_script(&at_stub, CONVERSE), 200);
-    char tool[512];
-    snprintf(tool, sizeof(tool),
-             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
-             "\"request_schema\":{\"type\":\"object\"}}",
-             hs_tools_base());
-    long status = 0;
-    json_decref(at_call("PUT", "/v1/tools/judge.echo", tool, &status));
-    ck_assert_int_eq(status, 201);
+    at_put_echo_tool("judge.echo");
     char *body = simulated_body(2, "judge.echo");
     char *id = at_start_experiment(body);
     json_t *doc = at_wait_done(id, 60000);

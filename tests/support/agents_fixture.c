@@ -201,6 +201,19 @@ json_t *at_run_at(json_t *runs, const char *case_id, int arm)
     return NULL;
 }
 
+void at_put_echo_tool(const char *id)
+{
+    char tool[512], path[160];
+    snprintf(tool, sizeof(tool),
+             "{\"description\":\"echo\",\"url\":\"%s/echo\",\"timeout_ms\":5000,"
+             "\"request_schema\":{\"type\":\"object\"}}",
+             hs_tools_base());
+    snprintf(path, sizeof(path), "/v1/tools/%s", id);
+    long status = 0;
+    json_decref(at_call("PUT", path, tool, &status));
+    ck_assert_msg(status == 201, "PUT %s answered %ld", path, status);
+}
+
 /* The text of a file of the source tree (malloc'd). */
 char *at_source_file(const char *rel)
 {

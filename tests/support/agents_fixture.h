@@ -41,6 +41,9 @@ char *at_upload_jsonl(const char *name, const char *jsonl);
 char *at_wire_conversation(const json_t *body);
 /* A stub log entry's body (new reference). */
 json_t *at_request_body(const json_t *req);
+/* Registers the tool server's /echo (it answers {"echo": <input>}) as HTTP tool `id`; the
+ * test fails unless evald creates it. */
+void at_put_echo_tool(const char *id);
 /* The text of a file of the source tree (malloc'd). */
 char *at_source_file(const char *rel);
 
