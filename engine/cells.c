@@ -348,8 +348,12 @@ static enum cell_end run_cell(struct evd_engine *e, struct evd_wconn *w,
         checkpoint = c != NULL ? evd_store_cell_checkpoint_get(c, x->experiment_id, x->case_index,
                                                                position, &err)
                                : NULL;
-        if (checkpoint == NULL) /* not read: the attempt counts, the lease runs out */
+        if (checkpoint == NULL) { /* not read: the attempt counts, the lease runs out */
+            evd_log(EVD_LOG_WARN, "could not read a conversation's checkpoint; the run is tried "
+                    "again after its lease", "experiment_id", x->experiment_id, "error",
+                    err.msg, NULL);
             goto out;
+        }
     }
     /* A model experiment's arm calls its own model, with its own output cap. */
     const json_t *arm_model = json_object_get(variant, "model");
