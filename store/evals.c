@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "common/trace.h"
 #include "common/util.h"
+#include "store/batches.h"
 #include "store/db.h"
 
 #define I64(buf, v) snprintf(buf, sizeof(buf), "%lld", (long long)(v))
@@ -55,94 +56,6 @@ void evd_store_job_clear(struct evd_store_job *job)
     job->request = NULL;
 }
 
-/* A claim's columns from `col` on (o_outcome, o_job_id, o_kind, o_evaluation_id,
- * o_run_position, o_job_attempts, o_ref, o_attempt, o_request, o_rescore:
- * evald_claim_next's, migrations/0019) of row `row`; out->request is malloc'd. */
-static enum evd_code claim_row(PGresult *r, int row, int col, struct evd_store_job *out,
-                               enum evd_claim_outcome *outcome, int *attempt,
-                               struct evd_err *err)
-{
-    static const struct {
-        const char *name;
-        enum evd_claim_outcome outcome;
-    } outcomes[] = {{"none", EVD_CLAIM_NONE},         {"run", EVD_CLAIM_RUN},
-                    {"obsolete", EVD_CLAIM_OBSOLETE}, {"claimed", EVD_CLAIM_CLAIMED}};
-    out->request = NULL;
-    const char *name = PQgetvalue(r, row, col);
-    size_t k = 0, n = sizeof(outcomes) / sizeof(outcomes[0]);
-    while (k < n && strcmp(name, outcomes[k].name) != 0)
-        k++;
-    if (k == n)
-        return evd_err_set(err, EVD_EDB, "evald_claim answered outcome %s", name);
-    *outcome = outcomes[k].outcome;
-    *attempt = 0;
-    if (*outcome != EVD_CLAIM_NONE) {
-        out->id = evd_db_col_i64(r, row, col + 1);
-        snprintf(out->kind, sizeof(out->kind), "%s", PQgetvalue(r, row, col + 2));
-        snprintf(out->evaluation_id, sizeof(out->evaluation_id), "%s",
-                 PQgetvalue(r, row, col + 3));
-        out->run_position = (int)evd_db_col_i64(r, row, col + 4);
-        out->attempts = (int)evd_db_col_i64(r, row, col + 5);
-        snprintf(out->ref, sizeof(out->ref), "%s", PQgetvalue(r, row, col + 6));
-        *attempt = (int)evd_db_col_i64(r, row, col + 7);
-        if (!PQgetisnull(r, row, col + 8) &&
-            (out->request = strdup(PQgetvalue(r, row, col + 8))) == NULL)
-            return evd_err_set(err, EVD_ENOMEM, "out of memory");
-        out->rescore = strcmp(PQgetvalue(r, row, col + 9), "t") == 0;
-    }
-    return EVD_OK;
-}
-
-/* The claim parameters of a batch function ($4-$6: how many, the lease, the attempts'
- * bound; none without claims), and no claim made yet. */
-static void claims_params(struct evd_store_claims *claims, char want[16], char lease[32],
-                          char max[16])
-{
-    snprintf(want, 16, "%d", claims != NULL ? claims->n : 0);
-    snprintf(lease, 32, "%ld", claims != NULL ? claims->lease_ms : 0L);
-    snprintf(max, 16, "%d", claims != NULL ? claims->max_attempts : 0);
-    if (claims != NULL)
-        claims->got = 0;
-}
-
-/*
- * The rows of a batch function (evald_finish_runs, evald_create_many): a row whose first
- * column is not NULL answers element o_index (1-based) of the batch, its o_result in
- * column 1 into results[] and, with job_left, its o_job_left in column 2; the others are
- * claims, their columns from claim_col on, into claims (when given), each with the lease
- * counted from `sent`. A claim was committed with the batch, so it is never an error of
- * the batch: one that cannot be read runs out its lease.
- */
-static void batch_rows(PGresult *r, int claim_col, size_t n, int *results, int64_t *job_left,
-                       struct evd_store_claims *claims, int64_t sent)
-{
-    for (int k = 0; k < PQntuples(r); k++) {
-        if (PQgetisnull(r, k, 0)) {
-            if (claims == NULL || claims->got >= (size_t)claims->n)
-                continue;
-            struct evd_store_claimed *cl = &claims->out[claims->got];
-            struct evd_err cerr = {0};
-            memset(cl, 0, sizeof(*cl));
-            if (claim_row(r, k, claim_col, &cl->job, &cl->outcome, &cl->attempt, &cerr) ==
-                    EVD_OK &&
-                cl->outcome != EVD_CLAIM_NONE && cl->outcome != EVD_CLAIM_OBSOLETE) {
-                cl->job.claimed_mono = sent;
-                claims->got++;
-            } else {
-                evd_store_job_clear(&cl->job);
-            }
-            continue;
-        }
-        long long i = evd_db_col_i64(r, k, 0) - 1;
-        if (i >= 0 && (size_t)i < n) {
-            if (results != NULL)
-                results[i] = (int)evd_db_col_i64(r, k, 1);
-            if (job_left != NULL)
-                job_left[i] = evd_db_col_i64(r, k, 2);
-        }
-    }
-}
-
 enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval *items, size_t n,
                                      int64_t now, const char *owner, int *enqueued,
                                      struct evd_store_claims *claims, struct evd_err *err)
@@ -161,7 +74,7 @@ enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval 
         return evd_err_set(err, EVD_ENOMEM, "out of memory");
     char now_s[32], want[16], lease[32], max[16];
     I64(now_s, now);
-    claims_params(claims, want, lease, max);
+    evd_store_claims_params(claims, want, lease, max);
     const char *p[] = {text, now_s, owner ? owner : "", want, lease, max};
     int64_t sent = evd_mono_ms();
     PGresult *r = evd_db_query(c,
@@ -171,7 +84,7 @@ enum evd_code evd_store_evals_create(PGconn *c, const struct evd_store_new_eval 
     free(text);
     if (r == NULL)
         return evd_db_code(err);
-    batch_rows(r, 2, n, enqueued, NULL, claims, sent);
+    evd_store_batch_rows(r, 2, n, enqueued, NULL, claims, sent);
     PQclear(r);
     return EVD_OK;
 }
@@ -526,31 +439,6 @@ char *evd_store_finish_record(const char *id, int position, int attempt, const j
     return text;
 }
 
-enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
-                                          const char *owner, size_t n, int *results,
-                                          int64_t *job_left, struct evd_store_claims *claims,
-                                          struct evd_err *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        results[i] = EVD_RUN_NOT_WRITTEN;
-        job_left[i] = 0;
-    }
-    char now_s[32], want[16], lease[32], max[16];
-    I64(now_s, now);
-    claims_params(claims, want, lease, max);
-    const char *p[] = {array, now_s, owner ? owner : "", want, lease, max};
-    int64_t sent = evd_mono_ms();
-    PGresult *r = evd_db_query(c,
-                               "SELECT * FROM evald_finish_runs($1::jsonb, $2::bigint, $3,"
-                               " $4::int, $5::bigint, $6::int)",
-                               6, p, err);
-    if (r == NULL)
-        return evd_db_code(err);
-    batch_rows(r, 3, n, results, job_left, claims, sent);
-    PQclear(r);
-    return EVD_OK;
-}
-
 enum evd_code evd_store_schedule(PGconn *c, const char *id, int concurrency, int *result,
                                  struct evd_err *err)
 {
@@ -763,7 +651,7 @@ enum evd_code evd_store_job_claim_start(PGconn *c, const char *owner, long lease
         PQclear(r);
         return EVD_EDB;
     }
-    enum evd_code rc = claim_row(r, 0, 0, out, outcome, attempt, err);
+    enum evd_code rc = evd_store_claim_row(r, 0, 0, out, outcome, attempt, err);
     if (rc == EVD_OK && *outcome != EVD_CLAIM_NONE)
         out->more = strcmp(PQgetvalue(r, 0, 10), "t") == 0;
     PQclear(r);

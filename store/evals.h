@@ -128,6 +128,43 @@ enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t 
                                           const char *owner, size_t n, int *results,
                                           int64_t *job_left, struct evd_store_claims *claims,
                                           struct evd_err *err);
+/*
+ * Runs started ahead (migrations/0027): what the worker of a batch asks for beside its
+ * writes. An item with an evaluation id asks for up to n runs of it that follow position
+ * `after` (an evaluation with concurrency 1 only, and only an unbroken sequence); `need`
+ * asks for a job as the batch's claims do when it gets no run ahead.
+ */
+struct evd_store_ahead_item {
+    const char *evaluation_id; /* NULL: no run ahead */
+    int after;
+    int n;
+    bool need;
+};
+struct evd_store_ahead_run {
+    size_t item; /* 0-based */
+    int64_t job_id;
+    int position;
+    int job_attempts;
+    int attempt;
+};
+struct evd_store_ahead {
+    const struct evd_store_ahead_item *items;
+    size_t nitems;
+    struct evd_store_ahead_run *out; /* room for `cap`; `got` filled, in order */
+    size_t cap, got;
+    long taken; /* enqueued jobs the runs ahead took over (not to announce) */
+    int64_t sent; /* evd_mono_ms() when the statement was sent: their leases count from it */
+};
+/*
+ * evd_store_runs_finish_batch with runs started ahead (evald_finish_runs_ahead): the
+ * batch's writes, then each item's runs ahead, then a job claimed (claims->out, in the
+ * items' order; claims->n must be at least nitems) for each item that needs one and got
+ * no run ahead. One statement, as the batch.
+ */
+enum evd_code evd_store_runs_finish_ahead(PGconn *c, const char *array, int64_t now,
+                                          const char *owner, size_t n, int *results,
+                                          int64_t *job_left, struct evd_store_claims *claims,
+                                          struct evd_store_ahead *ahead, struct evd_err *err);
 /* The object for evd_store_runs_finish_batch of one finished run, as JSON text. */
 char *evd_store_finish_record(const char *id, int position, int attempt, const json_t *run,
                               const json_t *transcript);

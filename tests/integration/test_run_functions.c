@@ -6,7 +6,7 @@
  * leaves a locked job behind, stale attempts, obsolete jobs, exhausted attempts, the last
  * run that asks for finalization, a batch of finishes in one statement, the claims that
  * batch makes for its workers (migrations/0015), a batch of starts and its claims (0016),
- * and the finalizer's batch (0017).
+ * the finalizer's batch (0017), and runs started ahead (0027).
  */
 #include <check.h>
 #include <libpq-fe.h>
@@ -503,6 +503,102 @@ START_TEST(batch_claims_for_its_workers_after_its_writes)
 }
 END_TEST
 
+/*
+ * Runs ahead (migrations/0027): a batch that writes run 1 of an evaluation with
+ * concurrency 1 starts the runs after it for its worker, only the unbroken sequence of
+ * pending runs whose jobs are free or missing (run 5, someone else's, ends it), nothing of
+ * an evaluation with concurrency 2, and no job claimed for a worker that got runs ahead.
+ * When their leases run out, the first open run is claimed again and the runs ahead behind
+ * it go back to pending, their jobs deleted, their attempts kept.
+ */
+START_TEST(batch_starts_runs_ahead_in_an_unbroken_sequence)
+{
+    char id[64], conc[64];
+    create_eval("ahead", 6, 1, id);
+    struct evd_store_job job;
+    int attempt = 0;
+    ck_assert_int_eq(claim(&job, &attempt), EVD_CLAIM_RUN);
+    ck_assert_int_eq(job.run_position, 1);
+    create_eval("ahead_conc", 3, 2, conc);
+    char sql[300];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO jobs (kind, evaluation_id, run_position, lease_owner, lease_until)"
+             " VALUES ('run', '%s', 5, 'someone', now() + interval '1 minute')",
+             id);
+    other_sql(sql);
+
+    char *r1 = passed_record(id, 1, 1);
+    char array[2048];
+    snprintf(array, sizeof(array), "[%s]", r1);
+    free(r1);
+    int results[1];
+    int64_t left[1];
+    struct evd_store_claimed claimed[2];
+    struct evd_store_claims claims = {.n = 2, .lease_ms = 30000, .max_attempts = 3,
+                                      .out = claimed};
+    const struct evd_store_ahead_item items[] = {
+        {.evaluation_id = id, .after = 1, .n = 8, .need = true},
+        {.evaluation_id = conc, .after = 0, .n = 4, .need = false},
+    };
+    struct evd_store_ahead_run started[16];
+    struct evd_store_ahead ahead = {.items = items, .nitems = 2, .out = started, .cap = 16};
+    struct evd_err err = {0};
+    ck_assert_msg(evd_store_runs_finish_ahead(c, array, 3000, "test-owner", 1, results, left,
+                                              &claims, &ahead, &err) == EVD_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(results[0], 1); /* run 2 enqueued by the write ... */
+    ck_assert_int_eq(ahead.taken, 1); /* ... and taken over by the runs ahead */
+    ck_assert_uint_eq(ahead.got, 3);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_uint_eq(started[k].item, 0);
+        ck_assert_int_eq(started[k].position, k + 2);
+        ck_assert_int_eq(started[k].attempt, 1);
+        ck_assert_int_eq(q_int("SELECT count(*) FROM runs r JOIN jobs j ON j.evaluation_id ="
+                               " r.evaluation_id AND j.run_position = r.position WHERE"
+                               " r.evaluation_id = '%s' AND r.position = %d AND r.status ="
+                               " 'running' AND r.attempt = 1 AND j.ahead AND j.lease_owner ="
+                               " 'test-owner' AND j.id = %lld",
+                               id, k + 2, (long long)started[k].job_id),
+                         1);
+    }
+    ck_assert_uint_eq(claims.got, 0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM runs WHERE evaluation_id = '%s' AND"
+                           " status = 'pending' AND position >= 5",
+                           id),
+                     8);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s' AND ahead", conc),
+                     0);
+
+    /* The process is gone: every lease ran out. Run 2 is the first open one and runs again;
+     * 3 and 4 wait for it. */
+    snprintf(sql, sizeof(sql),
+             "UPDATE jobs SET lease_until = now() - interval '1 second' WHERE evaluation_id = '%s'"
+             " AND lease_owner = 'test-owner'",
+             id);
+    other_sql(sql);
+    int runs = 0;
+    for (int i = 0; i < 6; i++) {
+        enum evd_claim_outcome outcome;
+        ck_assert_msg(evd_store_job_claim_start(c, "test-owner", 30000, 4000, 3, &job, &outcome,
+                                                &attempt, &err) == EVD_OK,
+                      "%s", err.msg);
+        if (outcome == EVD_CLAIM_RUN && strcmp(job.evaluation_id, id) == 0) {
+            ck_assert_int_eq(job.run_position, 2);
+            ck_assert_int_eq(attempt, 2);
+            runs++;
+        }
+        evd_store_job_clear(&job);
+    }
+    ck_assert_int_eq(runs, 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM runs WHERE evaluation_id = '%s' AND"
+                           " position IN (3, 4) AND status = 'pending' AND attempt = 1",
+                           id),
+                     2);
+    job_positions(id, sql, sizeof(sql));
+    ck_assert_str_eq(sql, "2,5");
+}
+END_TEST
+
 START_TEST(batch_claims_around_what_others_hold)
 {
     char a[64], b[64], held[64];
@@ -793,6 +889,7 @@ int main(void)
     tcase_add_test(tc, batch_schedules_an_evaluation_once_after_its_runs);
     tcase_add_test(tc, batch_claims_for_its_workers_after_its_writes);
     tcase_add_test(tc, batch_claims_around_what_others_hold);
+    tcase_add_test(tc, batch_starts_runs_ahead_in_an_unbroken_sequence);
     tcase_add_test(tc, batch_that_fails_claims_nothing);
     tcase_add_test(tc, batch_of_starts_claims_for_idle_workers);
     tcase_add_test(tc, finalizer_batch_reads_and_writes_as_one_by_one);
