@@ -54,7 +54,12 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_mutex_init(&e->starts_mu, NULL);
     pthread_cond_init(&e->starts_cv, NULL);
     evd_queue_init_shared(&e->starts, &e->starts_mu, &e->starts_cv);
-    e->ninflight = 2 * (int)(opts->workers > 0 ? opts->workers : 1) + 16;
+    /* Runs ahead (internal.h) are registered too, up to EVD_AHEAD_MAX for each of at most
+     * EVD_AHEAD_WORKERS workers at once: they matter when few chains keep the writer's
+     * batches small, not when many do. */
+    int workers = opts->workers > 0 ? opts->workers : 1;
+    e->ahead_cap = (workers < EVD_AHEAD_WORKERS ? workers : EVD_AHEAD_WORKERS) * EVD_AHEAD_MAX;
+    e->ninflight = 2 * workers + 16 + e->ahead_cap;
     e->inflight = calloc((size_t)e->ninflight, sizeof(*e->inflight));
     e->renew_ids = calloc((size_t)e->ninflight, sizeof(*e->renew_ids));
     e->renew_state = calloc((size_t)e->ninflight, sizeof(*e->renew_state));

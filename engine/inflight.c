@@ -68,6 +68,15 @@ enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot)
     return end_slot(e, slot, true);
 }
 
+void evd_engine_inflight_begin(struct evd_engine *e, int slot, int64_t deadline_mono)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&e->inflight_mu);
+    e->inflight[slot].deadline_mono = deadline_mono;
+    pthread_mutex_unlock(&e->inflight_mu);
+}
+
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot)
 {
     if (slot < 0)

@@ -104,6 +104,7 @@ struct evd_engine {
     struct evd_queue writes; /* struct pending_write *, under writes_mu; closed when the
                                 engine stops and the last worker is gone */
     long writers_clients;    /* workers still running */
+    int ahead_cap, ahead_used; /* runs ahead registered at most, and now (writes_mu) */
     pthread_t writer;
 
     /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
@@ -175,24 +176,50 @@ enum evd_code evd_engine_write_run(PGconn *c, const char *evaluation_id, int pos
                                    int attempt, json_t *run, json_t *transcript, bool *written,
                                    bool *finalize, int64_t now, struct evd_err *err);
 /*
- * What a worker shares with the writer (engine/writer.c): whether its finished run waits
- * to be written, and what the writer's batch claimed for the worker when it wrote that
- * run (migrations/0015: the batch claims, after its writes, a job for each of its
- * workers, who would otherwise claim one each in a transaction of their own). The writer
- * sets them under writes_mu; the worker reads them once evd_engine_wait_written is back.
+ * What a worker shares with the writer (engine/writer.c): how many of its finished runs
+ * wait to be written, what the writer's batch claimed for the worker when it wrote them
+ * (migrations/0015: the batch claims, after its writes, a job for a worker that has
+ * nothing else to do, who would otherwise claim one in a transaction of its own), and the
+ * runs the batch started ahead for it (migrations/0027). The writer sets them under
+ * writes_mu; the worker reads them through evd_engine_wait_written and
+ * evd_engine_next_ahead.
+ *
+ * Runs ahead: a worker that executes the runs of an evaluation with concurrency 1 (its
+ * chain) and whose runs are quick (under EVD_AHEAD_QUICK_MS) asks each batch that writes
+ * one of them to start the runs that follow, up to EVD_AHEAD_MAX held at once. It calls
+ * them one after another while the writer writes the earlier ones, so that a run no
+ * longer waits for the commit of the one before; each was started (running, attempt + 1,
+ * its job leased) by a committed batch before its call, and is registered in flight
+ * (lease renewed, cancels delivered) from then on.
  */
 enum evd_handover_next {
     EVD_NEXT_UNKNOWN = 0, /* nothing was claimed for it: it claims on its own */
     EVD_NEXT_JOB,         /* `job` was claimed for it */
     EVD_NEXT_NOTHING,     /* its batch found nothing due: it waits until work is announced */
 };
+#define EVD_AHEAD_MAX 8
+#define EVD_AHEAD_QUICK_MS 20
+#define EVD_AHEAD_WORKERS 64
+/* A run a batch started ahead for a worker: its job (no request: the chain's is used),
+ * attempt, in-flight slot and cancel token. */
+struct evd_ahead_run {
+    struct evd_store_job job;
+    int attempt;
+    int slot;
+    struct evd_cancel *cancel;
+};
 struct evd_handover {
-    bool outstanding;
+    int outstanding; /* finished runs with the writer */
     enum evd_handover_next next;
     struct evd_store_claimed job;
+    char chain[64]; /* the evaluation whose runs it executes now ("": none) */
+    bool quick;     /* its last run took less than EVD_AHEAD_QUICK_MS */
+    int tail;       /* the chain's last position it holds (run, written or ahead) */
+    struct evd_ahead_run ahead[EVD_AHEAD_MAX]; /* in plan order, ahead[0] next */
+    int nahead;
 };
 /* A finished run for the writer thread: its evald_finish_runs element and the handover
- * of the worker that ran it, whose flag is cleared once the batch holding it is written
+ * of the worker that ran it, whose count is lowered once the batch holding it is written
  * (or failed). */
 struct pending_write {
     char *text;
@@ -201,13 +228,19 @@ struct pending_write {
     char status[16];
     struct evd_handover *h;
 };
-/* Queues a finished run for the writer (which frees `text`); waits first for the
- * worker's previous one, so a worker has at most one write outstanding. */
+/* Queues a finished run for the writer (which frees `text`); a worker has at most
+ * EVD_AHEAD_MAX + 1 writes outstanding (it waits for room). `quick`: the run took less
+ * than EVD_AHEAD_QUICK_MS. */
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, int slot, struct evd_handover *h);
-/* Waits until the worker's outstanding write, if any, is done; true when there was one.
- * The flag is the writer's to clear (under writes_mu): a worker reads it only here. */
+                            const char *status, int slot, bool quick, struct evd_handover *h);
+/* Waits until none of the worker's writes is outstanding; true when there was one. */
 bool evd_engine_wait_written(struct evd_engine *e, struct evd_handover *h);
+/* The worker begins (position > 0) or ends (0) a chain of runs of evaluation `id`. */
+void evd_engine_chain(struct evd_engine *e, struct evd_handover *h, const char *id, int position);
+/* The next run started ahead for the worker, waiting while its writes may still bring
+ * one; false when none is held and none can come. */
+bool evd_engine_next_ahead(struct evd_engine *e, struct evd_handover *h,
+                           struct evd_ahead_run *out);
 /* Wakes up to n idle workers of this process for jobs it has just enqueued (the keeper
  * passes over the notifications that carry this process's owner). */
 void evd_engine_wake(struct evd_engine *e, long n);
@@ -511,6 +544,9 @@ enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);
 /* As _remove, but the slot stays registered without its token (freed by the caller): the
  * keeper renews its lease while the writer writes its outcome, then removes it. */
 enum inflight_reason evd_engine_inflight_hold(struct evd_engine *e, int slot);
+/* A slot registered before its execution (a run started ahead) begins now: its scenario
+ * deadline. */
+void evd_engine_inflight_begin(struct evd_engine *e, int slot, int64_t deadline_mono);
 /* True when a renewal found the lease of a held slot gone. */
 bool evd_engine_inflight_lost(struct evd_engine *e, int slot);
 /* For the keeper's renewal: triggers the slots past their scenario deadline and writes

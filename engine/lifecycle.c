@@ -49,23 +49,32 @@ rollback:
 
 enum evd_attempt_end evd_attempt_run(struct evd_attempt *a)
 {
-    a->slot = -1;
-    a->cancel = evd_cancel_new();
-    if (a->cancel == NULL)
-        return EVD_ATTEMPT_DROPPED;
-    /* The registry knows an attempt by its subject's id (cancels and deadlines are
-     * delivered by it) and its job's position. */
-    struct evd_store_job reg = *a->job;
-    snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", a->subject_id);
-    a->slot = evd_engine_inflight_add(a->e, &reg, a->attempt, a->cancel,
-                                      evd_mono_ms() + a->timeout_ms);
+    if (a->registered) {
+        /* Registered when its batch started it (a run ahead): its deadline begins now,
+         * and whatever stopped it meanwhile (a cancel, a stop, its lease) ends it here. */
+        evd_engine_inflight_begin(a->e, a->slot, evd_mono_ms() + a->timeout_ms);
+    } else {
+        a->slot = -1;
+        a->cancel = evd_cancel_new();
+        if (a->cancel == NULL)
+            return EVD_ATTEMPT_DROPPED;
+        /* The registry knows an attempt by its subject's id (cancels and deadlines are
+         * delivered by it) and its job's position. */
+        struct evd_store_job reg = *a->job;
+        snprintf(reg.evaluation_id, sizeof(reg.evaluation_id), "%s", a->subject_id);
+        a->slot = evd_engine_inflight_add(a->e, &reg, a->attempt, a->cancel,
+                                          evd_mono_ms() + a->timeout_ms);
+    }
     if (a->trace != NULL) {
         char trace_hex[33], span_hex[17];
         evd_trace_hex(a->trace, trace_hex, span_hex);
         evd_log_set_trace(trace_hex, span_hex);
     }
     evd_wconn_put(a->w); /* none held while the provider works */
-    a->ops->execute(a);
+    if (a->registered && evd_cancel_is_set(a->cancel))
+        a->interrupted = true; /* stopped before its call: ended below by its reason */
+    else
+        a->ops->execute(a);
     if (a->not_started)
         return EVD_ATTEMPT_DROPPED;
     enum inflight_reason reason;

@@ -110,7 +110,9 @@ struct evd_attempt {
     const struct evd_trace_ctx *trace;  /* the attempt's trace, for the logs (NULL: none) */
     bool keep_slot; /* a finished attempt keeps its registry slot, and its lease renewed,
                        until the writer has its outcome (evd_engine_write_later) */
-    void *kind;     /* the kind's context */
+    bool registered; /* slot and cancel set by the caller: registered when its batch
+                        started it (a run ahead, engine/internal.h) */
+    void *kind;      /* the kind's context */
     /* Set by execute. */
     bool not_started, interrupted;
     /* The lifecycle's. */

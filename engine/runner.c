@@ -159,7 +159,26 @@ static json_t *request_of(const struct evd_store_job *job, struct evd_err *err)
 }
 
 static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h);
+                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h,
+                    struct evd_ahead_run *pre);
+
+/*
+ * A run job and, after it, the runs that the batches writing its chain start ahead for
+ * this worker (engine/internal.h), one after another, on the head's decoded request.
+ */
+static void execute_chain(struct evd_engine *e, struct evd_wconn *w,
+                          const struct evd_store_job *head, int attempt,
+                          const struct evd_store_eval *ev, struct evd_handover *h)
+{
+    evd_engine_chain(e, h, head->evaluation_id, head->run_position);
+    execute(e, w, head, attempt, ev, h, NULL);
+    struct evd_ahead_run next;
+    while (evd_engine_next_ahead(e, h, &next)) {
+        next.job.rescore = head->rescore;
+        execute(e, w, &next.job, next.attempt, ev, h, &next);
+    }
+    evd_engine_chain(e, h, NULL, 0);
+}
 
 void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
                             const struct evd_store_job *job, struct evd_handover *h)
@@ -172,7 +191,7 @@ void evd_engine_process_job(struct evd_engine *e, struct evd_wconn *w,
                                 .position = job->run_position, .kind = &ev, .slot = -1};
     int attempt = c != NULL ? evd_attempt_start(&start, c, &RUN_START, &err) : 0;
     if (attempt > 0)
-        execute(e, w, job, attempt, &ev, h);
+        execute_chain(e, w, job, attempt, &ev, h);
     else if (err.code != EVD_OK)
         evd_log(EVD_LOG_WARN, "could not start run", "evaluation_id", job->evaluation_id,
                 "error", err.msg, NULL);
@@ -196,14 +215,26 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
         evd_attempt_hand_back(&a);
         return;
     }
-    execute(e, w, job, attempt, &ev, h);
+    execute_chain(e, w, job, attempt, &ev, h);
     evd_store_eval_clear(&ev);
 }
 
+/* Ends the registration of a run ahead that is not executed after all: its lease runs
+ * out and the run is tried again. */
+static void drop_ahead(struct evd_engine *e, struct evd_ahead_run *pre)
+{
+    if (pre == NULL)
+        return;
+    evd_engine_inflight_remove(e, pre->slot);
+    evd_cancel_free(pre->cancel);
+}
+
 /* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
- * id and request. The outcome goes to the writer thread. */
+ * id and request; `pre`: a run started ahead, registered in flight by its batch (NULL:
+ * registered here). The outcome goes to the writer thread. */
 static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
-                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h)
+                    int attempt, const struct evd_store_eval *evp, struct evd_handover *h,
+                    struct evd_ahead_run *pre)
 {
     struct evd_err err = {0};
     const struct evd_store_eval ev = *evp;
@@ -213,11 +244,14 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     if (evd_request_view_trusted(ev.request, &view, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
                 err.msg, NULL);
+        drop_ahead(e, pre);
         return;
     }
     struct evd_plan_entry entry = evd_plan_entry_at(view.order, (size_t)job->run_position - 1);
-    if ((r.run = evd_run_new(ev.id, &entry)) == NULL)
+    if ((r.run = evd_run_new(ev.id, &entry)) == NULL) {
+        drop_ahead(e, pre);
         return; /* the lease runs out and the run is tried again */
+    }
     const json_t *variant = entry.role == EVD_ROLE_CONTROL ? view.control : view.treatment;
     json_t *sp = json_object_get(variant, "system_prompt");
     r.started_at = evd_now_ms();
@@ -246,7 +280,9 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
         .trace = &trace.ctx,
         .keep_slot = true, /* the keeper renews the lease until the writer has written it */
         .kind = &r,
-        .slot = -1,
+        .slot = pre != NULL ? pre->slot : -1,
+        .cancel = pre != NULL ? pre->cancel : NULL,
+        .registered = pre != NULL,
     };
     const struct evd_scenario scenario = {
         .subject_id = ev.id,
@@ -295,8 +331,10 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     char *record =
         evd_store_finish_record(ev.id, job->run_position, attempt, r.run, r.out.transcript);
     if (record != NULL) {
+        bool quick = evd_now_ms() - r.started_at < EVD_AHEAD_QUICK_MS;
         evd_engine_write_later(e, record, ev.id,
-                               json_string_value(json_object_get(r.run, "status")), a.slot, h);
+                               json_string_value(json_object_get(r.run, "status")), a.slot,
+                               quick, h);
         a.slot = -1; /* the writer's now */
     } else
         evd_log(EVD_LOG_WARN, "could not record run", "evaluation_id", ev.id, "error",

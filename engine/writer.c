@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -30,18 +31,46 @@
 bool evd_engine_wait_written(struct evd_engine *e, struct evd_handover *h)
 {
     pthread_mutex_lock(&e->writes_mu);
-    bool was = h->outstanding;
-    while (h->outstanding)
+    bool was = h->outstanding > 0;
+    while (h->outstanding > 0)
         pthread_cond_wait(&e->written_cv, &e->writes_mu);
     pthread_mutex_unlock(&e->writes_mu);
     return was;
 }
 
+void evd_engine_chain(struct evd_engine *e, struct evd_handover *h, const char *id, int position)
+{
+    pthread_mutex_lock(&e->writes_mu);
+    snprintf(h->chain, sizeof(h->chain), "%s", position > 0 ? id : "");
+    h->tail = position;
+    h->quick = false;
+    pthread_mutex_unlock(&e->writes_mu);
+}
+
+bool evd_engine_next_ahead(struct evd_engine *e, struct evd_handover *h,
+                           struct evd_ahead_run *out)
+{
+    pthread_mutex_lock(&e->writes_mu);
+    while (h->nahead == 0 && h->outstanding > 0)
+        pthread_cond_wait(&e->written_cv, &e->writes_mu);
+    bool got = h->nahead > 0;
+    if (got) {
+        /* A batch that found nothing due for it spoke of a moment now past. */
+        if (h->next == EVD_NEXT_NOTHING)
+            h->next = EVD_NEXT_UNKNOWN;
+        e->ahead_used--;
+        *out = h->ahead[0];
+        memmove(&h->ahead[0], &h->ahead[1], (size_t)(h->nahead - 1) * sizeof(h->ahead[0]));
+        h->nahead--;
+    }
+    pthread_mutex_unlock(&e->writes_mu);
+    return got;
+}
+
 void evd_engine_write_later(struct evd_engine *e, char *text, const char *evaluation_id,
-                            const char *status, int slot, struct evd_handover *h)
+                            const char *status, int slot, bool quick, struct evd_handover *h)
 {
     struct pending_write *w = calloc(1, sizeof(*w));
-    evd_engine_wait_written(e, h);
     if (w == NULL) {
         evd_engine_inflight_remove(e, slot);
         free(text);
@@ -55,12 +84,15 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     snprintf(w->status, sizeof(w->status), "%s", status ? status : "");
     w->h = h;
     pthread_mutex_lock(&e->writes_mu);
-    h->outstanding = true;
-    h->next = EVD_NEXT_UNKNOWN;
+    while (h->outstanding > EVD_AHEAD_MAX)
+        pthread_cond_wait(&e->written_cv, &e->writes_mu);
+    h->outstanding++;
+    h->quick = quick;
     pthread_mutex_unlock(&e->writes_mu);
     if (!evd_queue_push(&e->writes, w)) { /* out of memory (the queue closes only later) */
         pthread_mutex_lock(&e->writes_mu);
-        h->outstanding = false;
+        h->outstanding--;
+        pthread_cond_broadcast(&e->written_cv);
         pthread_mutex_unlock(&e->writes_mu);
         evd_engine_inflight_remove(e, slot);
         free(text);
@@ -70,12 +102,96 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
     }
 }
 
+/* The workers of a batch, each once in the order of their first run, and what each asks
+ * for (under writes_mu): runs ahead when its chain is quick, and a job when it will have
+ * nothing else to do once this batch is written (no run ahead held, every write of its in
+ * this batch, no job claimed for it yet). */
+struct batch_worker {
+    struct evd_handover *h;
+    int writes; /* its runs in the batch */
+    bool asked; /* runs ahead asked for */
+};
+
+static size_t batch_workers(struct evd_engine *e, struct pending_write *const *batch, size_t n,
+                            bool claiming, struct batch_worker *ws,
+                            struct evd_store_ahead_item *items)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < m && ws[k].h != batch[i]->h)
+            k++;
+        if (k == m)
+            ws[m++] = (struct batch_worker){.h = batch[i]->h};
+        ws[k].writes++;
+    }
+    pthread_mutex_lock(&e->writes_mu);
+    int room = e->ahead_cap - e->ahead_used; /* registry slots left for runs ahead */
+    for (size_t k = 0; k < m; k++) {
+        struct evd_handover *h = ws[k].h;
+        int held = h->nahead + (h->outstanding - ws[k].writes);
+        int want = EVD_AHEAD_MAX - held;
+        want = want < room ? want : room;
+        room -= want > 0 && h->chain[0] != '\0' && h->quick ? want : 0;
+        ws[k].asked = claiming && h->chain[0] != '\0' && h->quick && want > 0;
+        items[k] = (struct evd_store_ahead_item){
+            .evaluation_id = ws[k].asked ? h->chain : NULL,
+            .after = h->tail,
+            .n = ws[k].asked ? want : 0,
+            .need = claiming && h->nahead == 0 && h->outstanding == ws[k].writes &&
+                    h->next != EVD_NEXT_JOB,
+        };
+    }
+    pthread_mutex_unlock(&e->writes_mu);
+    return m;
+}
+
+/* Registers a run started ahead in flight and gives it to its worker (false: it could not
+ * be registered, and is handed back). */
+static bool deliver_ahead(struct evd_engine *e, PGconn *c, struct evd_handover *h,
+                          const char *evaluation_id, const struct evd_store_ahead_run *run,
+                          int64_t sent)
+{
+    struct evd_ahead_run a = {.attempt = run->attempt, .slot = -1};
+    a.job.id = run->job_id;
+    snprintf(a.job.kind, sizeof(a.job.kind), "run");
+    snprintf(a.job.evaluation_id, sizeof(a.job.evaluation_id), "%s", evaluation_id);
+    a.job.run_position = run->position;
+    a.job.attempts = run->job_attempts;
+    a.job.claimed_mono = sent;
+    if ((a.cancel = evd_cancel_new()) != NULL)
+        a.slot = evd_engine_inflight_add(e, &a.job, a.attempt, a.cancel, INT64_MAX);
+    pthread_mutex_lock(&e->writes_mu);
+    bool room = a.slot >= 0 && h->nahead < EVD_AHEAD_MAX;
+    if (room) {
+        e->ahead_used++;
+        h->ahead[h->nahead++] = a;
+        if (run->position > h->tail)
+            h->tail = run->position;
+    }
+    pthread_mutex_unlock(&e->writes_mu);
+    if (room) {
+        evd_metrics_count("evald_runs_started_ahead_total", NULL, NULL, 1);
+        return true;
+    }
+    if (a.slot >= 0)
+        evd_engine_inflight_remove(e, a.slot);
+    evd_cancel_free(a.cancel);
+    struct evd_err err = {0};
+    if (evd_store_job_hand_back(c, a.job.id, e->owner, evaluation_id, a.job.run_position,
+                                a.attempt, &err) != EVD_OK)
+        evd_log(EVD_LOG_WARN, "could not hand a run ahead back; its lease runs out",
+                "evaluation_id", evaluation_id, "error", err.msg, NULL);
+    return false;
+}
+
 /*
- * Writes one batch and, in its transaction, claims a job for each of its workers (none
- * once the engine stops: they leave); false when it could not, and then nothing of it is
- * written or claimed. The claims go to the batch's workers in order, the jobs' handovers
- * filled under writes_mu when the batch is done (evd_engine_writer_main); a worker left
- * without one learns that nothing else was due.
+ * Writes one batch and, in its transaction, starts runs ahead for its quick chains and
+ * claims a job for each of its workers that will have nothing else to do (none once the
+ * engine stops: they leave); false when it could not, and then nothing of it is written,
+ * started or claimed. What it started and claimed goes to the workers' handovers under
+ * writes_mu before the batch is done (evd_engine_writer_main); a worker that needed a job
+ * and got none learns that nothing else was due.
  */
 static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **batch, size_t n)
 {
@@ -83,11 +199,17 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
     int results[BATCH_MAX];
     int64_t left[BATCH_MAX];
     struct evd_store_claimed claimed[BATCH_MAX];
+    struct batch_worker ws[BATCH_MAX];
+    struct evd_store_ahead_item items[BATCH_MAX];
+    struct evd_store_ahead_run started[BATCH_MAX * EVD_AHEAD_MAX];
     bool claiming = !atomic_load(&e->stopping);
-    struct evd_store_claims claims = {.n = claiming ? (int)n : 0,
+    size_t m = batch_workers(e, batch, n, claiming, ws, items);
+    struct evd_store_claims claims = {.n = claiming ? (int)m : 0,
                                       .lease_ms = e->opts.lease_ms,
                                       .max_attempts = EVD_MAX_ATTEMPTS,
                                       .out = claimed};
+    struct evd_store_ahead ahead = {
+        .items = items, .nitems = m, .out = started, .cap = sizeof(started) / sizeof(started[0])};
     int rc = evd_buf_append(&array, "[", 1);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = (i > 0 ? evd_buf_append(&array, ",", 1) : 0) ||
@@ -95,8 +217,8 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
     if (rc == 0)
         rc = evd_buf_append(&array, "]", 1);
     struct evd_err err = {0};
-    if (rc != 0 || evd_store_runs_finish_batch(c, array.data, evd_now_ms(), e->owner, n, results,
-                                               left, &claims, &err) != EVD_OK) {
+    if (rc != 0 || evd_store_runs_finish_ahead(c, array.data, evd_now_ms(), e->owner, n, results,
+                                               left, &claims, &ahead, &err) != EVD_OK) {
         evd_log(EVD_LOG_WARN, "could not record runs; trying again", "error",
                 rc != 0 ? "out of memory" : err.msg, NULL);
         evd_buf_free(&array);
@@ -108,16 +230,25 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
         enqueued += results[i] > 0 ? results[i] : 0;
     /* The batch's own workers have their jobs (or know the queue is empty); this process's
      * other workers wake, without the keeper's round trip, for what the batch enqueued
-     * beyond what it claimed. Waking one for every job enqueued had two claimers race for
-     * each, and one found nothing (W1 of bench/bench.py: 7,093 claims for about 4,000
-     * runs, 4,555 once the batch's workers were counted). */
-    evd_engine_wake(e, enqueued - (long)(claiming ? claims.got : n));
+     * beyond what it claimed or started ahead. Waking one for every job enqueued had two
+     * claimers race for each, and one found nothing (W1 of bench/bench.py: 7,093 claims
+     * for about 4,000 runs, 4,555 once the batch's workers were counted). */
+    evd_engine_wake(e, enqueued - (claiming ? (long)claims.got + ahead.taken : (long)n));
+    bool got_ahead[BATCH_MAX] = {false};
+    for (size_t k = 0; k < ahead.got; k++) {
+        const struct evd_store_ahead_run *run = &started[k];
+        got_ahead[run->item] = true;
+        deliver_ahead(e, c, ws[run->item].h, items[run->item].evaluation_id, run, ahead.sent);
+    }
     pthread_mutex_lock(&e->writes_mu);
-    for (size_t i = 0; claiming && i < n; i++) {
-        struct evd_handover *h = batch[i]->h;
-        h->next = i < claims.got ? EVD_NEXT_JOB : EVD_NEXT_NOTHING;
-        if (i < claims.got)
-            h->job = claimed[i];
+    size_t next_claim = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (!items[k].need || got_ahead[k])
+            continue;
+        struct evd_handover *h = ws[k].h;
+        h->next = next_claim < claims.got ? EVD_NEXT_JOB : EVD_NEXT_NOTHING;
+        if (next_claim < claims.got)
+            h->job = claimed[next_claim++];
     }
     pthread_mutex_unlock(&e->writes_mu);
     for (size_t i = 0; i < n; i++) {
@@ -212,7 +343,7 @@ void *evd_engine_writer_main(void *arg)
         write_until_done(e, &c, batch, n);
         pthread_mutex_lock(&e->writes_mu);
         for (size_t i = 0; i < n; i++) {
-            batch[i]->h->outstanding = false;
+            batch[i]->h->outstanding--;
             free(batch[i]->text);
             free(batch[i]);
         }
