@@ -86,6 +86,9 @@ enum evd_attempt_end evd_attempt_run(struct evd_attempt *a)
     }
     if (reason == REASON_LEASE && !a->interrupted)
         reason = REASON_NONE; /* finished before its deadline stopped anything: write it */
+    else if (reason == REASON_SHUTDOWN && !a->interrupted && a->keep_slot)
+        reason = REASON_NONE; /* finished as the stop came, and the writer, which writes
+                                 what it is handed until the end, has it: not paid twice */
     switch (reason) {
     case REASON_SHUTDOWN:
     case REASON_LEASE:
