@@ -108,8 +108,9 @@ void evd_engine_write_later(struct evd_engine *e, char *text, const char *evalua
  * this batch, no job claimed for it yet). */
 struct batch_worker {
     struct evd_handover *h;
-    int writes; /* its runs in the batch */
-    bool asked; /* runs ahead asked for */
+    int writes;    /* its runs in the batch */
+    bool asked;    /* runs ahead asked for */
+    char chain[64]; /* of its chain (the worker's may change once the batch is done) */
 };
 
 static size_t batch_workers(struct evd_engine *e, struct pending_write *const *batch, size_t n,
@@ -134,8 +135,9 @@ static size_t batch_workers(struct evd_engine *e, struct pending_write *const *b
         want = want < room ? want : room;
         room -= want > 0 && h->chain[0] != '\0' && h->quick ? want : 0;
         ws[k].asked = claiming && h->chain[0] != '\0' && h->quick && want > 0;
+        snprintf(ws[k].chain, sizeof(ws[k].chain), "%s", h->chain);
         items[k] = (struct evd_store_ahead_item){
-            .evaluation_id = ws[k].asked ? h->chain : NULL,
+            .evaluation_id = ws[k].asked ? ws[k].chain : NULL,
             .after = h->tail,
             .n = ws[k].asked ? want : 0,
             .need = claiming && h->nahead == 0 && h->outstanding == ws[k].writes &&
