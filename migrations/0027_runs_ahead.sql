@@ -91,7 +91,8 @@ $$;
 -- unbroken sequence p_after + 1, p_after + 2, ... of runs that are pending with attempts
 -- left and whose job is free or missing (the first is usually the one the schedule has
 -- just enqueued). The caller holds the evaluation's row (the writer's batch locked it).
--- Each run's job is leased to p_owner and marked ahead; each run starts its next attempt.
+-- Each run's job is leased to p_owner and marked ahead; each run starts its next attempt
+-- (p_now is the claim's time; a run ahead has no start time until it is written).
 -- Answers the runs started in order and, in o_taken, how many of their jobs had been
 -- enqueued free (so not to be announced to another worker).
 CREATE FUNCTION evald_claim_ahead(p_eval text, p_after integer, p_n integer, p_owner text,
@@ -143,7 +144,9 @@ BEGIN
            now() + make_interval(secs => p_lease_ms / 1000.0), 1, true
     FROM unnest(v_pos) AS p(position)
     WHERE p.position <> ALL (v_free);
-    UPDATE runs SET status = 'running', attempt = attempt + 1, started_at = p_now,
+    -- Not started yet in time (started_at 0, as a pending run): the sweeper's wall-clock
+    -- limit counts from a run's start, and the run's write brings its start.
+    UPDATE runs SET status = 'running', attempt = attempt + 1, started_at = 0,
         completed_at = NULL, progress = NULL
     WHERE evaluation_id = p_eval AND position = ANY (v_pos);
     RETURN QUERY

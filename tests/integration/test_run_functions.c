@@ -556,7 +556,8 @@ START_TEST(batch_starts_runs_ahead_in_an_unbroken_sequence)
         ck_assert_int_eq(q_int("SELECT count(*) FROM runs r JOIN jobs j ON j.evaluation_id ="
                                " r.evaluation_id AND j.run_position = r.position WHERE"
                                " r.evaluation_id = '%s' AND r.position = %d AND r.status ="
-                               " 'running' AND r.attempt = 1 AND j.ahead AND j.lease_owner ="
+                               " 'running' AND r.attempt = 1 AND r.started_at = 0 AND j.ahead"
+                               " AND j.lease_owner ="
                                " 'test-owner' AND j.id = %lld",
                                id, k + 2, (long long)started[k].job_id),
                          1);
