@@ -165,6 +165,20 @@ static void wait_completed(long n)
     }
 }
 
+/* evald with 4 workers, and an evaluation of 250 run pairs at 2 ms (its prompts tagged
+ * `tag`) with 60 of its runs completed: its chain is running, runs ahead. Its id
+ * (malloc'd). */
+static char *start_chain(struct evd_t_proc *p, const char *tag)
+{
+    stub_latency(2);
+    et_start_evald(p, "EVALD_WORKERS=4", "EVALD_MAX_RUNS=500");
+    char *body = et_small_request(tag, 250, 1);
+    char *id = et_start_eval(p->base, body);
+    free(body);
+    wait_completed(60);
+    return id;
+}
+
 /*
  * kill -9 in the middle of a window (several runs of the evaluation started, their jobs
  * ahead): the next process starts again from the first open run, in plan order. Every run
@@ -174,13 +188,8 @@ static void wait_completed(long n)
  */
 START_TEST(kill_9_mid_window_resumes_in_plan_order)
 {
-    stub_latency(2);
     struct evd_t_proc p;
-    et_start_evald(&p, "EVALD_WORKERS=4", "EVALD_MAX_RUNS=500");
-    char *body = et_small_request("crash", 250, 1);
-    char *id = et_start_eval(p.base, body);
-    free(body);
-    wait_completed(60);
+    char *id = start_chain(&p, "crash");
     ck_assert_int_eq(evd_t_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
     long running = sql_long("SELECT count(*) FROM runs WHERE status = 'running'");
     long ahead = sql_long("SELECT count(*) FROM jobs WHERE ahead");
@@ -228,13 +237,8 @@ END_TEST
  * given back, their attempts not counted; the next process finishes in plan order. */
 START_TEST(a_stop_gives_the_window_back)
 {
-    stub_latency(2);
     struct evd_t_proc p;
-    et_start_evald(&p, "EVALD_WORKERS=4", "EVALD_MAX_RUNS=500");
-    char *body = et_small_request("stop", 250, 1);
-    char *id = et_start_eval(p.base, body);
-    free(body);
-    wait_completed(60);
+    char *id = start_chain(&p, "stop");
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
     ck_assert_int_eq(sql_long("SELECT count(*) FROM runs WHERE status = 'running'"), 0);
     ck_assert_int_eq(sql_long("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL"), 0);
@@ -272,13 +276,8 @@ END_TEST
 /* A cancel in the middle of a window: no run ahead reaches the provider afterwards. */
 START_TEST(a_cancel_ends_the_window)
 {
-    stub_latency(2);
     struct evd_t_proc p;
-    et_start_evald(&p, "EVALD_WORKERS=4", "EVALD_MAX_RUNS=500");
-    char *body = et_small_request("cancel", 250, 1);
-    char *id = et_start_eval(p.base, body);
-    free(body);
-    wait_completed(60);
+    char *id = start_chain(&p, "cancel");
     char *req = NULL;
     ck_assert_int_ge(asprintf(&req, "{\"evaluation_id\":\"%s\"}", id), 0);
     long status = 0;
