@@ -220,3 +220,6 @@ END
 $$;
 ALTER FUNCTION evald_finish_runs_ahead(jsonb, bigint, text, bigint, integer, jsonb)
     SET enable_seqscan = off;
+
+-- The writer's batch before runs ahead (migrations/0019): it has no caller left.
+DROP FUNCTION evald_finish_runs(jsonb, bigint, text, integer, bigint, integer);

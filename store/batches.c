@@ -100,31 +100,6 @@ void evd_store_batch_rows(PGresult *r, int claim_col, size_t n, int *results, in
     }
 }
 
-enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
-                                          const char *owner, size_t n, int *results,
-                                          int64_t *job_left, struct evd_store_claims *claims,
-                                          struct evd_err *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        results[i] = EVD_RUN_NOT_WRITTEN;
-        job_left[i] = 0;
-    }
-    char now_s[32], want[16], lease[32], max[16];
-    I64(now_s, now);
-    evd_store_claims_params(claims, want, lease, max);
-    const char *p[] = {array, now_s, owner ? owner : "", want, lease, max};
-    int64_t sent = evd_mono_ms();
-    PGresult *r = evd_db_query(c,
-                               "SELECT * FROM evald_finish_runs($1::jsonb, $2::bigint, $3,"
-                               " $4::int, $5::bigint, $6::int)",
-                               6, p, err);
-    if (r == NULL)
-        return evd_db_code(err);
-    evd_store_batch_rows(r, 3, n, results, job_left, claims, sent);
-    PQclear(r);
-    return EVD_OK;
-}
-
 /* The p_ahead parameter of evald_finish_runs_ahead (malloc'd text; NULL without memory). */
 static char *ahead_param(const struct evd_store_ahead *ahead)
 {

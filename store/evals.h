@@ -118,17 +118,6 @@ enum evd_code evd_store_run_finish(PGconn *c, const char *id, int position, int 
                                    int *result, int64_t *job_left,
                                    struct evd_err *err);
 /*
- * Finishes several runs in one statement (evald_finish_runs): `array` is the JSON text of
- * an array of objects with evald_finish_run's parameters by name. results[i] and
- * job_left[i] (n of each) are what evald_finish_run answered for element i. Every job
- * enqueued is announced, with `owner` after the count. With `claims` (NULL: none), the
- * same statement then claims up to claims->n jobs for `owner` (migrations/0015).
- */
-enum evd_code evd_store_runs_finish_batch(PGconn *c, const char *array, int64_t now,
-                                          const char *owner, size_t n, int *results,
-                                          int64_t *job_left, struct evd_store_claims *claims,
-                                          struct evd_err *err);
-/*
  * Runs started ahead (migrations/0027): what the worker of a batch asks for beside its
  * writes. An item with an evaluation id asks for up to n runs of it that follow position
  * `after` (an evaluation with concurrency 1 only, and only an unbroken sequence); `need`
@@ -156,16 +145,19 @@ struct evd_store_ahead {
     int64_t sent; /* evd_mono_ms() when the statement was sent: their leases count from it */
 };
 /*
- * evd_store_runs_finish_batch with runs started ahead (evald_finish_runs_ahead): the
- * batch's writes, then each item's runs ahead, then a job claimed (claims->out, in the
- * items' order; claims->n must be at least nitems) for each item that needs one and got
- * no run ahead. One statement, as the batch.
+ * The writer's batch, one statement (evald_finish_runs_ahead): finishes several runs
+ * (evald_finish_runs: `array` is the JSON text of an array of objects with
+ * evald_finish_run's parameters by name; results[i] and job_left[i], n of each, are what
+ * it answered for element i; every job enqueued is announced, with `owner` after the
+ * count), then starts each item's runs ahead, then claims a job (claims->out, in the
+ * items' order; claims->n at least the items that may need one; NULL: none) for each item
+ * that needs one and got no run ahead (migrations/0015 and 0027).
  */
 enum evd_code evd_store_runs_finish_ahead(PGconn *c, const char *array, int64_t now,
                                           const char *owner, size_t n, int *results,
                                           int64_t *job_left, struct evd_store_claims *claims,
                                           struct evd_store_ahead *ahead, struct evd_err *err);
-/* The object for evd_store_runs_finish_batch of one finished run, as JSON text. */
+/* The object for evd_store_runs_finish_ahead of one finished run, as JSON text. */
 char *evd_store_finish_record(const char *id, int position, int attempt, const json_t *run,
                               const json_t *transcript);
 /*

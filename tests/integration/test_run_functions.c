@@ -307,6 +307,21 @@ START_TEST(finish_leaves_a_locked_job_behind)
 }
 END_TEST
 
+/* The writer's batch (evd_store_runs_finish_ahead) at time 3000, with no run ahead and a
+ * job asked for each of claims->n workers (claims NULL: none). */
+static enum evd_code finish_batch(const char *array, size_t n, int *results, int64_t *left,
+                                  struct evd_store_claims *claims, struct evd_err *err)
+{
+    struct evd_store_ahead_item items[8] = {{0}};
+    size_t m = claims != NULL ? (size_t)claims->n : 0;
+    ck_assert_uint_le(m, 8);
+    for (size_t i = 0; i < m; i++)
+        items[i].need = true;
+    struct evd_store_ahead ahead = {.items = items, .nitems = m};
+    return evd_store_runs_finish_ahead(c, array, 3000, "test-owner", n, results, left, claims,
+                                       &ahead, err);
+}
+
 START_TEST(batch_finishes_several_runs_in_one_statement)
 {
     char a[64], b[64];
@@ -334,8 +349,7 @@ START_TEST(batch_finishes_several_runs_in_one_statement)
     int results[3];
     int64_t left[3];
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 3, results, left,
-                                              NULL, &err) == EVD_OK,
+    ck_assert_msg(finish_batch(array, 3, results, left, NULL, &err) == EVD_OK,
                   "%s", err.msg);
     ck_assert_int_eq(results[0], 1); /* B's second run enqueued */
     ck_assert_int_eq(results[1], EVD_RUN_NOT_WRITTEN);
@@ -399,8 +413,7 @@ START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
     int results[3];
     int64_t left[3];
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 3, results, left,
-                                              NULL, &err) == EVD_OK,
+    ck_assert_msg(finish_batch(array, 3, results, left, NULL, &err) == EVD_OK,
                   "%s", err.msg);
     other_sql("COMMIT");
     /* The evaluation is scheduled once, after both of its runs, and answered by its last
@@ -423,8 +436,7 @@ START_TEST(batch_schedules_an_evaluation_once_after_its_runs)
     snprintf(array, sizeof(array), "[%s,%s]", r4, r2);
     free(r4);
     free(r2);
-    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
-                                              NULL, &err) == EVD_OK,
+    ck_assert_msg(finish_batch(array, 2, results, left, NULL, &err) == EVD_OK,
                   "%s", err.msg);
     ck_assert_int_eq(results[0], 0);
     ck_assert_int_eq(results[1], EVD_RUN_ALL_TERMINAL);
@@ -465,8 +477,7 @@ START_TEST(batch_claims_for_its_workers_after_its_writes)
     struct evd_store_claims claims = {.n = 4, .lease_ms = 30000, .max_attempts = 3,
                                       .out = claimed};
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
-                                              &claims, &err) == EVD_OK,
+    ck_assert_msg(finish_batch(array, 2, results, left, &claims, &err) == EVD_OK,
                   "%s", err.msg);
     ck_assert_int_eq(results[0], 1);
     ck_assert_int_eq(results[1], 1);
@@ -622,8 +633,7 @@ START_TEST(batch_claims_around_what_others_hold)
     struct evd_store_claims claims = {.n = 3, .lease_ms = 30000, .max_attempts = 3,
                                       .out = claimed};
     struct evd_err err = {0};
-    ck_assert_msg(evd_store_runs_finish_batch(c, "[]", 3000, "test-owner", 0, results, left,
-                                              &claims, &err) == EVD_OK,
+    ck_assert_msg(finish_batch("[]", 0, results, left, &claims, &err) == EVD_OK,
                   "%s", err.msg);
     other_sql("COMMIT");
     ck_assert_uint_eq(claims.got, 2);
@@ -676,8 +686,7 @@ START_TEST(batch_that_fails_claims_nothing)
     struct evd_store_claims claims = {.n = 2, .lease_ms = 30000, .max_attempts = 3,
                                       .out = claimed};
     struct evd_err err = {0};
-    ck_assert_int_ne(evd_store_runs_finish_batch(c, array, 3000, "test-owner", 2, results, left,
-                                                 &claims, &err),
+    ck_assert_int_ne(finish_batch(array, 2, results, left, &claims, &err),
                      EVD_OK);
     ck_assert_uint_eq(claims.got, 0);
     ck_assert_int_eq(q_int("SELECT count(*) FROM jobs WHERE evaluation_id = '%s' AND"
