@@ -158,24 +158,31 @@ static json_t *request_of(const struct evd_store_job *job, struct evd_err *err)
     return request;
 }
 
-static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
+static bool execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, const struct evd_store_eval *evp, struct evd_handover *h,
                     struct evd_ahead_run *pre);
+static void give_back_ahead(struct evd_engine *e, struct evd_wconn *w,
+                            struct evd_ahead_run *pre);
 
 /*
  * A run job and, after it, the runs that the batches writing its chain start ahead for
- * this worker (engine/internal.h), one after another, on the head's decoded request.
+ * this worker (engine/internal.h), one after another, on the head's decoded request. Once
+ * a run of the chain is not written (cancelled, given back, dropped), the runs after it
+ * are given back without a call: none may go before it.
  */
 static void execute_chain(struct evd_engine *e, struct evd_wconn *w,
                           const struct evd_store_job *head, int attempt,
                           const struct evd_store_eval *ev, struct evd_handover *h)
 {
     evd_engine_chain(e, h, head->evaluation_id, head->run_position);
-    execute(e, w, head, attempt, ev, h, NULL);
+    bool go_on = execute(e, w, head, attempt, ev, h, NULL);
     struct evd_ahead_run next;
     while (evd_engine_next_ahead(e, h, &next)) {
         next.job.rescore = head->rescore;
-        execute(e, w, &next.job, next.attempt, ev, h, &next);
+        if (go_on)
+            go_on = execute(e, w, &next.job, next.attempt, ev, h, &next);
+        else
+            give_back_ahead(e, w, &next);
     }
     evd_engine_chain(e, h, NULL, 0);
 }
@@ -219,20 +226,26 @@ void evd_engine_process_started(struct evd_engine *e, struct evd_wconn *w,
     evd_store_eval_clear(&ev);
 }
 
-/* Ends the registration of a run ahead that is not executed after all: its lease runs
- * out and the run is tried again. */
-static void drop_ahead(struct evd_engine *e, struct evd_ahead_run *pre)
+/* Gives back a run started ahead that is not executed after all (pending again, the
+ * attempt not counted, its job free: the claim that finds it puts it back in its turn,
+ * migrations/0027) and ends its registration. NULL: nothing. */
+static void give_back_ahead(struct evd_engine *e, struct evd_wconn *w, struct evd_ahead_run *pre)
 {
     if (pre == NULL)
         return;
+    struct evd_attempt a = {.ops = &RUN_OPS, .e = e, .w = w, .job = &pre->job,
+                            .subject_id = pre->job.evaluation_id,
+                            .position = pre->job.run_position, .attempt = pre->attempt};
+    evd_attempt_hand_back(&a);
     evd_engine_inflight_remove(e, pre->slot);
     evd_cancel_free(pre->cancel);
 }
 
 /* Phases 2 and 3 of a run whose attempt `attempt` has started; `evp` has its evaluation's
  * id and request; `pre`: a run started ahead, registered in flight by its batch (NULL:
- * registered here). The outcome goes to the writer thread. */
-static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
+ * registered here). The outcome goes to the writer thread; false when there was none to
+ * write (the chain stops there). */
+static bool execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_store_job *job,
                     int attempt, const struct evd_store_eval *evp, struct evd_handover *h,
                     struct evd_ahead_run *pre)
 {
@@ -240,17 +253,18 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     const struct evd_store_eval ev = *evp;
     struct evd_request_view view;
     struct run_ctx r = {.rescore = ev.rescore};
+    bool written = false;
 
     if (evd_request_view_trusted(ev.request, &view, &err) != EVD_OK) {
         evd_log(EVD_LOG_ERROR, "stored request cannot be decoded", "evaluation_id", ev.id, "error",
                 err.msg, NULL);
-        drop_ahead(e, pre);
-        return;
+        give_back_ahead(e, w, pre);
+        return false;
     }
     struct evd_plan_entry entry = evd_plan_entry_at(view.order, (size_t)job->run_position - 1);
     if ((r.run = evd_run_new(ev.id, &entry)) == NULL) {
-        drop_ahead(e, pre);
-        return; /* the lease runs out and the run is tried again */
+        give_back_ahead(e, w, pre); /* a head's lease runs out and it is tried again */
+        return false;
     }
     const json_t *variant = entry.role == EVD_ROLE_CONTROL ? view.control : view.treatment;
     json_t *sp = json_object_get(variant, "system_prompt");
@@ -331,6 +345,7 @@ static void execute(struct evd_engine *e, struct evd_wconn *w, const struct evd_
     char *record =
         evd_store_finish_record(ev.id, job->run_position, attempt, r.run, r.out.transcript);
     if (record != NULL) {
+        written = true;
         bool quick = evd_now_ms() - r.started_at < EVD_AHEAD_QUICK_MS;
         evd_engine_write_later(e, record, ev.id,
                                json_string_value(json_object_get(r.run, "status")), a.slot,
@@ -343,4 +358,5 @@ out:
     evd_attempt_clear(&a);
     evd_scenario_outcome_clear(&r.out);
     json_decref(r.run);
+    return written;
 }
