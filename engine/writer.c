@@ -1,10 +1,13 @@
 /*
  * The writer thread: it writes the outcomes of finished runs, several in one transaction
- * (evald_finish_runs), and in the same transaction claims the next job of each worker
- * whose run it wrote (migrations/0015), so that a run costs its worker no transaction of
- * its own: a worker hands its outcome over, waits for the batch, and goes on with the job
- * the batch claimed for it, or, when nothing else was due, waits for work. A worker has
- * at most one write outstanding. A batch that fails (a lost connection, a deadlock, a
+ * (evald_finish_runs_ahead), and in the same transaction starts the next runs of a quick
+ * chain ahead for its worker (migrations/0027) and claims the next job of each worker that
+ * will have nothing else to do (migrations/0015), so that a run costs its worker no
+ * transaction of its own: a worker hands its outcome over and goes on with its runs ahead,
+ * or waits for the batch and goes on with the job the batch claimed for it, or, when
+ * nothing else was due, waits for work. A worker has at most EVD_AHEAD_MAX + 1 writes
+ * outstanding, written in the order it handed them over. A batch that fails (a lost
+ * connection, a deadlock, a
  * restart of PostgreSQL) writes and claims nothing and is written again, with a growing
  * pause, outcomes kept in memory: a finished call is never paid for twice because its
  * write failed. Meanwhile the keeper renews the leases of its runs (their in-flight slots
