@@ -5,14 +5,15 @@
  * delivers cancellations and deadlines to them; the workers add and end them.
  * inflight_mu is a leaf lock (internal.h).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "engine/internal.h"
 
-int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
-                            struct evd_cancel *cancel, int64_t deadline_mono)
+static int add_slot(struct evd_engine *e, const struct evd_store_job *job, int attempt,
+                    struct evd_cancel *cancel, int64_t deadline_mono, bool ahead)
 {
     int slot = -1;
     /* No call may outlast the lease the claim took (renewals move this later; a run
@@ -20,7 +21,8 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
     evd_cancel_set_deadline(cancel, job->claimed_mono + e->opts.lease_ms -
                                         EVD_LEASE_MARGIN_MS(e->opts.lease_ms));
     pthread_mutex_lock(&e->inflight_mu);
-    for (int i = 0; i < e->ninflight && slot < 0; i++)
+    for (int i = 0; i < e->ninflight && slot < 0 && !(ahead && e->inflight_ahead >= e->ahead_cap);
+         i++)
         if (!e->inflight[i].used)
             slot = i;
     if (slot >= 0) {
@@ -33,6 +35,8 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
         f->attempt = attempt;
         f->cancel = cancel;
         f->deadline_mono = deadline_mono;
+        f->ahead = ahead;
+        e->inflight_ahead += ahead;
         if (atomic_load(&e->stopping)) {
             f->reason = REASON_SHUTDOWN;
             evd_cancel_trigger(cancel);
@@ -40,6 +44,27 @@ int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *jo
     }
     pthread_mutex_unlock(&e->inflight_mu);
     return slot;
+}
+
+int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
+                            struct evd_cancel *cancel, int64_t deadline_mono)
+{
+    return add_slot(e, job, attempt, cancel, deadline_mono, false);
+}
+
+int evd_engine_inflight_add_ahead(struct evd_engine *e, const struct evd_store_job *job,
+                                  int attempt, struct evd_cancel *cancel)
+{
+    /* Its scenario deadline is set when its call begins (evd_engine_inflight_begin). */
+    return add_slot(e, job, attempt, cancel, INT64_MAX, true);
+}
+
+int evd_engine_inflight_ahead_room(struct evd_engine *e)
+{
+    pthread_mutex_lock(&e->inflight_mu);
+    int room = e->ahead_cap - e->inflight_ahead;
+    pthread_mutex_unlock(&e->inflight_mu);
+    return room > 0 ? room : 0;
 }
 
 static enum inflight_reason end_slot(struct evd_engine *e, int slot, bool hold)
@@ -54,6 +79,10 @@ static enum inflight_reason end_slot(struct evd_engine *e, int slot, bool hold)
     f->used = hold;
     f->writing = hold;
     f->cancel = NULL;
+    if (!hold && f->ahead) {
+        f->ahead = false;
+        e->inflight_ahead--;
+    }
     pthread_mutex_unlock(&e->inflight_mu);
     return r;
 }

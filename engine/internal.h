@@ -28,7 +28,8 @@
  * provider before a second process can claim the run. */
 #define EVD_LEASE_MARGIN_MS(lease_ms) ((lease_ms) / 4)
 /* In-flight slots: a worker holds one for its run, and one more while the writer has its
- * previous outcome: 2 per worker (e->ninflight). */
+ * previous outcome: 2 per worker, and the runs started ahead (from their batch until they
+ * are written or end) up to e->ahead_cap in all (e->ninflight). */
 /* Starter threads (engine/starter.c): two, so that a burst of starts keeps both cores
  * busy; each writes its batches on a connection it borrows from the handlers' pool. */
 #define EVD_STARTERS 2
@@ -51,6 +52,7 @@ struct inflight {
     int64_t deadline_mono; /* evd_mono_ms() at which the run times out */
     enum inflight_reason reason;
     bool writing; /* finished, its outcome with the writer: the lease is still renewed */
+    bool ahead;   /* a run started ahead (counted in inflight_ahead until it ends) */
     bool lost;    /* a renewal found the lease gone: there is nothing left to write */
 };
 
@@ -84,6 +86,7 @@ struct evd_engine {
     pthread_mutex_t inflight_mu;
     struct inflight *inflight; /* ninflight slots */
     int ninflight;
+    int inflight_ahead; /* slots of runs started ahead, at most ahead_cap (inflight_mu) */
     int64_t *renew_ids;                 /* the keeper's scratch, ninflight each */
     enum evd_lease_state *renew_state;
 
@@ -104,7 +107,7 @@ struct evd_engine {
     struct evd_queue writes; /* struct pending_write *, under writes_mu; closed when the
                                 engine stops and the last worker is gone */
     long writers_clients;    /* workers still running */
-    int ahead_cap, ahead_used; /* runs ahead registered at most, and now (writes_mu) */
+    int ahead_cap; /* in-flight slots of runs started ahead at most (internal.h) */
     pthread_t writer;
 
     /* Finalizations waiting for the finalizer thread (engine/steps.c), oldest first. */
@@ -538,6 +541,12 @@ void evd_engine_publish(struct evd_engine *e, const char *evaluation_id);
 /* in-flight registry (engine/inflight.c) */
 int evd_engine_inflight_add(struct evd_engine *e, const struct evd_store_job *job, int attempt,
                             struct evd_cancel *cancel, int64_t deadline_mono);
+/* The same for a run started ahead, counted in e->inflight_ahead until its slot ends: -1
+ * when e->ahead_cap of them are registered already (or none is free). */
+int evd_engine_inflight_add_ahead(struct evd_engine *e, const struct evd_store_job *job,
+                                  int attempt, struct evd_cancel *cancel);
+/* How many more runs ahead may be registered now. */
+int evd_engine_inflight_ahead_room(struct evd_engine *e);
 /* Ends a slot; the reason it was triggered, REASON_LEASE when its token's lease deadline
  * passed, REASON_NONE when neither. */
 enum inflight_reason evd_engine_inflight_remove(struct evd_engine *e, int slot);

@@ -61,7 +61,6 @@ bool evd_engine_next_ahead(struct evd_engine *e, struct evd_handover *h,
         /* A batch that found nothing due for it spoke of a moment now past. */
         if (h->next == EVD_NEXT_NOTHING)
             h->next = EVD_NEXT_UNKNOWN;
-        e->ahead_used--;
         *out = h->ahead[0];
         memmove(&h->ahead[0], &h->ahead[1], (size_t)(h->nahead - 1) * sizeof(h->ahead[0]));
         h->nahead--;
@@ -129,8 +128,8 @@ static size_t batch_workers(struct evd_engine *e, struct pending_write *const *b
             ws[m++] = (struct batch_worker){.h = batch[i]->h};
         ws[k].writes++;
     }
+    int room = evd_engine_inflight_ahead_room(e); /* only this thread adds runs ahead */
     pthread_mutex_lock(&e->writes_mu);
-    int room = e->ahead_cap - e->ahead_used; /* registry slots left for runs ahead */
     for (size_t k = 0; k < m; k++) {
         struct evd_handover *h = ws[k].h;
         int held = h->nahead + (h->outstanding - ws[k].writes);
@@ -165,11 +164,10 @@ static bool deliver_ahead(struct evd_engine *e, PGconn *c, struct evd_handover *
     a.job.attempts = run->job_attempts;
     a.job.claimed_mono = sent;
     if ((a.cancel = evd_cancel_new()) != NULL)
-        a.slot = evd_engine_inflight_add(e, &a.job, a.attempt, a.cancel, INT64_MAX);
+        a.slot = evd_engine_inflight_add_ahead(e, &a.job, a.attempt, a.cancel);
     pthread_mutex_lock(&e->writes_mu);
     bool room = a.slot >= 0 && h->nahead < EVD_AHEAD_MAX;
     if (room) {
-        e->ahead_used++;
         h->ahead[h->nahead++] = a;
         if (run->position > h->tail)
             h->tail = run->position;
