@@ -150,11 +150,12 @@ static size_t batch_workers(struct evd_engine *e, struct pending_write *const *b
     return m;
 }
 
-/* Registers a run started ahead in flight and gives it to its worker (false: it could not
- * be registered, and is handed back). */
+/* Registers a run started ahead in flight and gives it to its worker; false when it could
+ * not (no memory, no room), and then it is handed back, and so must the runs after it be
+ * (`give_back`): none of them may be called before it. */
 static bool deliver_ahead(struct evd_engine *e, PGconn *c, struct evd_handover *h,
                           const char *evaluation_id, const struct evd_store_ahead_run *run,
-                          int64_t sent)
+                          int64_t sent, bool give_back)
 {
     struct evd_ahead_run a = {.attempt = run->attempt, .slot = -1};
     a.job.id = run->job_id;
@@ -163,7 +164,7 @@ static bool deliver_ahead(struct evd_engine *e, PGconn *c, struct evd_handover *
     a.job.run_position = run->position;
     a.job.attempts = run->job_attempts;
     a.job.claimed_mono = sent;
-    if ((a.cancel = evd_cancel_new()) != NULL)
+    if (!give_back && (a.cancel = evd_cancel_new()) != NULL)
         a.slot = evd_engine_inflight_add_ahead(e, &a.job, a.attempt, a.cancel);
     pthread_mutex_lock(&e->writes_mu);
     bool room = a.slot >= 0 && h->nahead < EVD_AHEAD_MAX;
@@ -237,11 +238,13 @@ static bool write_batch(struct evd_engine *e, PGconn *c, struct pending_write **
      * claimers race for each, and one found nothing (W1 of bench/bench.py: 7,093 claims
      * for about 4,000 runs, 4,555 once the batch's workers were counted). */
     evd_engine_wake(e, enqueued - (claiming ? (long)claims.got + ahead.taken : (long)n));
-    bool got_ahead[BATCH_MAX] = {false};
-    for (size_t k = 0; k < ahead.got; k++) {
+    bool got_ahead[BATCH_MAX] = {false}, broken[BATCH_MAX] = {false};
+    for (size_t k = 0; k < ahead.got; k++) { /* each item's runs in plan order */
         const struct evd_store_ahead_run *run = &started[k];
         got_ahead[run->item] = true;
-        deliver_ahead(e, c, ws[run->item].h, items[run->item].evaluation_id, run, ahead.sent);
+        if (!deliver_ahead(e, c, ws[run->item].h, items[run->item].evaluation_id, run,
+                           ahead.sent, broken[run->item]))
+            broken[run->item] = true;
     }
     pthread_mutex_lock(&e->writes_mu);
     size_t next_claim = 0;
