@@ -133,10 +133,10 @@ static size_t batch_workers(struct evd_engine *e, struct pending_write *const *b
     for (size_t k = 0; k < m; k++) {
         struct evd_handover *h = ws[k].h;
         int held = h->nahead + (h->outstanding - ws[k].writes);
-        int want = EVD_AHEAD_MAX - held;
-        want = want < room ? want : room;
-        room -= want > 0 && h->chain[0] != '\0' && h->quick ? want : 0;
+        int want = EVD_AHEAD_MAX - held < room ? EVD_AHEAD_MAX - held : room;
         ws[k].asked = claiming && h->chain[0] != '\0' && h->quick && want > 0;
+        if (ws[k].asked)
+            room -= want;
         snprintf(ws[k].chain, sizeof(ws[k].chain), "%s", h->chain);
         items[k] = (struct evd_store_ahead_item){
             .evaluation_id = ws[k].asked ? ws[k].chain : NULL,

@@ -92,11 +92,11 @@ $$;
 -- left and whose job is free or missing (the first is usually the one the schedule has
 -- just enqueued). The caller holds the evaluation's row (the writer's batch locked it).
 -- Each run's job is leased to p_owner and marked ahead; each run starts its next attempt
--- (p_now is the claim's time; a run ahead has no start time until it is written).
+-- (with no start time until it is written).
 -- Answers the runs started in order and, in o_taken, how many of their jobs had been
 -- enqueued free (so not to be announced to another worker).
 CREATE FUNCTION evald_claim_ahead(p_eval text, p_after integer, p_n integer, p_owner text,
-                                  p_lease_ms bigint, p_now bigint, p_max_attempts integer)
+                                  p_lease_ms bigint, p_max_attempts integer)
 RETURNS TABLE (o_job_id bigint, o_run_position integer, o_job_attempts integer,
                o_attempt integer, o_taken integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
@@ -193,7 +193,7 @@ BEGIN
         v_got := 0;
         IF it.n > 0 AND it.ev IS NOT NULL THEN
             FOR a IN SELECT * FROM evald_claim_ahead(it.ev, it.after, it.n, p_owner,
-                                                     p_lease_ms, p_now, p_max_attempts) LOOP
+                                                     p_lease_ms, p_max_attempts) LOOP
                 o_item := it.k;
                 o_outcome := 'ahead';
                 o_job_id := a.o_job_id;
