@@ -20,22 +20,6 @@
 #include "tests/support/itest.h"
 #include "tests/support/testutil.h"
 
-/* The value of counter `name` on evald's /metrics (0 when absent). */
-static long metric(const char *base, const char *name)
-{
-    char *url = NULL;
-    ck_assert_int_ge(asprintf(&url, "%s/metrics", base), 0);
-    struct evd_t_resp r;
-    ck_assert_int_eq(evd_t_http("GET", url, NULL, NULL, 0, &r), 0);
-    free(url);
-    long v = 0;
-    for (const char *p = r.body; (p = strstr(p, name)) != NULL; p++)
-        if ((p == r.body || p[-1] == '\n') && p[strlen(name)] == ' ')
-            v = strtol(p + strlen(name) + 1, NULL, 10);
-    evd_t_resp_free(&r);
-    return v;
-}
-
 static long sql_long(const char *sql)
 {
     char *v = evd_t_sql(et_db_url, sql);
@@ -110,7 +94,7 @@ START_TEST(quick_runs_go_ahead_one_call_at_a_time_in_plan_order)
     char *id = et_start_eval(p.base, body);
     free(body);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 60000), "completed");
-    long ahead = metric(p.base, "evald_runs_started_ahead_total");
+    long ahead = evd_t_metric(p.base, "evald_runs_started_ahead_total");
     ck_assert_msg(ahead >= 200, "only %ld of 400 runs were started ahead", ahead);
 
     struct plan pl;
@@ -150,7 +134,7 @@ START_TEST(slow_runs_and_concurrent_pairs_run_nothing_ahead)
     free(body);
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 60000), "completed");
     free(id);
-    ck_assert_int_eq(metric(p.base, "evald_runs_started_ahead_total"), 0);
+    ck_assert_int_eq(evd_t_metric(p.base, "evald_runs_started_ahead_total"), 0);
     ck_assert_int_eq(evd_t_stop(&p, SIGTERM, 10000), 0);
 }
 END_TEST

@@ -564,6 +564,22 @@ static void stub_call(const struct evd_t_proc *stub, const char *method, const c
     evd_t_http(method, url, NULL, body, body ? strlen(body) : 0, r);
 }
 
+long evd_t_metric(const char *base, const char *name)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "%s/metrics", base);
+    struct evd_t_resp r;
+    if (evd_t_http("GET", url, NULL, NULL, 0, &r) != 0)
+        return 0;
+    long v = 0;
+    size_t len = strlen(name);
+    for (const char *p = r.body; p != NULL && (p = strstr(p, name)) != NULL; p++)
+        if ((p == r.body || p[-1] == '\n') && p[len] == ' ')
+            v = strtol(p + len + 1, NULL, 10);
+    evd_t_resp_free(&r);
+    return v;
+}
+
 long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json)
 {
     struct evd_t_resp r;

@@ -117,6 +117,8 @@ void evd_t_pg_cleanup_at_exit(const char *dir);
  * silent: then p->pid is 0).
  */
 int evd_t_stub_start(struct evd_t_proc *p, const char *script_json, const char *require_key);
+/* The value of a counter without labels on evald's /metrics at base (0 when absent). */
+long evd_t_metric(const char *base, const char *name);
 /* Replaces the stub's script (PUT /_stub/script); returns the HTTP status and prints
  * the stub's answer on stderr when it is not 200. */
 long evd_t_stub_script(const struct evd_t_proc *stub, const char *script_json);
