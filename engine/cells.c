@@ -45,6 +45,8 @@ struct case_ctx {
                         benchmark}] */
     bool rescore;    /* a re-score: the cells score their stored outputs again (rescore.c) */
     bool judged;     /* the experiment has a judge: a finished run readies its pairs */
+    bool batched;    /* its steps go with other workers' (engine/cell_batch.c): no judge,
+                        no budget, no anytime stopping rule */
     struct evd_limits limits;
 };
 
@@ -460,6 +462,11 @@ static bool load_case(PGconn *c, const struct evd_store_job *job, struct case_ct
     x->rescore = shape.rescore;
     x->request = json_loads(shape.request, 0, NULL);
     x->judged = x->request != NULL && json_is_object(json_object_get(x->request, "judge"));
+    const char *rule =
+        json_string_value(json_object_get(json_object_get(x->request, "stopping"), "rule"));
+    const json_t *budget = json_object_get(x->request, "budget");
+    x->batched = x->request != NULL && !x->judged && (budget == NULL || json_is_null(budget)) &&
+                 (rule == NULL || strcmp(rule, "fixed") == 0);
     evd_store_experiment_shape_clear(&shape);
     if (x->request == NULL) {
         evd_err_set(&err, EVD_EINTERNAL, "stored request cannot be decoded");
@@ -502,16 +509,17 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
         struct evd_store_cell_next next;
         struct evd_store_job cur = *job;
         int64_t sent = evd_mono_ms();
-        /* The connection the last cell gave back before its provider call. */
-        if ((c = evd_wconn_get(w, &err)) == NULL) {
-            evd_log(EVD_LOG_WARN, "could not step an experiment case", "experiment_id",
-                    job->ref, "error", err.msg, NULL);
-            break;
+        enum evd_code rc;
+        if (x.batched) {
+            rc = evd_engine_cell_step(e, w, job->id, pend.set ? &done : NULL, &next, &err);
+        } else if ((c = evd_wconn_get(w, &err)) == NULL) {
+            /* The connection the last cell gave back before its provider call. */
+            rc = err.code ? err.code : EVD_EDB;
+        } else {
+            evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
+            rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms, evd_now_ms(),
+                                     EVD_MAX_ATTEMPTS, pend.set ? &done : NULL, &next, &err);
         }
-        evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
-        enum evd_code rc = evd_store_cell_step(c, job->id, e->owner, e->opts.lease_ms,
-                                               evd_now_ms(), EVD_MAX_ATTEMPTS,
-                                               pend.set ? &done : NULL, &next, &err);
         if (rc == EVD_OK && pend.set && next.outcome != EVD_CELL_LOST)
             evd_metrics_count(pend.judgement != NULL ? "evald_experiment_judgements_finished_total"
                                                      : "evald_experiment_runs_finished_total",
@@ -532,7 +540,8 @@ void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
             if (next.schedule > 0)
                 evd_engine_wake(e, next.schedule);
             if (next.schedule == -1 &&
-                evd_engine_experiment_finalize(e, c, job->ref, &err) != EVD_OK)
+                ((c = evd_wconn_get(w, &err)) == NULL ||
+                 evd_engine_experiment_finalize(e, c, job->ref, &err) != EVD_OK))
                 evd_log(EVD_LOG_WARN, "could not finish an experiment; the analyst retries",
                         "experiment_id", job->ref, "error", err.msg, NULL);
             break;

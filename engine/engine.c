@@ -53,6 +53,9 @@ struct evd_engine *evd_engine_start(const struct evd_engine_options *opts, struc
     pthread_cond_init(&e->work_cv, NULL);
     pthread_mutex_init(&e->starts_mu, NULL);
     pthread_cond_init(&e->starts_cv, NULL);
+    pthread_mutex_init(&e->cells_mu, NULL);
+    pthread_cond_init(&e->cells_cv, NULL);
+    e->cells_tail = &e->cells_head;
     evd_queue_init_shared(&e->starts, &e->starts_mu, &e->starts_cv);
     /* Runs ahead (internal.h) are registered too, up to EVD_AHEAD_MAX for each of at most
      * EVD_AHEAD_WORKERS workers at once: they matter when few chains keep the writer's
@@ -209,5 +212,7 @@ void evd_engine_stop(struct evd_engine *e)
     evd_queue_destroy(&e->starts, NULL); /* empty: every start was answered */
     pthread_mutex_destroy(&e->starts_mu);
     pthread_cond_destroy(&e->starts_cv);
+    pthread_mutex_destroy(&e->cells_mu); /* no step waits: every worker is gone */
+    pthread_cond_destroy(&e->cells_cv);
     free(e);
 }

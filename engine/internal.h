@@ -136,6 +136,12 @@ struct evd_engine {
     pthread_cond_t starts_cv;  /* the starter waits here for starts */
     struct evd_queue starts;   /* struct pending_start *, under starts_mu; closed at the stop */
     pthread_t starters[EVD_STARTERS];
+
+    /* Case jobs' steps waiting to be written together (engine/cell_batch.c). */
+    pthread_mutex_t cells_mu; /* leaf lock */
+    pthread_cond_t cells_cv;  /* waiting steps wait here for their answer or their turn */
+    struct cell_step *cells_head, **cells_tail; /* under cells_mu, oldest first */
+    bool cells_busy; /* a leader is writing a batch (cells_mu) */
 };
 
 /*
@@ -324,6 +330,14 @@ void evd_engine_process_session(struct evd_engine *e, struct evd_wconn *w,
  * run one after another until the case is done, the lease is lost or the engine stops */
 void evd_engine_process_cell(struct evd_engine *e, struct evd_wconn *w,
                              const struct evd_store_job *job);
+/* A case job's step (evd_store_cell_step's), written with the steps other workers take at
+ * the same moment (engine/cell_batch.c; only for experiments evd_store_cell_steps takes).
+ * Gives back the worker's connection first. */
+struct evd_store_cell_done;
+struct evd_store_cell_next;
+enum evd_code evd_engine_cell_step(struct evd_engine *e, struct evd_wconn *w, int64_t job_id,
+                                   const struct evd_store_cell_done *done,
+                                   struct evd_store_cell_next *next, struct evd_err *err);
 
 /*
  * The kinds of job (engine/jobs.c): a worker hands every claimed job to the entry of its

@@ -372,6 +372,36 @@ static void done_params_free(struct done_params *p)
     free(p->cells);
 }
 
+/* What evald_cell_next answers (o_outcome, o_position, o_attempt, o_schedule,
+ * o_lease_left_ms, o_case, o_body, o_done) from column `col` of row `row`. */
+static enum evd_code next_row(PGresult *r, int row, int col, struct evd_store_cell_next *next,
+                              struct evd_err *err)
+{
+    const char *o = PQgetvalue(r, row, col);
+    next->outcome = strcmp(o, "started") == 0           ? EVD_CELL_STARTED
+                    : strcmp(o, "exhausted") == 0       ? EVD_CELL_EXHAUSTED
+                    : strcmp(o, "judge") == 0           ? EVD_CELL_JUDGE
+                    : strcmp(o, "judge_exhausted") == 0 ? EVD_CELL_JUDGE_EXHAUSTED
+                    : strcmp(o, "done") == 0            ? EVD_CELL_DONE
+                    : strcmp(o, "gone") == 0            ? EVD_CELL_GONE
+                                                        : EVD_CELL_LOST;
+    next->position = atoi(PQgetvalue(r, row, col + 1));
+    next->attempt = atoi(PQgetvalue(r, row, col + 2));
+    next->schedule = PQgetisnull(r, row, col + 3) ? 0 : atoi(PQgetvalue(r, row, col + 3));
+    next->lease_left_ms = PQgetisnull(r, row, col + 4) ? 0 : evd_db_col_i64(r, row, col + 4);
+    next->case_index = PQgetisnull(r, row, col + 5) ? 0 : atoi(PQgetvalue(r, row, col + 5));
+    if (PQgetisnull(r, row, col + 6))
+        return EVD_OK;
+    next->body = evd_db_col_json(r, row, col + 6);
+    next->done = evd_db_col_json(r, row, col + 7);
+    if (next->body != NULL && next->done != NULL)
+        return EVD_OK;
+    json_decref(next->body);
+    json_decref(next->done);
+    next->body = next->done = NULL;
+    return evd_err_set(err, EVD_EINTERNAL, "stored case %d cannot be decoded", next->case_index);
+}
+
 enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, long lease_ms,
                                   int64_t now, int max_attempts,
                                   const struct evd_store_cell_done *done,
@@ -423,35 +453,70 @@ enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, 
     done_params_free(&d);
     if (r == NULL)
         return evd_db_code(err);
-    if (PQntuples(r) == 1) {
-        const char *o = PQgetvalue(r, 0, 0);
-        next->outcome = strcmp(o, "started") == 0           ? EVD_CELL_STARTED
-                        : strcmp(o, "exhausted") == 0       ? EVD_CELL_EXHAUSTED
-                        : strcmp(o, "judge") == 0           ? EVD_CELL_JUDGE
-                        : strcmp(o, "judge_exhausted") == 0 ? EVD_CELL_JUDGE_EXHAUSTED
-                        : strcmp(o, "done") == 0      ? EVD_CELL_DONE
-                        : strcmp(o, "gone") == 0      ? EVD_CELL_GONE
-                                                      : EVD_CELL_LOST;
-        next->position = atoi(PQgetvalue(r, 0, 1));
-        next->attempt = atoi(PQgetvalue(r, 0, 2));
-        next->schedule = PQgetisnull(r, 0, 3) ? 0 : atoi(PQgetvalue(r, 0, 3));
-        next->lease_left_ms = PQgetisnull(r, 0, 4) ? 0 : evd_db_col_i64(r, 0, 4);
-        next->case_index = PQgetisnull(r, 0, 5) ? 0 : atoi(PQgetvalue(r, 0, 5));
-        if (!PQgetisnull(r, 0, 6)) {
-            next->body = evd_db_col_json(r, 0, 6);
-            next->done = evd_db_col_json(r, 0, 7);
-            if (next->body == NULL || next->done == NULL) {
-                json_decref(next->body);
-                json_decref(next->done);
-                next->body = next->done = NULL;
-                PQclear(r);
-                return evd_err_set(err, EVD_EINTERNAL, "stored case %d cannot be decoded",
-                                   next->case_index);
-            }
-        }
+    enum evd_code rc = PQntuples(r) == 1 ? next_row(r, 0, 0, next, err) : EVD_OK;
+    PQclear(r);
+    return rc;
+}
+
+enum evd_code evd_store_cell_steps(PGconn *c, const char *owner, long lease_ms, int64_t now,
+                                   int max_attempts, struct evd_store_cell_step_item *items,
+                                   size_t n, struct evd_err *err)
+{
+    char lease[32], ts[32], max[16];
+    I64(lease, lease_ms);
+    I64(ts, now);
+    snprintf(max, sizeof(max), "%d", max_attempts);
+    json_t *steps = json_array();
+    bool bad = steps == NULL;
+    for (size_t i = 0; i < n && !bad; i++) {
+        const struct evd_store_cell_done *d = items[i].done;
+        memset(&items[i].next, 0, sizeof(items[i].next));
+        items[i].next.outcome = EVD_CELL_LOST;
+        json_t *s = json_pack("{s:I}", "job", (json_int_t)items[i].job_id);
+        if (s != NULL && d != NULL)
+            bad |= json_object_set_new(s, "exp", json_string(d->experiment_id)) != 0 ||
+                   json_object_set_new(s, "case", json_integer(d->case_index)) != 0 ||
+                   json_object_set_new(s, "position", json_integer(d->position)) != 0 ||
+                   json_object_set_new(s, "attempt", json_integer(d->attempt)) != 0 ||
+                   json_object_set(s, "run", (json_t *)d->run) != 0 ||
+                   (d->transcript != NULL &&
+                    json_object_set(s, "transcript", (json_t *)d->transcript) != 0) ||
+                   json_object_set(s, "cells", (json_t *)d->cells) != 0 ||
+                   json_object_set_new(s, "flaky", json_boolean(d->flaky)) != 0 ||
+                   json_object_set_new(s, "disagree", json_boolean(d->disagree)) != 0;
+        bad |= s == NULL || json_array_append_new(steps, s) != 0;
+    }
+    char *text = bad ? NULL : dump(steps);
+    json_decref(steps);
+    if (text == NULL)
+        return evd_err_set(err, EVD_ENOMEM, "out of memory");
+    const char *p[] = {owner, lease, ts, max, text};
+    PGresult *r = evd_db_query(c,
+                               "SELECT * FROM evald_cell_steps($1, $2::bigint, $3::bigint,"
+                               " $4::int, $5::jsonb)",
+                               5, p, err);
+    free(text);
+    if (r == NULL)
+        return evd_db_code(err);
+    enum evd_code rc = EVD_OK;
+    for (int row = 0; row < PQntuples(r) && rc == EVD_OK; row++) {
+        int64_t job = evd_db_col_i64(r, row, 0);
+        size_t i = 0;
+        while (i < n && items[i].job_id != job)
+            i++;
+        if (i == n)
+            rc = evd_err_set(err, EVD_EDB, "evald_cell_steps answered for job %lld",
+                             (long long)job);
+        else
+            rc = next_row(r, row, 1, &items[i].next, err);
     }
     PQclear(r);
-    return EVD_OK;
+    for (size_t i = 0; i < n && rc != EVD_OK; i++) {
+        json_decref(items[i].next.body);
+        json_decref(items[i].next.done);
+        items[i].next.body = items[i].next.done = NULL;
+    }
+    return rc;
 }
 
 enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done *done,

@@ -126,6 +126,22 @@ enum evd_code evd_store_cell_step(PGconn *c, int64_t job_id, const char *owner, 
                                   int64_t now, int max_attempts,
                                   const struct evd_store_cell_done *done,
                                   struct evd_store_cell_next *next, struct evd_err *err);
+/* One case job's step in a batch of them (evd_store_cell_steps). */
+struct evd_store_cell_step_item {
+    int64_t job_id;
+    const struct evd_store_cell_done *done; /* or NULL: the job's first step */
+    struct evd_store_cell_next next;         /* the answer */
+};
+/*
+ * evald_cell_steps (migrations/0028): the steps of n jobs (at most one each) as
+ * evd_store_cell_step takes them, in one statement: the finished cells written together,
+ * their spend, case rows and the analysis's mark folded once, then each job's next cell.
+ * Only for cells of experiments without a judge, a budget or an anytime stopping rule.
+ * On error nothing was written and no item holds an answer.
+ */
+enum evd_code evd_store_cell_steps(PGconn *c, const char *owner, long lease_ms, int64_t now,
+                                   int max_attempts, struct evd_store_cell_step_item *items,
+                                   size_t n, struct evd_err *err);
 /* evald_cell_finish alone: *written false when the run was taken over or cancelled. */
 enum evd_code evd_store_cell_finish(PGconn *c, const struct evd_store_cell_done *done,
                                     int64_t now, bool *written, struct evd_err *err);

@@ -19,7 +19,7 @@ scripts/deps.sh
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="${TSAN_CC:-gcc}" -DCMAKE_BUILD_TYPE=Debug -DEVALD_TSAN=ON >/dev/null
 suites=(test_engine test_engine_recovery test_webhooks test_webhooks_subscriptions test_sessions test_run_functions test_starts test_rate_limits
         test_idempotency test_adapter_conn test_adapter_proto test_adapter_ws
-        test_webhook_core test_queue test_pool test_experiment_simulator test_runs_ahead)
+        test_webhook_core test_queue test_pool test_experiment_simulator test_runs_ahead test_experiment_batches)
 cmake --build "$build" -j "$jobs" --target evald evald-stub "${suites[@]}"
 
 if [ -z "${EVALD_TEST_DATABASE_URL:-}" ]; then
@@ -41,7 +41,7 @@ rm -rf "$build/test-logs"
 mkdir -p "$build/test-logs"
 status=0
 ctest --test-dir "$build" --output-on-failure -j "${EVALD_TEST_JOBS:-2}" \
-  -R '^(unit/test_(adapter_.*|webhook_core|queue|pool)|integration/test_(engine|engine_recovery|webhooks|webhooks_subscriptions|sessions|run_functions|starts|rate_limits|idempotency|experiment_simulator|runs_ahead))$' || status=$?
+  -R '^(unit/test_(adapter_.*|webhook_core|queue|pool)|integration/test_(engine|engine_recovery|webhooks|webhooks_subscriptions|sessions|run_functions|starts|rate_limits|idempotency|experiment_simulator|runs_ahead|experiment_batches))$' || status=$?
 # The iii suite (Node) keeps evald's stderr to itself: there the reports go to files.
 TSAN_OPTIONS="$TSAN_OPTIONS log_path=$build/test-logs/iii-tsan" \
   ctest --test-dir "$build" --output-on-failure -R '^iii/adapter$' || status=$?
