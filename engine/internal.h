@@ -206,7 +206,7 @@ enum evd_handover_next {
     EVD_NEXT_JOB,         /* `job` was claimed for it */
     EVD_NEXT_NOTHING,     /* its batch found nothing due: it waits until work is announced */
 };
-#define EVD_AHEAD_MAX 8
+#define EVD_AHEAD_MAX 16
 #define EVD_AHEAD_QUICK_MS 20
 #define EVD_AHEAD_WORKERS 64
 /* A run a batch started ahead for a worker: its job (no request: the chain's is used),

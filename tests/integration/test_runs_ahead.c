@@ -96,6 +96,11 @@ START_TEST(quick_runs_go_ahead_one_call_at_a_time_in_plan_order)
     ck_assert_str_eq(evd_t_wait_terminal(p.base, id, 60000), "completed");
     long ahead = evd_t_metric(p.base, "evald_runs_started_ahead_total");
     ck_assert_msg(ahead >= 200, "only %ld of 400 runs were started ahead", ahead);
+    /* The writer's batches held several runs each (how many depends on the machine). */
+    long batches = evd_t_metric(p.base, "evald_run_batches_total");
+    fprintf(stderr, "test_runs_ahead: 400 runs in %ld batches\n", batches);
+    ck_assert_int_gt(batches, 0);
+    ck_assert_int_lt(batches, 400);
 
     struct plan pl;
     plan_of(p.base, id, &pl);
@@ -191,8 +196,9 @@ START_TEST(kill_9_mid_window_resumes_in_plan_order)
     long requests = json_integer_value(json_object_get(stats, "requests"));
     json_decref(stats);
     /* Lost with the process, and called again: the runs whose outcomes were with the
-     * writer, and the one at the provider (a window is 8 runs, engine/internal.h). */
-    ck_assert_msg(requests >= 500 && requests <= 510, "%ld calls for 500 runs", requests);
+     * writer (17 at most: a window of 16, engine/internal.h, and the run that asked for
+     * it), and the one at the provider. */
+    ck_assert_msg(requests >= 500 && requests <= 518, "%ld calls for 500 runs", requests);
     /* The last 500 calls: in plan order but for the one step back at the restart. */
     int pos[500];
     int n = logged_positions(&pl, pos);
