@@ -76,23 +76,6 @@ static const char *start_experiment(const char *base, int cases, int repeats, in
     return id;
 }
 
-static json_t *wait_terminal(const char *base, const char *id, int timeout_ms)
-{
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/experiments/%s", base, id);
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
-        long status = 0;
-        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
-        const char *st = json_string_value(json_object_get(doc, "status"));
-        if (status == 200 && st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
-            return doc;
-        json_decref(doc);
-        usleep(100 * 1000);
-    }
-    ck_abort_msg("experiment %s did not finish in %d ms", id, timeout_ms);
-    return NULL;
-}
-
 /* 48 cases x 2 arms x 2 repeats, 16 at once, at 0 ms: the steps go in batches of several,
  * and every run, token and cell is counted once. */
 START_TEST(steps_of_many_cases_are_written_together)
@@ -106,7 +89,7 @@ START_TEST(steps_of_many_cases_are_written_together)
     et_start_evald(&p, "EVALD_WORKERS=16", NULL);
     char xid[64];
     snprintf(xid, sizeof(xid), "%s", start_experiment(p.base, CASES, REPEATS, 16));
-    json_t *doc = wait_terminal(p.base, xid, 60000);
+    json_t *doc = evd_t_wait_experiment(p.base, xid, 60000);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
     json_t *progress = json_object_get(doc, "progress");
     ck_assert_int_eq(json_integer_value(json_object_get(progress, "terminal_runs")), RUNS);

@@ -90,24 +90,6 @@ static const char *start_experiment(const struct evd_t_proc *p, int cases, int a
     return id;
 }
 
-/* Polls the experiment until it is terminal; returns its document. */
-static json_t *wait_terminal(const struct evd_t_proc *p, const char *id, int timeout_ms)
-{
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/experiments/%s", p->base, id);
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
-        long status = 0;
-        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
-        const char *st = json_string_value(json_object_get(doc, "status"));
-        if (status == 200 && st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
-            return doc;
-        json_decref(doc);
-        usleep(100 * 1000);
-    }
-    ck_abort_msg("experiment %s did not finish in %d ms", id, timeout_ms);
-    return NULL;
-}
-
 /* Parses "<id>_<case>_<arm>_<repeat>"; false for another session. */
 static bool parse_session(const char *session, const char *id, int *ci, int *arm, int *rep)
 {
@@ -141,7 +123,7 @@ START_TEST(three_arms_reach_the_provider_in_the_planned_order)
     const char *id = start_experiment(&p, CASES, ARMS, REPEATS, CONC);
     char xid[64];
     snprintf(xid, sizeof(xid), "%s", id);
-    json_t *doc = wait_terminal(&p, xid, 60000);
+    json_t *doc = evd_t_wait_experiment(p.base, xid, 60000);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
     json_t *progress = json_object_get(doc, "progress");
     ck_assert_int_eq(json_integer_value(json_object_get(progress, "total_runs")),
@@ -200,7 +182,7 @@ START_TEST(concurrency_one_dispatches_cases_in_dataset_order)
     const char *id = start_experiment(&p, CASES, ARMS, REPEATS, 1);
     char xid[64];
     snprintf(xid, sizeof(xid), "%s", id);
-    json_t *doc = wait_terminal(&p, xid, 60000);
+    json_t *doc = evd_t_wait_experiment(p.base, xid, 60000);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
     ck_assert_int_eq(
         json_integer_value(json_object_get(json_object_get(doc, "progress"), "passed_runs")),
@@ -263,7 +245,7 @@ START_TEST(kill_9_mid_experiment_counts_every_run_once)
     }
     ck_assert_int_eq(evd_t_stop(&a, SIGKILL, 5000), 128 + SIGKILL);
 
-    json_t *doc = wait_terminal(&b, xid, 60000);
+    json_t *doc = evd_t_wait_experiment(b.base, xid, 60000);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
     json_t *progress = json_object_get(doc, "progress");
     ck_assert_int_eq(json_integer_value(json_object_get(progress, "total_runs")),
@@ -390,7 +372,7 @@ START_TEST(scripted_outcomes_give_each_verdict)
         snprintf(ids[k], sizeof(ids[k]), "%s",
                  start_body(&p, scripted_body(want[k].ctrl, want[k].treat, 4, want[k].min_effect)));
     for (int k = 0; k < 4; k++) {
-        json_t *doc = wait_terminal(&p, ids[k], 30000);
+        json_t *doc = evd_t_wait_experiment(p.base, ids[k], 30000);
         json_t *cmp = comparison(doc);
         json_t *pr = json_object_get(cmp, "pass_rate");
         ck_assert_msg(strcmp(json_string_value(json_object_get(cmp, "verdict")), want[k].verdict) ==
@@ -459,7 +441,7 @@ START_TEST(experiment_completed_fires_once)
     const bool all_f[] = {false, false, false}, all_t[] = {true, true, true};
     char id[64];
     snprintf(id, sizeof(id), "%s", start_body(&p, scripted_body(all_f, all_t, 3, 0)));
-    json_decref(wait_terminal(&p, id, 30000));
+    json_decref(evd_t_wait_experiment(p.base, id, 30000));
     ck_assert(evd_t_receiver_wait_acked(rx, 1, 15000));
     usleep(1500 * 1000); /* a second delivery, if there were one, would have come by now */
     ck_assert_int_eq(evd_t_receiver_count(rx), 1);
@@ -515,7 +497,7 @@ START_TEST(calls_in_flight_hold_no_connection)
             break;
         usleep(100 * 1000);
     }
-    json_t *doc = wait_terminal(&p, xid, 60000);
+    json_t *doc = evd_t_wait_experiment(p.base, xid, 60000);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "completed");
     json_decref(doc);
     json_t *stats = evd_t_stub_stats(&stub);

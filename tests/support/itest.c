@@ -3,6 +3,7 @@
 #include "tests/support/itest.h"
 
 #include <arpa/inet.h>
+#include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -671,4 +672,21 @@ const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int
         usleep(50000);
     }
     return status;
+}
+
+json_t *evd_t_wait_experiment(const char *base, const char *id, int timeout_ms)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/experiments/%s", base, id);
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        long status = 0;
+        json_t *doc = evd_t_http_json("GET", url, NULL, &status);
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        if (status == 200 && st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+            return doc;
+        json_decref(doc);
+        usleep(100 * 1000);
+    }
+    ck_abort_msg("experiment %s did not finish in %d ms", id, timeout_ms);
+    return NULL;
 }
