@@ -19,6 +19,7 @@
 #include "tests/support/testutil.h"
 
 /* The first value of a query, which must not fail: as text (malloc'd), as a number. */
+static char *vsql_text(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static char *vsql_text(const char *fmt, va_list ap)
 {
     char sql[4096];
