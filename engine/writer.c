@@ -344,8 +344,8 @@ static void write_until_done(struct evd_engine *e, PGconn **c, struct pending_wr
  * their workers hand over a run every fraction of a millisecond and go on with the runs
  * ahead they hold. So a batch whose every worker still holds at least GATHER_AHEAD runs
  * ahead to call waits for more, up to GATHER_RUNS runs or GATHER_MS; a worker that gets
- * down to fewer (evd_engine_next_ahead signals it), or waits for its write, or a stop,
- * sends it at once. A batch with any other run goes at once.
+ * down to fewer (evd_engine_next_ahead signals it), or a stop, sends it at once; so does a
+ * run of a worker with fewer (a slow run, a chain's end, a worker waiting for its write).
  */
 
 /* Whether the batch may wait for more (under writes_mu). */
