@@ -339,8 +339,8 @@ static void write_until_done(struct evd_engine *e, PGconn **c, struct pending_wr
 }
 
 /*
- * A batch costs PostgreSQL about the same whatever its size (W1 at 0 ms: 0.13 ms a run in
- * batches of 10, 0.09 in batches of 50), and only quick chains make small batches often:
+ * A batch costs PostgreSQL a share of its own beside its runs' (W1 at 0 ms: 0.13 ms a run
+ * in batches of 10, 0.09 in batches of 50), and only quick chains make small batches often:
  * their workers hand over a run every fraction of a millisecond and go on with the runs
  * ahead they hold. So a batch whose every worker still holds at least GATHER_AHEAD runs
  * ahead to call waits for more, up to GATHER_RUNS runs or GATHER_MS; a worker that gets
