@@ -9,13 +9,9 @@
  * a lone step goes at once: a batch is whatever arrived while the last one was written.
  * A batch that fails wrote nothing; its steps are then written one by one as before.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "common/log.h"
 #include "common/prometheus.h"
 #include "common/util.h"
-#include "domain/limits.h"
 #include "engine/internal.h"
 #include "store/db.h"
 #include "store/experiments.h"
@@ -43,8 +39,8 @@ static void lead(struct evd_engine *e, struct evd_wconn *w, struct cell_step **b
     PGconn *c = evd_wconn_get(w, &err);
     if (c != NULL) {
         evd_db_ensure(c); /* a restart of PostgreSQL during the last cell broke it */
-        rc = evd_store_cell_steps(c, e->owner, e->opts.lease_ms, evd_now_ms(),
-                                  EVD_MAX_ATTEMPTS, items, n, &err);
+        rc = evd_store_cell_steps(c, e->owner, e->opts.lease_ms, evd_now_ms(), EVD_MAX_ATTEMPTS,
+                                  items, n, &err);
     }
     if (rc == EVD_OK) {
         evd_metrics_count("evald_experiment_step_batches_total", NULL, NULL, 1);

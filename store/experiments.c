@@ -505,8 +505,9 @@ enum evd_code evd_store_cell_steps(PGconn *c, const char *owner, long lease_ms, 
         while (i < n && items[i].job_id != job)
             i++;
         if (i == n)
-            rc = evd_err_set(err, EVD_EDB, "evald_cell_steps answered for job %lld",
-                             (long long)job);
+            rc = evd_err_set(err, EVD_EDB,
+                             "evald_cell_steps answered for job %lld, which the batch did not"
+                             " hold", (long long)job);
         else
             rc = next_row(r, row, 1, &items[i].next, err);
     }

@@ -57,24 +57,13 @@ static const char *start_experiment(const char *base, int cases, int repeats, in
     json_t *cs = json_array();
     for (int i = 1; i <= cases; i++)
         json_array_append_new(cs, json_pack("{s:{s:i}, s:s}", "vars", "q", i, "expected", "OK"));
-    json_t *body = json_pack(
-        "{s:s, s:{s:s, s:s}, s:{s:s}, s:[{s:s}], s:o, s:{s:s, s:{s:s}}, s:i, s:i}", "dimension",
-        "prompt", "model", "model", "stub-model", "provider", "openai", "control", "prompt",
-        "Control: {{q}}", "treatments", "prompt", "Treatment: {{q}}", "cases", cs, "evaluator",
-        "function_id", "eval::assert::exact", "arguments", "expected", "{{expected}}",
-        "repeats", repeats, "concurrency", concurrency);
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/experiments", base);
-    long status = 0;
-    json_t *r = evd_t_http_json("POST", url, text, &status);
-    free(text);
-    ck_assert_msg(status == 202, "start answered %ld", status);
-    static char id[64];
-    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
-    json_decref(r);
-    return id;
+    json_t *body =
+        json_pack("{s:s, s:{s:s, s:s}, s:{s:s}, s:[{s:s}], s:o, s:{s:s, s:{s:s}}, s:i, s:i}",
+                  "dimension", "prompt", "model", "model", "stub-model", "provider", "openai",
+                  "control", "prompt", "Control: {{q}}", "treatments", "prompt", "Treatment: {{q}}",
+                  "cases", cs, "evaluator", "function_id", "eval::assert::exact", "arguments",
+                  "expected", "{{expected}}", "repeats", repeats, "concurrency", concurrency);
+    return evd_t_start_experiment(base, body);
 }
 
 /* 48 cases x 2 arms x 2 repeats, 16 at once, at 0 ms: the steps go in batches of several,
@@ -103,8 +92,7 @@ START_TEST(steps_of_many_cases_are_written_together)
     ck_assert_int_eq(json_array_size(arms), 2);
     for (size_t k = 0; k < 2; k++) {
         json_t *pooled = json_object_get(json_array_get(arms, k), "pooled");
-        ck_assert_int_eq(json_integer_value(json_object_get(pooled, "evaluated")),
-                         CASES * REPEATS);
+        ck_assert_int_eq(json_integer_value(json_object_get(pooled, "evaluated")), CASES * REPEATS);
     }
     json_decref(doc);
     /* Each case row holds both arms' cells of both repeats; each run went once. */
@@ -170,8 +158,8 @@ START_TEST(a_batch_writes_only_what_its_owner_still_holds)
                           " WHERE j.ref = '%s' AND r.status = 'running' ORDER BY j.id"
                           " OFFSET %d LIMIT 1",
                           xid, k);
-        ci[k] = sql_long("SELECT run_position FROM jobs WHERE ref = '%s' AND id = %ld", xid,
-                         job[k]);
+        ci[k] =
+            sql_long("SELECT run_position FROM jobs WHERE ref = '%s' AND id = %ld", xid, job[k]);
     }
     char sql[4096], a[600], b[600], c[600];
     snprintf(sql, sizeof(sql),

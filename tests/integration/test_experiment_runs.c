@@ -76,18 +76,7 @@ static const char *start_experiment(const struct evd_t_proc *p, int cases, int a
         "Control: {{q}}", "treatments", treatments, "cases", cs, "evaluator", "function_id",
         "eval::assert::exact", "arguments", "expected", "{{expected}}", "repeats", repeats,
         "concurrency", concurrency);
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/experiments", p->base);
-    long status = 0;
-    json_t *r = evd_t_http_json("POST", url, text, &status);
-    free(text);
-    ck_assert_msg(status == 202, "start answered %ld", status);
-    static char id[64];
-    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
-    json_decref(r);
-    return id;
+    return evd_t_start_experiment(p->base, body);
 }
 
 /* Parses "<id>_<case>_<arm>_<repeat>"; false for another session. */
@@ -284,23 +273,6 @@ START_TEST(kill_9_mid_experiment_counts_every_run_once)
 }
 END_TEST
 
-/* POSTs an experiment body; returns its id (static buffer). */
-static const char *start_body(const struct evd_t_proc *p, json_t *body)
-{
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    char url[256];
-    snprintf(url, sizeof(url), "%s/v1/experiments", p->base);
-    long status = 0;
-    json_t *r = evd_t_http_json("POST", url, text, &status);
-    free(text);
-    ck_assert_msg(status == 202, "start answered %ld", status);
-    static char id[64];
-    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
-    json_decref(r);
-    return id;
-}
-
 /* A two-arm experiment whose case i has the control pass when ctrl[i] and the treatment
  * when treat[i] (the stub answers by the markers in the prompts), one repeat. */
 static json_t *scripted_body(const bool *ctrl, const bool *treat, int n, double min_effect)
@@ -370,7 +342,8 @@ START_TEST(scripted_outcomes_give_each_verdict)
     char ids[4][64];
     for (int k = 0; k < 4; k++)
         snprintf(ids[k], sizeof(ids[k]), "%s",
-                 start_body(&p, scripted_body(want[k].ctrl, want[k].treat, 4, want[k].min_effect)));
+                 evd_t_start_experiment(p.base, scripted_body(want[k].ctrl, want[k].treat, 4,
+                                                              want[k].min_effect)));
     for (int k = 0; k < 4; k++) {
         json_t *doc = evd_t_wait_experiment(p.base, ids[k], 30000);
         json_t *cmp = comparison(doc);
@@ -440,7 +413,8 @@ START_TEST(experiment_completed_fires_once)
 
     const bool all_f[] = {false, false, false}, all_t[] = {true, true, true};
     char id[64];
-    snprintf(id, sizeof(id), "%s", start_body(&p, scripted_body(all_f, all_t, 3, 0)));
+    snprintf(id, sizeof(id), "%s",
+             evd_t_start_experiment(p.base, scripted_body(all_f, all_t, 3, 0)));
     json_decref(evd_t_wait_experiment(p.base, id, 30000));
     ck_assert(evd_t_receiver_wait_acked(rx, 1, 15000));
     usleep(1500 * 1000); /* a second delivery, if there were one, would have come by now */

@@ -674,6 +674,23 @@ const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int
     return status;
 }
 
+const char *evd_t_start_experiment(const char *base, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    ck_assert_ptr_nonnull(text);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/v1/experiments", base);
+    long status = 0;
+    json_t *r = evd_t_http_json("POST", url, text, &status);
+    free(text);
+    ck_assert_msg(status == 202, "start answered %ld", status);
+    static char id[64];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(r, "experiment_id")));
+    json_decref(r);
+    return id;
+}
+
 json_t *evd_t_wait_experiment(const char *base, const char *id, int timeout_ms)
 {
     char url[256];

@@ -146,6 +146,9 @@ json_t *evd_t_call(const char *base, const char *function, const char *body, lon
  * passes; returns the final status string (static buffer) or "timeout".
  */
 const char *evd_t_wait_terminal(const char *base, const char *evaluation_id, int timeout_ms);
+/* POST /v1/experiments of `body` (stolen) on base, which must answer 202; the experiment's
+ * id (static buffer, until the next call). */
+const char *evd_t_start_experiment(const char *base, json_t *body);
 /* Polls GET /v1/experiments/{id} on base until the experiment is neither queued nor
  * running; its document (new reference). Fails the test after timeout_ms. */
 json_t *evd_t_wait_experiment(const char *base, const char *id, int timeout_ms);
