@@ -426,7 +426,9 @@ def main():
     if valid:
         ratios = [b["calls_per_s"] / a["calls_per_s"] for _, a, b in valid]
         diffs = [mib(b["peak_rss_kb"] - a["peak_rss_kb"]) for _, a, b in valid]
-        cpu = [b["evald_cpu_ms_per_call"] / a["evald_cpu_ms_per_call"] for _, a, b in valid]
+        # A tiny run can use less CPU than one clock tick (0 ms a call): no ratio then.
+        cpu = [b["evald_cpu_ms_per_call"] / a["evald_cpu_ms_per_call"] for _, a, b in valid
+               if a["evald_cpu_ms_per_call"] > 0]
         med_ratio, worst = statistics.median(ratios), max(diffs)
         calm = [b["calls_per_s"] / a["calls_per_s"] for _, a, b in valid
                 if quiet(a, opts.quiet) and quiet(b, opts.quiet)]
@@ -434,11 +436,12 @@ def main():
         print()
         print("summary over %d valid rounds of %d: median ratio on/off %.3f (%s; target ≥ %.2f): "
               "%s; worst peak RSS difference %+.1f MiB (%s; target ≤ +%.0f MiB): %s; "
-              "evald CPU per call on/off %.2f× (median); spans per call %.2f"
+              "evald CPU per call on/off %s (median); spans per call %.2f"
               % (len(valid), opts.rounds, med_ratio, ", ".join("%.3f" % x for x in ratios),
                  TARGET_RATIO, "met" if verdicts[0] else "MISSED", worst,
                  ", ".join("%+.1f" % x for x in diffs), TARGET_RSS_MIB,
-                 "met" if verdicts[1] else "MISSED", statistics.median(cpu),
+                 "met" if verdicts[1] else "MISSED",
+                 "%.2f×" % statistics.median(cpu) if cpu else "n/a (under a clock tick)",
                  statistics.median(b["spans_exported"] / b["n"] for _, _, b in valid)))
         print("quiet rounds (other processes under %.0f %% of a core in both windows): %d; "
               "their median ratio %s (%s)"
